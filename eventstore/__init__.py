@@ -1,0 +1,43 @@
+"""eventstore: an append-only log of events in streams, with one global order."""
+
+from .errors import (
+    DuplicateEventId,
+    EventStoreError,
+    InvalidEvent,
+    StoreUnavailable,
+    UnsupportedStoreURL,
+    WrongExpectedVersion,
+)
+from .events import (
+    ANY,
+    NO_STREAM,
+    AppendResult,
+    ExpectedVersion,
+    NewEvent,
+    RecordedEvent,
+    StreamInfo,
+    StreamState,
+    category_of,
+)
+from .port import Backend
+from .store import EventStore
+
+__all__ = [
+    "ANY",
+    "NO_STREAM",
+    "AppendResult",
+    "Backend",
+    "DuplicateEventId",
+    "EventStore",
+    "EventStoreError",
+    "ExpectedVersion",
+    "InvalidEvent",
+    "NewEvent",
+    "RecordedEvent",
+    "StoreUnavailable",
+    "StreamInfo",
+    "StreamState",
+    "UnsupportedStoreURL",
+    "WrongExpectedVersion",
+    "category_of",
+]

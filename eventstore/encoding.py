@@ -1,0 +1,154 @@
+"""Checking and serializing events before any backend sees them.
+
+Every backend receives the same `PreparedEvent`s, so each rule about bad
+input is enforced once, before a transaction starts: a refused batch has
+written nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from pydantic import BaseModel
+
+from .errors import InvalidEvent
+from .events import NewEvent, StreamState
+
+MAX_NAME_LENGTH = 255
+"""Longest stream id or event type, in characters."""
+
+MAX_BATCH = 100_000
+"""Most events in one append."""
+
+# PostgreSQL's text and jsonb cannot hold NUL; refusing it everywhere keeps
+# the backends interchangeable.
+_JSON_NUL = b"\\u0000"
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedEvent:
+    """A `NewEvent` checked and encoded, ready for any backend."""
+
+    id: uuid.UUID
+    type: str
+    data: bytes
+    """The payload as JSON (an object)."""
+    metadata: bytes
+    """The metadata as JSON (an object)."""
+
+
+def check_name(what: str, value: object) -> str:
+    """Return `value` if it is usable as a stream id or event type, else raise."""
+    if not isinstance(value, str):
+        raise InvalidEvent(f"{what} must be a str, not {type(value).__name__}: {value!r}")
+    if not value:
+        raise InvalidEvent(f"{what} must not be empty")
+    if len(value) > MAX_NAME_LENGTH:
+        raise InvalidEvent(
+            f"{what} is {len(value)} characters long; the limit is {MAX_NAME_LENGTH}: "
+            f"{value[:40]!r}..."
+        )
+    if "\x00" in value:
+        raise InvalidEvent(f"{what} must not contain a NUL character: {value!r}")
+    if not value.isascii():
+        try:
+            value.encode()
+        except UnicodeEncodeError as error:
+            raise InvalidEvent(
+                f"{what} is not valid Unicode text ({error.reason}): {value!r}"
+            ) from error
+    return value
+
+
+def check_expected_version(stream_id: str, expected: object) -> int | StreamState:
+    if isinstance(expected, StreamState):
+        return expected
+    if isinstance(expected, bool) or not isinstance(expected, int):
+        raise InvalidEvent(
+            f"expected_version for stream {stream_id!r} must be ANY, NO_STREAM or an int, "
+            f"not {expected!r}"
+        )
+    if expected < 0:
+        raise InvalidEvent(
+            f"expected_version for stream {stream_id!r} must not be negative: {expected}"
+        )
+    return expected
+
+
+def check_position(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidEvent(f"{name} must be a non-negative int, not {value!r}")
+    return value
+
+
+def check_limit(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidEvent(f"limit must be None or a non-negative int, not {value!r}")
+    return value
+
+
+def prepare(stream_id: str, events: Sequence[NewEvent]) -> list[PreparedEvent]:
+    """Check a whole batch and encode it; raise `InvalidEvent` on the first fault."""
+    check_name("stream id", stream_id)
+    if isinstance(events, NewEvent) or not isinstance(events, Sequence):
+        raise InvalidEvent(
+            f"events for stream {stream_id!r} must be a sequence of NewEvent, "
+            f"not {type(events).__name__}"
+        )
+    if not events:
+        raise InvalidEvent(f"an append to stream {stream_id!r} needs at least one event")
+    if len(events) > MAX_BATCH:
+        raise InvalidEvent(
+            f"an append to stream {stream_id!r} holds {len(events)} events; "
+            f"the limit is {MAX_BATCH}"
+        )
+    prepared = []
+    seen: set[uuid.UUID] = set()
+    for index, event in enumerate(events):
+        if not isinstance(event, NewEvent):
+            raise InvalidEvent(
+                f"event {index} for stream {stream_id!r} must be a NewEvent, "
+                f"not {type(event).__name__}"
+            )
+        where = f"event {index} ({event.type!r}) for stream {stream_id!r}"
+        check_name(f"the type of event {index} for stream {stream_id!r}", event.type)
+        if not isinstance(event.id, uuid.UUID):
+            raise InvalidEvent(f"{where}: id must be a uuid.UUID, not {event.id!r}")
+        if event.id in seen:
+            raise InvalidEvent(f"{where}: id {event.id} appears twice in the batch")
+        seen.add(event.id)
+        prepared.append(
+            PreparedEvent(
+                id=event.id,
+                type=event.type,
+                data=encode_object(f"{where}: data", event.data),
+                metadata=encode_object(f"{where}: metadata", event.metadata),
+            )
+        )
+    return prepared
+
+
+def encode_object(where: str, value: dict[str, Any] | BaseModel) -> bytes:
+    """Encode a dict or pydantic model as a JSON object."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    if not isinstance(value, dict):
+        raise InvalidEvent(
+            f"{where} must be a dict or a pydantic model, not {type(value).__name__}"
+        )
+    try:
+        encoded = orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError) as error:
+        raise InvalidEvent(f"{where} cannot be encoded as JSON: {error}") from error
+    if _JSON_NUL in encoded:
+        raise InvalidEvent(f"{where} contains a NUL character, which the store cannot hold")
+    return encoded
+
+
+decode = orjson.loads

@@ -1,0 +1,71 @@
+"""The event store's exceptions.
+
+::
+
+    EventStoreError
+    ├── WrongExpectedVersion        the stream is not at the version the caller expected
+    ├── DuplicateEventId (ValueError)   an event id already stored, reused in another way
+    ├── InvalidEvent (ValueError)       a name, payload or argument the store refuses
+    ├── UnsupportedStoreURL (ValueError)
+    └── StoreUnavailable (ConnectionError)  the database could not be reached
+
+Driver errors (sqlite3's, psycopg's) are translated into these at the backend
+boundary; they never reach a caller.
+"""
+
+from __future__ import annotations
+
+
+class EventStoreError(Exception):
+    """Base of every error the event store raises."""
+
+
+class WrongExpectedVersion(EventStoreError):
+    """The stream's current version is not the one the append expected.
+
+    Nothing of the append was written.
+    """
+
+    def __init__(self, stream_id: str, expected: object, actual: int) -> None:
+        self.stream_id = stream_id
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"Wrong expected version: {expected!r} (stream: {stream_id!r}, stream version: {actual})"
+        )
+
+    def __reduce__(self) -> tuple[type[WrongExpectedVersion], tuple[str, object, int]]:
+        # Keeps the error intact across process boundaries (multiprocessing).
+        return (type(self), (self.stream_id, self.expected, self.actual))
+
+
+class DuplicateEventId(EventStoreError, ValueError):
+    """An append reuses a stored event id other than as an exact retry.
+
+    A retry is the same ids, in the same order, in the same stream; anything
+    else that reuses an id is refused and writes nothing.
+    """
+
+    def __init__(self, stream_id: str, event_id: object, detail: str) -> None:
+        self.stream_id = stream_id
+        self.event_id = event_id
+        self.detail = detail
+        super().__init__(
+            f"Event id {event_id} is already stored ({detail}); "
+            f"the append to stream {stream_id!r} wrote nothing"
+        )
+
+    def __reduce__(self) -> tuple[type[DuplicateEventId], tuple[str, object, str]]:
+        return (type(self), (self.stream_id, self.event_id, self.detail))
+
+
+class InvalidEvent(EventStoreError, ValueError):
+    """A stream id, event type, payload or argument the store refuses."""
+
+
+class UnsupportedStoreURL(EventStoreError, ValueError):
+    """`EventStore.open` was given a URL no backend serves."""
+
+
+class StoreUnavailable(EventStoreError, ConnectionError):
+    """The database could not be reached, or the connection broke mid-call."""

@@ -1,0 +1,94 @@
+"""What goes into the store and what comes out of it."""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class StreamState(enum.Enum):
+    """Expected versions that are not a number."""
+
+    ANY = "any"
+    """No check: append whatever the stream's version."""
+    NO_STREAM = "no_stream"
+    """The stream must hold no events yet."""
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+ANY = StreamState.ANY
+NO_STREAM = StreamState.NO_STREAM
+
+ExpectedVersion = int | StreamState
+"""`ANY`, `NO_STREAM`, or the stream's exact current version (0 also means no events)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event to append."""
+
+    type: str
+    """The event's type name, stable across refactorings (not a Python class path)."""
+    data: dict[str, Any] | BaseModel
+    """The payload: a JSON-encodable dict, or a pydantic model serialized through its schema."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Context of the event: `correlation_id`, `causation_id` and whatever the caller adds."""
+    id: uuid.UUID = field(default_factory=uuid.uuid4)
+    """Unique across the store; resending the same ids makes a retry safe."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedEvent:
+    """An event as stored. Never changes once written."""
+
+    id: uuid.UUID
+    """The id the event was appended with."""
+    stream_id: str
+    """The stream it belongs to, `category-id`."""
+    version: int
+    """Its position within the stream, from 1."""
+    position: int
+    """Its position in the global log: strictly increasing in commit-visible order."""
+    type: str
+    """The event's type name."""
+    data: dict[str, Any]
+    """The decoded payload."""
+    metadata: dict[str, Any]
+    """The decoded metadata."""
+    recorded_at: datetime
+    """When the store wrote it, timezone-aware (UTC)."""
+
+    @property
+    def category(self) -> str:
+        return category_of(self.stream_id)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """What an append did: also what a retried append returns again."""
+
+    version: int
+    """The stream's version after the append: the version of its last event."""
+    positions: tuple[int, ...]
+    """The global positions given to the appended events, in order."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamInfo:
+    """A stream in a listing."""
+
+    stream_id: str
+    version: int
+    """The stream's current version: how many events it holds."""
+
+
+def category_of(stream_id: str) -> str:
+    """The part of a stream id before the first `-` (the whole id if it has none)."""
+    return stream_id.split("-", 1)[0]

@@ -1,0 +1,65 @@
+"""When an append meets ids that are already stored: a retry, or a conflict.
+
+A client that did not hear back from an append (a timeout, a dropped
+connection) sends it again with the same event ids. If the first attempt
+was committed, the retry must write nothing and answer as the first one
+did. Backends call `resolve_stored_ids` only after an append failed its
+version check or hit the unique index on event ids, so the common path
+pays nothing for this.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .encoding import PreparedEvent
+from .errors import DuplicateEventId
+from .events import AppendResult
+
+
+@dataclass(frozen=True, slots=True)
+class StoredId:
+    """Where an already-stored event id lives."""
+
+    id: uuid.UUID
+    stream_id: str
+    version: int
+    position: int
+
+
+def resolve_stored_ids(
+    stream_id: str, events: Sequence[PreparedEvent], stored: Iterable[StoredId]
+) -> AppendResult | None:
+    """The original result if `events` is an exact retry; None if no id is stored.
+
+    Raises `DuplicateEventId` when some id is stored but not as this batch.
+    """
+    found = {s.id: s for s in stored}
+    if not found:
+        return None
+    first = found.get(events[0].id)
+    for index, event in enumerate(events):
+        hit = found.get(event.id)
+        if hit is None:
+            stored_one = next(iter(found.values()))
+            raise DuplicateEventId(
+                stream_id,
+                stored_one.id,
+                f"in stream {stored_one.stream_id!r} at version {stored_one.version}, "
+                "while other ids of the batch are new",
+            )
+        if hit.stream_id != stream_id:
+            raise DuplicateEventId(
+                stream_id, hit.id, f"in stream {hit.stream_id!r} at version {hit.version}"
+            )
+        assert first is not None  # the loop's first turn found it
+        if hit.version != first.version + index:
+            raise DuplicateEventId(
+                stream_id,
+                hit.id,
+                f"at version {hit.version}, not in the order of the batch being appended",
+            )
+    positions = tuple(found[event.id].position for event in events)
+    return AppendResult(version=first.version + len(events) - 1, positions=positions)

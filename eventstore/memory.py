@@ -1,0 +1,135 @@
+"""An in-process backend: for tests and for domain code that needs no database."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+
+from .encoding import PreparedEvent, decode
+from .errors import WrongExpectedVersion
+from .events import ANY, NO_STREAM, AppendResult, RecordedEvent, StreamInfo, StreamState
+from .idempotency import StoredId, resolve_stored_ids
+from .port import Backend
+
+
+class MemoryBackend(Backend):
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._log: list[RecordedEvent] = []  # position p is at index p - 1
+        self._streams: dict[str, list[RecordedEvent]] = {}
+        self._by_id: dict[object, RecordedEvent] = {}
+
+    def append(
+        self,
+        stream_id: str,
+        category: str,
+        events: Sequence[PreparedEvent],
+        expected: int | StreamState,
+    ) -> AppendResult:
+        with self._lock:
+            stream = self._streams.get(stream_id, [])
+            actual = len(stream)
+            retry = resolve_stored_ids(
+                stream_id,
+                events,
+                [
+                    StoredId(e.id, e.stream_id, e.version, e.position)
+                    for e in (self._by_id.get(event.id) for event in events)
+                    if e is not None
+                ],
+            )
+            if retry is not None:
+                return retry
+            if expected is not ANY and actual != (0 if expected is NO_STREAM else expected):
+                raise WrongExpectedVersion(stream_id, expected, actual)
+            now = datetime.now(UTC)
+            recorded = [
+                RecordedEvent(
+                    id=event.id,
+                    stream_id=stream_id,
+                    version=actual + offset,
+                    position=len(self._log) + offset,
+                    type=event.type,
+                    data=decode(event.data),
+                    metadata=decode(event.metadata),
+                    recorded_at=now,
+                )
+                for offset, event in enumerate(events, start=1)
+            ]
+            self._log.extend(recorded)
+            self._streams.setdefault(stream_id, []).extend(recorded)
+            self._by_id.update((e.id, e) for e in recorded)
+            return AppendResult(
+                version=recorded[-1].version, positions=tuple(e.position for e in recorded)
+            )
+
+    def read_stream(
+        self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None
+    ) -> Iterator[RecordedEvent]:
+        with self._lock:
+            stream = list(self._streams.get(stream_id, ()))
+        if backwards:
+            end = len(stream) if from_version is None else min(from_version, len(stream))
+            selected = stream[:end][::-1]
+        else:
+            selected = stream[max((from_version or 1) - 1, 0) :]
+        return iter(selected[:limit])
+
+    def read_all(
+        self,
+        *,
+        after: int,
+        limit: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+    ) -> Iterator[RecordedEvent]:
+        with self._lock:
+            tail = self._log[after:]
+        return _filtered(tail, limit, categories, types)
+
+    def high_water_mark(self) -> int:
+        with self._lock:
+            return len(self._log)
+
+    def stream_version(self, stream_id: str) -> int:
+        with self._lock:
+            return len(self._streams.get(stream_id, ()))
+
+    def list_streams(
+        self, *, category: str | None, after: str | None, limit: int | None
+    ) -> Iterator[StreamInfo]:
+        with self._lock:
+            infos = sorted(
+                (StreamInfo(stream_id, len(events)) for stream_id, events in self._streams.items()),
+                key=lambda info: info.stream_id,
+            )
+        if after is not None:
+            infos = infos[bisect.bisect_right([i.stream_id for i in infos], after) :]
+        if category is not None:
+            infos = [i for i in infos if i.stream_id.split("-", 1)[0] == category]
+        return iter(infos[:limit])
+
+    def close(self) -> None:
+        pass
+
+
+def _filtered(
+    events: list[RecordedEvent],
+    limit: int | None,
+    categories: Sequence[str] | None,
+    types: Sequence[str] | None,
+) -> Iterator[RecordedEvent]:
+    wanted_categories = set(categories) if categories is not None else None
+    wanted_types = set(types) if types is not None else None
+    count = 0
+    for event in events:
+        if limit is not None and count >= limit:
+            return
+        if wanted_categories is not None and event.category not in wanted_categories:
+            continue
+        if wanted_types is not None and event.type not in wanted_types:
+            continue
+        count += 1
+        yield event

@@ -1,0 +1,73 @@
+"""The port every backend implements: a handful of methods, arguments checked.
+
+`EventStore` checks and encodes the caller's input, then calls these; a
+backend may assume its arguments are valid.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Sequence
+
+from .encoding import PreparedEvent
+from .events import AppendResult, RecordedEvent, StreamInfo, StreamState
+
+
+class Backend(abc.ABC):
+    """Storage for one event store. Safe to share between threads."""
+
+    @abc.abstractmethod
+    def append(
+        self,
+        stream_id: str,
+        category: str,
+        events: Sequence[PreparedEvent],
+        expected: int | StreamState,
+    ) -> AppendResult:
+        """Append all of `events` or none, checking `expected` in the same transaction.
+
+        An exact retry (the same ids already stored, in order, in this stream)
+        returns the original result and writes nothing; see `idempotency.py`.
+        """
+
+    @abc.abstractmethod
+    def read_stream(
+        self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None
+    ) -> Iterator[RecordedEvent]:
+        """Events of one stream in version order (descending if `backwards`).
+
+        `from_version` is inclusive; None means the first (or, backwards, the last).
+        """
+
+    @abc.abstractmethod
+    def read_all(
+        self,
+        *,
+        after: int,
+        limit: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+    ) -> Iterator[RecordedEvent]:
+        """Events with position > `after`, in position order, up to the high-water mark.
+
+        Filters keep only the named categories and event types; they never let
+        a reader pass an event it has not been shown (see `schema.py`).
+        """
+
+    @abc.abstractmethod
+    def high_water_mark(self) -> int:
+        """The highest position below which no event can appear any more."""
+
+    @abc.abstractmethod
+    def stream_version(self, stream_id: str) -> int:
+        """The stream's current version; 0 if it holds no events."""
+
+    @abc.abstractmethod
+    def list_streams(
+        self, *, category: str | None, after: str | None, limit: int | None
+    ) -> Iterator[StreamInfo]:
+        """Streams in order of their ids, those after `after` only."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release connections. Idempotent."""

@@ -1,0 +1,272 @@
+"""The production backend: PostgreSQL through psycopg 3.
+
+An append is one round trip: a call of the `eventcraft_append` function
+(`schema.py`) in autocommit, which checks the expected version, takes the
+positions and inserts the events in one transaction. Readers follow the
+ordering rule explained in `schema.py`; `_SAFE_HEAD` is that rule in SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg.rows import RowMaker
+
+from . import schema
+from .encoding import PreparedEvent
+from .errors import EventStoreError, StoreUnavailable, WrongExpectedVersion
+from .events import ANY, NO_STREAM, AppendResult, RecordedEvent, StreamInfo, StreamState
+from .idempotency import StoredId, resolve_stored_ids
+from .paging import paged
+from .port import Backend
+from .postgres_connections import ConnectionPool, PostgresTarget
+
+PAGE = 2000
+"""Rows a read fetches in one statement."""
+
+WALK = 10_000
+"""Most rows the high-water mark moves past the last settled row in one call."""
+
+E = schema.EVENTS
+S = schema.STREAMS
+_COLUMNS = "id, stream_id, version, position, type, data, metadata, recorded_at"
+
+_APPEND = "SELECT eventcraft_append(%s, %s, %s, %s, %s, %s, %s)"
+_STORED_IDS = f"SELECT id, stream_id, version, position FROM {E} WHERE id = ANY(%s)"
+_STREAM_VERSION = f"SELECT version FROM {S} WHERE stream_id = %s"
+
+# The high-water mark above `after`, in one statement so that the snapshot's
+# xmin and the rows seen come from the same snapshot. `settled` is the
+# highest row whose horizon no running transaction is below: every gap under
+# it is final. Above it, a row is safe only while positions stay contiguous.
+_SAFE_HEAD = f"""
+WITH snap AS (
+    SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin
+), settled AS (
+    SELECT coalesce((
+        SELECT e.position FROM {E} e, snap
+        WHERE e.position > %(after)s AND e.horizon_xid <= snap.xmin
+        ORDER BY e.position DESC LIMIT 1
+    ), %(after)s) AS position
+), run AS (
+    SELECT e.position, e.position - row_number() OVER (ORDER BY e.position) AS base
+    FROM {E} e, settled
+    WHERE e.position > settled.position
+    ORDER BY e.position LIMIT {WALK}
+)
+SELECT greatest(
+    settled.position,
+    (SELECT max(run.position) FROM run WHERE run.base = settled.position)
+) FROM settled
+"""
+
+T = TypeVar("T")
+
+
+class PostgresBackend(Backend):
+    def __init__(self, target: PostgresTarget) -> None:
+        self._pool = ConnectionPool(target)
+        self._with_connection(self._create_schema)
+
+    @classmethod
+    def from_url(cls, url: str) -> PostgresBackend:
+        return cls(PostgresTarget.from_url(url))
+
+    def _create_schema(self, conn: psycopg.Connection[Any]) -> None:
+        schema_name = self._pool.target.schema
+        with conn.transaction():
+            # Processes opening the same new store at once must not race on the DDL.
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"eventcraft:{schema_name}",)
+            )
+            if schema_name is not None:
+                conn.execute(
+                    psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
+                        psycopg.sql.Identifier(schema_name)
+                    )
+                )
+            row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (E,)).fetchone()
+            if not (row and row[0]):
+                for statement in schema.ddl("postgresql"):
+                    conn.execute(statement.encode())
+
+    def append(
+        self,
+        stream_id: str,
+        category: str,
+        events: Sequence[PreparedEvent],
+        expected: int | StreamState,
+    ) -> AppendResult:
+        code = -1 if expected is ANY else 0 if expected is NO_STREAM else int(expected)  # type: ignore[arg-type]
+        params = (
+            stream_id,
+            category,
+            code,
+            [event.id for event in events],
+            [event.type for event in events],
+            [event.data.decode() for event in events],
+            [event.metadata.decode() for event in events],
+        )
+
+        def attempt(conn: psycopg.Connection[Any]) -> AppendResult:
+            try:
+                row = conn.execute(_APPEND, params).fetchone()
+            except psycopg.errors.UniqueViolation as error:
+                return self._retried_or(conn, stream_id, events, error)
+            except psycopg.DatabaseError as error:
+                if error.sqlstate != schema.WRONG_EXPECTED_VERSION_SQLSTATE:
+                    raise
+                actual = int(error.diag.message_detail or 0)
+                conflict = WrongExpectedVersion(stream_id, expected, actual)
+                return self._retried_or(conn, stream_id, events, conflict)
+            assert row is not None
+            result: list[int] = row[0]
+            return AppendResult(version=result[0], positions=tuple(result[1:]))
+
+        # Safe to resend after a dropped connection: a batch that did commit is
+        # recognised by its event ids and answered with its original result.
+        return self._with_connection(attempt)
+
+    def _retried_or(
+        self,
+        conn: psycopg.Connection[Any],
+        stream_id: str,
+        events: Sequence[PreparedEvent],
+        error: Exception,
+    ) -> AppendResult:
+        rows = conn.execute(_STORED_IDS, ([event.id for event in events],)).fetchall()
+        result = resolve_stored_ids(stream_id, events, [StoredId(*row) for row in rows])
+        if result is not None:
+            return result
+        if isinstance(error, EventStoreError):
+            raise error
+        raise EventStoreError(f"append to stream {stream_id!r} failed: {error}") from error
+
+    def read_stream(
+        self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None
+    ) -> Iterator[RecordedEvent]:
+        if backwards:
+            start = (1 << 62) if from_version is None else from_version
+            query = (
+                f"SELECT {_COLUMNS} FROM {E} WHERE stream_id = %(stream)s "
+                "AND version <= %(start)s ORDER BY version DESC LIMIT %(count)s"
+            )
+            return self._pages(query, {"stream": stream_id}, start, _version_before, limit)
+        query = (
+            f"SELECT {_COLUMNS} FROM {E} WHERE stream_id = %(stream)s "
+            "AND version >= %(start)s ORDER BY version LIMIT %(count)s"
+        )
+        return self._pages(query, {"stream": stream_id}, from_version or 1, _version_after, limit)
+
+    def read_all(
+        self,
+        *,
+        after: int,
+        limit: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+    ) -> Iterator[RecordedEvent]:
+        head = self._safe_head(after)
+        filters = ""
+        params: dict[str, Any] = {"head": head}
+        if categories is not None:
+            filters += " AND category = ANY(%(categories)s)"
+            params["categories"] = list(categories)
+        if types is not None:
+            filters += " AND type = ANY(%(types)s)"
+            params["types"] = list(types)
+        query = (
+            f"SELECT {_COLUMNS} FROM {E} WHERE position > %(start)s AND position <= %(head)s"
+            f"{filters} ORDER BY position LIMIT %(count)s"
+        )
+        return self._pages(query, params, after, _position, limit)
+
+    def _safe_head(self, after: int) -> int:
+        def query(conn: psycopg.Connection[Any]) -> int:
+            row = conn.execute(_SAFE_HEAD, {"after": after}).fetchone()
+            return int(row[0]) if row else after
+
+        return self._with_connection(query)
+
+    def high_water_mark(self) -> int:
+        return self._safe_head(0)
+
+    def stream_version(self, stream_id: str) -> int:
+        def query(conn: psycopg.Connection[Any]) -> int:
+            row = conn.execute(_STREAM_VERSION, (stream_id,)).fetchone()
+            return int(row[0]) if row else 0
+
+        return self._with_connection(query)
+
+    def list_streams(
+        self, *, category: str | None, after: str | None, limit: int | None
+    ) -> Iterator[StreamInfo]:
+        query = f"SELECT stream_id, version FROM {S} WHERE stream_id > %(after)s"
+        if category is not None:
+            query += " AND category = %(category)s"
+        query += " ORDER BY stream_id LIMIT %(limit)s"
+        params = {"after": after or "", "category": category, "limit": limit}
+
+        def fetch(conn: psycopg.Connection[Any]) -> list[StreamInfo]:
+            return [StreamInfo(*row) for row in conn.execute(query, params)]
+
+        return iter(self._with_connection(fetch))
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def _pages(
+        self,
+        query: str,
+        params: dict[str, Any],
+        start: int,
+        next_start: Callable[[RecordedEvent], int],
+        limit: int | None,
+    ) -> Iterator[RecordedEvent]:
+        def fetch(key: int, count: int) -> list[RecordedEvent]:
+            def run(conn: psycopg.Connection[Any]) -> list[RecordedEvent]:
+                with conn.cursor(binary=True, row_factory=_recorded_events) as cur:
+                    return cur.execute(query, {**params, "start": key, "count": count}).fetchall()
+
+            return self._with_connection(run)
+
+        return paged(fetch, start, next_start, _same, limit, PAGE)
+
+    def _with_connection(self, call: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """Run `call` on a pooled connection; once more on a new one if the first broke.
+
+        Every call made through here is safe to repeat: reads, and appends,
+        which recognise their own retry.
+        """
+        for attempt in (1, 2):
+            try:
+                with self._pool.connection() as conn:
+                    return call(conn)
+            except psycopg.OperationalError as error:
+                if attempt == 2:
+                    raise StoreUnavailable(f"PostgreSQL event store: {error}") from error
+            except psycopg.Error as error:
+                raise EventStoreError(f"PostgreSQL event store: {error}") from error
+        raise AssertionError("unreachable")
+
+
+def _recorded_events(cursor: psycopg.Cursor[Any]) -> RowMaker[RecordedEvent]:
+    return lambda values: RecordedEvent(*values)
+
+
+def _same(event: RecordedEvent) -> RecordedEvent:
+    return event
+
+
+def _position(event: RecordedEvent) -> int:
+    return event.position
+
+
+def _version_after(event: RecordedEvent) -> int:
+    return event.version + 1
+
+
+def _version_before(event: RecordedEvent) -> int:
+    return event.version - 1

@@ -1,0 +1,111 @@
+"""Connections to PostgreSQL: URL parsing, a small pool, driver errors translated.
+
+A store needs only a few connections at once (one per thread appending or
+reading), so the pool is a list of idle ones: a connection broken by the
+server or the network is dropped on return and a new one opened next time.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import orjson
+import psycopg
+from psycopg.types.json import set_json_loads
+
+from .errors import StoreUnavailable, UnsupportedStoreURL
+
+_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+MAX_IDLE = 8
+"""Idle connections kept for reuse; more are closed when given back."""
+
+
+@dataclass(frozen=True)
+class PostgresTarget:
+    """Where a PostgreSQL store lives."""
+
+    conninfo: str
+    """A libpq URI without the store's own parameters."""
+    schema: str | None
+    """The schema holding the store's tables; None for the server's search_path."""
+
+    @classmethod
+    def from_url(cls, url: str) -> PostgresTarget:
+        parts = urlsplit(url)
+        query = dict(parse_qsl(parts.query, keep_blank_values=True))
+        schema = query.pop("schema", None)
+        if schema is not None and not _SCHEMA_NAME.fullmatch(schema):
+            raise UnsupportedStoreURL(
+                f"schema must be letters, digits and underscores (at most 63), not {schema!r}"
+            )
+        if not parts.hostname and not parts.path.strip("/"):
+            raise UnsupportedStoreURL(
+                "a PostgreSQL store URL is postgresql://user@host:port/database[?schema=name]"
+            )
+        conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query), ""))
+        return cls(conninfo, schema)
+
+    def options(self) -> str:
+        # UTC so that recorded_at comes back the same whatever the server's zone.
+        options = "-c timezone=UTC"
+        if self.schema is not None:
+            options += f" -c search_path={self.schema}"
+        return options
+
+
+class ConnectionPool:
+    def __init__(self, target: PostgresTarget) -> None:
+        self.target = target
+        self._idle: list[psycopg.Connection[tuple[object, ...]]] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def connect(self) -> psycopg.Connection[tuple[object, ...]]:
+        try:
+            conn = psycopg.connect(
+                self.target.conninfo, autocommit=True, options=self.target.options()
+            )
+        except psycopg.Error as error:
+            raise StoreUnavailable(f"cannot connect to PostgreSQL: {error}") from error
+        set_json_loads(orjson.loads, conn)
+        return conn
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+        """A connection in autocommit mode, returned to the pool afterwards."""
+        with self._lock:
+            if self._closed:
+                raise StoreUnavailable("the event store is closed")
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = self.connect()
+        try:
+            yield conn
+        finally:
+            self._give_back(conn)
+
+    def _give_back(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        reusable = not conn.closed and not conn.broken
+        if reusable and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            try:
+                conn.rollback()
+            except psycopg.Error:
+                reusable = False
+        with self._lock:
+            if reusable and not self._closed and len(self._idle) < MAX_IDLE:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()

@@ -1,0 +1,283 @@
+"""The embedded backend: one SQLite file, shared by threads and processes.
+
+Writers take SQLite's write lock up front (BEGIN IMMEDIATE) and choose their
+positions inside it, so commits become visible in position order and
+positions have no gaps: readers need no gap rule here (see `schema.py`).
+WAL mode lets readers run while a writer writes.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from . import schema
+from .encoding import PreparedEvent, decode
+from .errors import EventStoreError, StoreUnavailable, UnsupportedStoreURL, WrongExpectedVersion
+from .events import ANY, NO_STREAM, AppendResult, RecordedEvent, StreamInfo, StreamState
+from .idempotency import StoredId, resolve_stored_ids
+from .paging import Row, paged
+from .port import Backend
+
+PAGE = 1000
+"""Rows a read fetches under the connection lock before yielding them."""
+
+_ID_CHUNK = 500  # ids per lookup, well under SQLite's bound-parameter limit
+
+E = schema.EVENTS
+S = schema.STREAMS
+_COLUMNS = "id, stream_id, version, position, type, data, metadata, recorded_at"
+
+_STREAM_VERSION = f"SELECT version FROM {S} WHERE stream_id = ?"
+_NEXT_POSITION = f"SELECT coalesce(max(position), 0) + 1 FROM {E}"
+_INSERT_EVENT = (
+    f"INSERT INTO {E} (position, stream_id, version, id, type, data, metadata, recorded_at, "
+    "category) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_STREAM = f"INSERT INTO {S} (stream_id, category, version) VALUES (?, ?, ?)"
+_UPDATE_STREAM = f"UPDATE {S} SET version = ? WHERE stream_id = ?"
+_HEAD = f"SELECT coalesce(max(position), 0) FROM {E}"
+
+T = TypeVar("T")
+
+
+class SQLiteBackend(Backend):
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(
+                path, isolation_level=None, check_same_thread=False, timeout=60.0
+            )
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA busy_timeout = 60000")
+            self._create_schema()
+        except sqlite3.Error as error:
+            raise StoreUnavailable(
+                f"cannot open SQLite event store at {path!r}: {error}"
+            ) from error
+
+    @classmethod
+    def from_url(cls, url: str) -> SQLiteBackend:
+        prefix = "sqlite:///"
+        if not url.startswith(prefix) or len(url) == len(prefix):
+            raise UnsupportedStoreURL(
+                f"a SQLite store URL is sqlite:///relative/path.db or sqlite:////abs/path.db, "
+                f"not {url!r}"
+            )
+        path = url[len(prefix) :].split("?", 1)[0]
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return cls(path)
+
+    def _create_schema(self) -> None:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                exists = self._conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (E,)
+                ).fetchone()
+                if not exists:
+                    for statement in schema.ddl("sqlite"):
+                        self._conn.execute(statement)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def append(
+        self,
+        stream_id: str,
+        category: str,
+        events: Sequence[PreparedEvent],
+        expected: int | StreamState,
+    ) -> AppendResult:
+        return self._guard(lambda: self._append(stream_id, category, events, expected))
+
+    def _append(
+        self,
+        stream_id: str,
+        category: str,
+        events: Sequence[PreparedEvent],
+        expected: int | StreamState,
+    ) -> AppendResult:
+        conn = self._conn
+        conflict: Exception | None = None
+        with self._lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = conn.execute(_STREAM_VERSION, (stream_id,)).fetchone()
+                actual = row[0] if row else 0
+                if expected is not ANY and actual != (0 if expected is NO_STREAM else expected):
+                    conflict = WrongExpectedVersion(stream_id, expected, actual)
+                else:
+                    first = conn.execute(_NEXT_POSITION).fetchone()[0]
+                    conn.executemany(
+                        _INSERT_EVENT, _event_rows(stream_id, category, events, actual, first)
+                    )
+                    version = actual + len(events)
+                    if actual == 0:
+                        conn.execute(_INSERT_STREAM, (stream_id, category, version))
+                    else:
+                        conn.execute(_UPDATE_STREAM, (version, stream_id))
+            except sqlite3.IntegrityError as error:  # an event id already stored
+                conflict = error
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            if conflict is not None:
+                conn.execute("ROLLBACK")
+                return self._retried_or(stream_id, events, conflict)
+            conn.execute("COMMIT")
+        return AppendResult(version, tuple(range(first, first + len(events))))
+
+    def _retried_or(
+        self, stream_id: str, events: Sequence[PreparedEvent], error: Exception
+    ) -> AppendResult:
+        """The original result if this append is a retry; otherwise raise `error`."""
+        stored = []
+        for start in range(0, len(events), _ID_CHUNK):
+            chunk = [event.id.hex for event in events[start : start + _ID_CHUNK]]
+            stored += [
+                StoredId(uuid.UUID(hex=row[0]), row[1], row[2], row[3])
+                for row in self._conn.execute(
+                    f"SELECT id, stream_id, version, position FROM {E} "
+                    f"WHERE id IN ({', '.join('?' * len(chunk))})",
+                    chunk,
+                )
+            ]
+        result = resolve_stored_ids(stream_id, events, stored)
+        if result is None:
+            raise error
+        return result
+
+    def read_stream(
+        self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None
+    ) -> Iterator[RecordedEvent]:
+        if backwards:
+            start = (1 << 62) if from_version is None else from_version
+            query = (
+                f"SELECT {_COLUMNS} FROM {E} WHERE stream_id = ? AND version <= ? "
+                "ORDER BY version DESC LIMIT ?"
+            )
+            return self._pages(query, (stream_id,), start, lambda row: row[2] - 1, limit)
+        query = (
+            f"SELECT {_COLUMNS} FROM {E} WHERE stream_id = ? AND version >= ? "
+            "ORDER BY version LIMIT ?"
+        )
+        return self._pages(query, (stream_id,), from_version or 1, lambda row: row[2] + 1, limit)
+
+    def read_all(
+        self,
+        *,
+        after: int,
+        limit: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+    ) -> Iterator[RecordedEvent]:
+        head = self.high_water_mark()
+        where, params = [], []
+        if categories is not None:
+            where.append(f"category IN ({', '.join('?' * len(categories))})")
+            params += categories
+        if types is not None:
+            where.append(f"type IN ({', '.join('?' * len(types))})")
+            params += types
+        filters = "".join(f" AND {w}" for w in where)
+        query = (
+            f"SELECT {_COLUMNS} FROM {E} WHERE position <= {head}{filters} AND position > ? "
+            "ORDER BY position LIMIT ?"
+        )
+        return self._pages(query, tuple(params), after, lambda row: row[3], limit)
+
+    def _pages(
+        self,
+        query: str,
+        params: tuple[Any, ...],
+        start: int,
+        next_start: Callable[[Row], int],
+        limit: int | None,
+    ) -> Iterator[RecordedEvent]:
+        """Run `query` page by page: its last two parameters are the key to start at and a count."""
+
+        def fetch(key: int, count: int) -> list[Any]:
+            return self._guard(lambda: self._fetch(query, (*params, key, count)))
+
+        return paged(fetch, start, next_start, _event, limit, PAGE)
+
+    def _fetch(self, query: str, params: tuple[Any, ...]) -> list[Any]:
+        with self._lock:
+            return self._conn.execute(query, params).fetchall()
+
+    def high_water_mark(self) -> int:
+        return self._guard(lambda: int(self._fetch(_HEAD, ())[0][0]))
+
+    def stream_version(self, stream_id: str) -> int:
+        rows = self._guard(lambda: self._fetch(_STREAM_VERSION, (stream_id,)))
+        return int(rows[0][0]) if rows else 0
+
+    def list_streams(
+        self, *, category: str | None, after: str | None, limit: int | None
+    ) -> Iterator[StreamInfo]:
+        query = f"SELECT stream_id, version FROM {S} WHERE stream_id > ?"
+        params: list[Any] = [after or ""]
+        if category is not None:
+            query += " AND category = ?"
+            params.append(category)
+        query += " ORDER BY stream_id LIMIT ?"
+        params.append(-1 if limit is None else limit)
+        rows = self._guard(lambda: self._fetch(query, tuple(params)))
+        return iter([StreamInfo(row[0], row[1]) for row in rows])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def _guard(self, call: Callable[[], T]) -> T:
+        """Run `call`, turning sqlite3's errors into the store's own."""
+        try:
+            return call()
+        except EventStoreError:
+            raise
+        except sqlite3.ProgrammingError as error:  # e.g. used after close()
+            raise StoreUnavailable(f"SQLite event store {self.path!r}: {error}") from error
+        except sqlite3.OperationalError as error:
+            raise StoreUnavailable(f"SQLite event store {self.path!r}: {error}") from error
+
+
+def _event_rows(
+    stream_id: str, category: str, events: Sequence[PreparedEvent], actual: int, first: int
+) -> list[tuple[Any, ...]]:
+    now = datetime.now(UTC).isoformat()
+    return [
+        (
+            first + offset,
+            stream_id,
+            actual + offset + 1,
+            event.id.hex,
+            event.type,
+            event.data.decode(),
+            event.metadata.decode(),
+            now,
+            category,
+        )
+        for offset, event in enumerate(events)
+    ]
+
+
+def _event(row: Row) -> RecordedEvent:
+    return RecordedEvent(
+        uuid.UUID(hex=row[0]),
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        decode(row[5]),
+        decode(row[6]),
+        datetime.fromisoformat(row[7]),
+    )

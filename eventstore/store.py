@@ -1,0 +1,167 @@
+"""`EventStore`: the one object callers hold, whatever the backend."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from urllib.parse import urlsplit
+
+from .encoding import check_expected_version, check_limit, check_name, check_position, prepare
+from .errors import InvalidEvent, UnsupportedStoreURL
+from .events import (
+    ANY,
+    AppendResult,
+    ExpectedVersion,
+    NewEvent,
+    RecordedEvent,
+    StreamInfo,
+    category_of,
+)
+from .port import Backend
+
+
+class EventStore:
+    """An append-only log of events in streams, with one global order.
+
+    Open it with a URL::
+
+        EventStore.open("sqlite:///events.db")          # a file, relative path
+        EventStore.open("sqlite:////var/lib/app/events.db")
+        EventStore.open("postgresql://user@host:5432/db?schema=orders")
+        EventStore.open("memory://")
+
+    Safe to share between threads; open one per process.
+    """
+
+    def __init__(self, backend: Backend, url: str) -> None:
+        self._backend = backend
+        self.url = url
+
+    @classmethod
+    def open(cls, url: str) -> EventStore:
+        return cls(_backend_for(url), url)
+
+    def append(
+        self,
+        stream_id: str,
+        events: Sequence[NewEvent],
+        expected_version: ExpectedVersion = ANY,
+    ) -> AppendResult:
+        """Append `events` to `stream_id` atomically, if the stream is at `expected_version`.
+
+        Raises `WrongExpectedVersion` (nothing written) when it is not. Sending
+        the same batch again (same event ids) writes nothing and returns the
+        first result, so a caller may retry until it gets an answer.
+        """
+        prepared = prepare(stream_id, events)
+        expected = check_expected_version(stream_id, expected_version)
+        return self._backend.append(stream_id, category_of(stream_id), prepared, expected)
+
+    def read_stream(
+        self,
+        stream_id: str,
+        from_version: int | None = None,
+        backwards: bool = False,
+        limit: int | None = None,
+    ) -> Iterator[RecordedEvent]:
+        """The events of one stream, from `from_version` (inclusive) on, or back from it."""
+        check_name("stream id", stream_id)
+        if from_version is not None:
+            check_position("from_version", from_version)
+        return self._backend.read_stream(
+            stream_id, from_version=from_version, backwards=backwards, limit=check_limit(limit)
+        )
+
+    def read_all(
+        self,
+        after: int = 0,
+        limit: int | None = None,
+        *,
+        categories: Sequence[str] | str | None = None,
+        types: Sequence[str] | str | None = None,
+    ) -> Iterator[RecordedEvent]:
+        """Events of every stream with position > `after`, in position order.
+
+        Stops at the high-water mark: a reader that tails this, passing the
+        last position it saw, sees every committed event once, in order.
+        `categories` and `types` narrow it to some streams or event types.
+        """
+        return self._backend.read_all(
+            after=check_position("after", after),
+            limit=check_limit(limit),
+            categories=_names("category", categories),
+            types=_names("event type", types),
+        )
+
+    def high_water_mark(self) -> int:
+        """The position up to which the log is complete: no event can appear below it."""
+        return self._backend.high_water_mark()
+
+    def stream_version(self, stream_id: str) -> int:
+        """The stream's current version (its event count); 0 if it has none."""
+        return self._backend.stream_version(check_name("stream id", stream_id))
+
+    def list_streams(
+        self, category: str | None = None, after: str | None = None, limit: int | None = None
+    ) -> Iterator[StreamInfo]:
+        """Streams ordered by id, optionally of one category, after a given id."""
+        if category is not None:
+            check_name("category", category)
+        if after is not None:
+            check_name("after", after)
+        return self._backend.list_streams(category=category, after=after, limit=check_limit(limit))
+
+    def close(self) -> None:
+        self._backend.close()
+
+    def __enter__(self) -> EventStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"EventStore.open({_redacted(self.url)!r})"
+
+
+def _names(what: str, names: Sequence[str] | str | None) -> tuple[str, ...] | None:
+    if names is None:
+        return None
+    if isinstance(names, str):
+        names = (names,)
+    if not names:
+        raise InvalidEvent(f"an empty list of {what} names matches nothing; pass None for all")
+    return tuple(check_name(what, name) for name in names)
+
+
+def _redacted(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return url.replace(f":{parts.password}@", ":***@", 1)
+
+
+def _backend_for(url: str) -> Backend:
+    if not isinstance(url, str):
+        raise UnsupportedStoreURL(f"a store URL must be a str, not {type(url).__name__}")
+    scheme = url.split(":", 1)[0].lower() if "://" in url else ""
+    if scheme == "memory":
+        from .memory import MemoryBackend
+
+        return MemoryBackend()
+    if scheme == "sqlite":
+        from .sqlite import SQLiteBackend
+
+        return SQLiteBackend.from_url(url)
+    if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
+        from .postgres import PostgresBackend
+
+        return PostgresBackend.from_url(url)
+    raise UnsupportedStoreURL(
+        f"no backend for {_redacted(url)!r}: use sqlite:///PATH, postgresql://... or memory://"
+    )
