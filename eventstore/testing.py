@@ -1,0 +1,349 @@
+"""The conformance suite every backend passes.
+
+Subclass `EventStoreConformance` in a test module and provide a `store`
+fixture that yields a fresh, empty `EventStore` on your backend::
+
+    class TestMyBackend(EventStoreConformance):
+        @pytest.fixture
+        def store(self):
+            with EventStore.open("mybackend://...") as store:
+                yield store
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from pydantic import BaseModel
+
+from .errors import DuplicateEventId, InvalidEvent, WrongExpectedVersion
+from .events import ANY, NO_STREAM, NewEvent, RecordedEvent, StreamInfo
+from .store import EventStore
+
+
+def events(*types: str, **data: object) -> list[NewEvent]:
+    """New events of the given types, each carrying `data`."""
+    return [NewEvent(type=t, data=dict(data)) for t in types]
+
+
+class _Placed(BaseModel):
+    order_id: str
+    amount_cents: int
+    tags: list[str]
+
+
+class EventStoreConformance:
+    """Behaviour every backend must show. Needs a `store` fixture: a new, empty store."""
+
+    # --- appending and optimistic concurrency ---------------------------------
+
+    def test_a_new_stream_starts_at_version_1(self, store: EventStore) -> None:
+        result = store.append("order-1", events("Placed", "Paid"), expected_version=NO_STREAM)
+        assert result.version == 2
+        assert len(result.positions) == 2
+        assert result.positions[0] < result.positions[1]
+        assert [e.version for e in store.read_stream("order-1")] == [1, 2]
+
+    def test_positions_increase_across_streams(self, store: EventStore) -> None:
+        a = store.append("order-1", events("Placed"))
+        b = store.append("order-2", events("Placed", "Paid"))
+        c = store.append("order-1", events("Paid"))
+        positions = [*a.positions, *b.positions, *c.positions]
+        assert positions == sorted(positions)
+        assert len(set(positions)) == 4
+        assert [e.position for e in store.read_all()] == positions
+
+    def test_an_append_at_the_expected_version_succeeds(self, store: EventStore) -> None:
+        store.append("order-1", events("Placed"), expected_version=NO_STREAM)
+        result = store.append("order-1", events("Paid", "Shipped"), expected_version=1)
+        assert result.version == 3
+        assert store.append("order-1", events("Closed"), expected_version=3).version == 4
+
+    def test_a_wrong_expected_version_writes_nothing(self, store: EventStore) -> None:
+        store.append("order-1", events("Placed", "Paid"))
+        before = list(store.read_all())
+        with pytest.raises(WrongExpectedVersion) as caught:
+            store.append("order-1", events("Shipped"), expected_version=1)
+        assert (caught.value.stream_id, caught.value.expected, caught.value.actual) == (
+            "order-1",
+            1,
+            2,
+        )
+        assert "order-1" in str(caught.value)
+        assert list(store.read_all()) == before
+        assert store.stream_version("order-1") == 2
+
+    def test_no_stream_refuses_a_stream_that_exists(self, store: EventStore) -> None:
+        store.append("order-1", events("Placed"))
+        with pytest.raises(WrongExpectedVersion) as caught:
+            store.append("order-1", events("Placed"), expected_version=NO_STREAM)
+        assert caught.value.expected is NO_STREAM
+        assert caught.value.actual == 1
+
+    def test_expecting_a_version_of_a_missing_stream_fails(self, store: EventStore) -> None:
+        with pytest.raises(WrongExpectedVersion) as caught:
+            store.append("order-9", events("Paid"), expected_version=3)
+        assert caught.value.actual == 0
+        assert list(store.read_stream("order-9")) == []
+        assert list(store.list_streams()) == []
+
+    def test_expected_version_0_means_no_stream(self, store: EventStore) -> None:
+        assert store.append("order-1", events("Placed"), expected_version=0).version == 1
+        with pytest.raises(WrongExpectedVersion):
+            store.append("order-1", events("Placed"), expected_version=0)
+
+    def test_any_appends_whatever_the_version(self, store: EventStore) -> None:
+        assert store.append("order-1", events("A"), expected_version=ANY).version == 1
+        assert store.append("order-1", events("B", "C"), expected_version=ANY).version == 3
+
+    # --- idempotent retries ----------------------------------------------------
+
+    @pytest.mark.parametrize("expected", [ANY, NO_STREAM, 0], ids=["any", "no-stream", "zero"])
+    def test_a_retried_append_returns_the_first_result_and_writes_nothing(
+        self, store: EventStore, expected: object
+    ) -> None:
+        batch = events("Placed", "Paid")
+        first = store.append("order-1", batch, expected_version=expected)  # type: ignore[arg-type]
+        store.append("order-2", events("Placed"))
+        again = store.append("order-1", batch, expected_version=expected)  # type: ignore[arg-type]
+        assert again == first
+        assert store.stream_version("order-1") == 2
+        assert len(list(store.read_all())) == 3
+
+    def test_a_retry_after_later_appends_still_returns_the_first_result(
+        self, store: EventStore
+    ) -> None:
+        batch = events("Paid")
+        store.append("order-1", events("Placed"))
+        first = store.append("order-1", batch, expected_version=1)
+        store.append("order-1", events("Shipped"), expected_version=2)
+        assert store.append("order-1", batch, expected_version=1) == first
+        assert store.stream_version("order-1") == 3
+
+    def test_an_event_id_reused_in_another_stream_is_refused(self, store: EventStore) -> None:
+        batch = events("Placed")
+        store.append("order-1", batch)
+        with pytest.raises(DuplicateEventId) as caught:
+            store.append("order-2", batch)
+        assert caught.value.event_id == batch[0].id
+        assert "order-1" in str(caught.value)
+        assert store.stream_version("order-2") == 0
+
+    def test_stored_ids_in_another_order_are_refused(self, store: EventStore) -> None:
+        batch = events("A", "B")
+        store.append("order-1", batch)
+        with pytest.raises(DuplicateEventId):
+            store.append("order-1", list(reversed(batch)))
+        assert store.stream_version("order-1") == 2
+
+    def test_a_batch_mixing_stored_and_new_ids_writes_nothing(self, store: EventStore) -> None:
+        batch = events("A")
+        store.append("order-1", batch)
+        with pytest.raises(DuplicateEventId):
+            store.append("order-1", [*batch, *events("B")])
+        assert [e.type for e in store.read_stream("order-1")] == ["A"]
+
+    def test_a_batch_naming_one_id_twice_is_refused(self, store: EventStore) -> None:
+        event = NewEvent("A", {})
+        with pytest.raises(InvalidEvent, match="twice"):
+            store.append("order-1", [event, event])
+        assert list(store.read_all()) == []
+
+    # --- reading ---------------------------------------------------------------
+
+    def test_a_stream_reads_forwards_backwards_and_in_pieces(self, store: EventStore) -> None:
+        store.append("order-1", events(*"ABCDE"))
+        assert [e.type for e in store.read_stream("order-1")] == list("ABCDE")
+        assert [e.type for e in store.read_stream("order-1", from_version=3)] == list("CDE")
+        assert [e.type for e in store.read_stream("order-1", limit=2)] == list("AB")
+        assert [e.type for e in store.read_stream("order-1", backwards=True)] == list("EDCBA")
+        backwards = store.read_stream("order-1", from_version=2, backwards=True)
+        assert [e.type for e in backwards] == list("BA")
+        assert list(store.read_stream("order-1", limit=0)) == []
+        assert list(store.read_stream("order-404")) == []
+
+    def test_an_event_comes_back_as_it_was_appended(self, store: EventStore) -> None:
+        correlation, causation = str(uuid.uuid4()), str(uuid.uuid4())
+        event = NewEvent(
+            "Placed",
+            {"amount": 12.5, "lines": [{"sku": "a", "n": 2}], "note": None, "ok": True},
+            metadata={"correlation_id": correlation, "causation_id": causation, "user": "ann"},
+        )
+        position = store.append("order-1", [event]).positions[0]
+        (recorded,) = store.read_stream("order-1")
+        assert isinstance(recorded, RecordedEvent)
+        assert (recorded.id, recorded.stream_id, recorded.version) == (event.id, "order-1", 1)
+        assert (recorded.position, recorded.type) == (position, "Placed")
+        assert recorded.data == event.data
+        assert recorded.metadata == event.metadata
+        assert recorded.category == "order"
+        assert recorded.recorded_at.utcoffset() == timedelta(0)
+
+    def test_recorded_events_are_immutable(self, store: EventStore) -> None:
+        store.append("order-1", events("Placed"))
+        (recorded,) = store.read_stream("order-1")
+        with pytest.raises(AttributeError):
+            recorded.version = 5  # type: ignore[misc]
+
+    def test_pydantic_payloads_are_stored_as_their_json(self, store: EventStore) -> None:
+        store.append(
+            "order-1", [NewEvent("Placed", _Placed(order_id="1", amount_cents=5, tags=[]))]
+        )
+        (recorded,) = store.read_stream("order-1")
+        assert _Placed.model_validate(recorded.data) == _Placed(
+            order_id="1", amount_cents=5, tags=[]
+        )
+
+    def test_read_all_starts_after_a_position_and_stops_at_a_limit(self, store: EventStore) -> None:
+        positions = [store.append(f"s-{i}", events("E")).positions[0] for i in range(5)]
+        assert [e.position for e in store.read_all(after=positions[1])] == positions[2:]
+        assert [e.position for e in store.read_all(after=positions[1], limit=2)] == positions[2:4]
+        assert list(store.read_all(after=positions[-1])) == []
+        assert store.high_water_mark() == positions[-1]
+
+    def test_read_all_filters_by_category_and_type(self, store: EventStore) -> None:
+        store.append("order-1", events("Placed", "Paid"))
+        store.append("invoice-1", events("Issued"))
+        store.append("order-2", events("Placed"))
+        store.append("order", events("Odd"))  # a stream id with no "-" is its own category
+        orders = [(e.stream_id, e.type) for e in store.read_all(categories=["order"])]
+        assert orders == [("order-1", "Placed"), ("order-1", "Paid"), ("order-2", "Placed")] + [
+            ("order", "Odd")
+        ]
+        placed = [e.stream_id for e in store.read_all(types="Placed")]
+        assert placed == ["order-1", "order-2"]
+        both = store.read_all(categories=["order", "invoice"], types=["Issued", "Paid"])
+        assert [e.type for e in both] == ["Paid", "Issued"]
+        assert [e.type for e in store.read_all(categories="order", limit=1)] == ["Placed"]
+
+    def test_a_long_log_reads_completely_in_order(self, store: EventStore) -> None:
+        for batch in range(5):
+            store.append(f"bulk-{batch}", events(*["E"] * 1000))
+        positions = [e.position for e in store.read_all()]
+        assert len(positions) == 5000
+        assert positions == sorted(set(positions))
+        assert [e.version for e in store.read_stream("bulk-3", from_version=998)] == [
+            998,
+            999,
+            1000,
+        ]
+
+    def test_streams_are_listed_in_order_with_their_versions(self, store: EventStore) -> None:
+        store.append("order-2", events("A"))
+        store.append("invoice-1", events("A", "B"))
+        store.append("order-10", events("A", "B", "C"))
+        assert list(store.list_streams()) == [
+            StreamInfo("invoice-1", 2),
+            StreamInfo("order-10", 3),
+            StreamInfo("order-2", 1),
+        ]
+        assert [s.stream_id for s in store.list_streams(category="order")] == [
+            "order-10",
+            "order-2",
+        ]
+        assert [s.stream_id for s in store.list_streams(after="order-10")] == ["order-2"]
+        assert [s.stream_id for s in store.list_streams(limit=1)] == ["invoice-1"]
+        assert store.stream_version("order-10") == 3
+        assert store.stream_version("order-404") == 0
+
+    # --- bad input -------------------------------------------------------------
+
+    @pytest.mark.parametrize(
+        "stream_id",
+        ["", "x" * 256, "bad\x00id", 42, None, "\ud800"],
+        ids=["empty", "too-long", "nul", "int", "none", "surrogate"],
+    )
+    def test_an_unusable_stream_id_is_refused(self, store: EventStore, stream_id: object) -> None:
+        with pytest.raises(InvalidEvent, match="stream id"):
+            store.append(stream_id, events("A"))  # type: ignore[arg-type]
+        assert list(store.read_all()) == []
+
+    @pytest.mark.parametrize("event_type", ["", "t" * 256, "a\x00b", 7], ids=str)
+    def test_an_unusable_event_type_is_refused(self, store: EventStore, event_type: object) -> None:
+        good = NewEvent("Fine", {})
+        with pytest.raises(InvalidEvent, match="type"):
+            store.append("order-1", [good, NewEvent(event_type, {})])  # type: ignore[arg-type]
+        assert list(store.read_all()) == []
+
+    @pytest.mark.parametrize(
+        "data",
+        [{"when": object()}, {"tags": {1, 2}}, {1: "int key"}, {"s": "nul\x00"}, [1, 2], "x"],
+        ids=["object", "set", "int-key", "nul", "list", "str"],
+    )
+    def test_unencodable_data_names_the_event_and_writes_nothing(
+        self, store: EventStore, data: object
+    ) -> None:
+        batch = [NewEvent("Fine", {}), NewEvent("Broken", data)]  # type: ignore[arg-type]
+        with pytest.raises(InvalidEvent, match=r"event 1 \('Broken'\) for stream 'order-1'"):
+            store.append("order-1", batch)
+        assert list(store.read_all()) == []
+
+    def test_unencodable_metadata_is_refused(self, store: EventStore) -> None:
+        with pytest.raises(InvalidEvent, match="metadata"):
+            store.append("order-1", [NewEvent("A", {}, metadata={"x": object()})])
+
+    @pytest.mark.parametrize(
+        "expected", [-1, True, "3", 1.0, None], ids=["negative", "bool", "str", "float", "none"]
+    )
+    def test_an_unusable_expected_version_is_refused(
+        self, store: EventStore, expected: object
+    ) -> None:
+        with pytest.raises(InvalidEvent, match="expected_version"):
+            store.append("order-1", events("A"), expected_version=expected)  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize(
+        "batch", [[], NewEvent("A", {}), ["A"], None], ids=["empty", "single", "str", "none"]
+    )
+    def test_a_batch_that_is_not_a_list_of_events_is_refused(
+        self, store: EventStore, batch: object
+    ) -> None:
+        with pytest.raises(InvalidEvent):
+            store.append("order-1", batch)  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize(
+        "call",
+        [
+            lambda s: s.read_all(after=-1),
+            lambda s: s.read_all(limit=-1),
+            lambda s: s.read_all(categories=[]),
+            lambda s: s.read_stream("", limit=1),
+            lambda s: s.list_streams(category=""),
+        ],
+        ids=["negative-after", "negative-limit", "no-categories", "empty-stream", "empty-category"],
+    )
+    def test_unusable_read_arguments_are_refused(self, store: EventStore, call: object) -> None:
+        with pytest.raises(InvalidEvent):
+            call(store)  # type: ignore[operator]
+
+    @pytest.mark.parametrize(
+        "stream_id",
+        [
+            "order-'; DROP TABLE eventcraft_events; --",
+            'quote-"double"',
+            "unicode-ñandú-事件-🚀",
+            "percent-%_like",
+            "back\\slash-1",
+            "-leading-dash",
+        ],
+    )
+    def test_hostile_stream_ids_are_stored_and_read_as_given(
+        self, store: EventStore, stream_id: str
+    ) -> None:
+        store.append(stream_id, [NewEvent("Tricky 'type' \"🚀\"", {"k'ey": 'va"lue'})])
+        (recorded,) = store.read_stream(stream_id)
+        assert recorded.stream_id == stream_id
+        assert recorded.data == {"k'ey": 'va"lue'}
+        assert recorded.type == "Tricky 'type' \"🚀\""
+        category = stream_id.split("-", 1)[0]
+        if category:
+            assert [e.stream_id for e in store.read_all(categories=[category])] == [stream_id]
+            assert [s.stream_id for s in store.list_streams(category=category)] == [stream_id]
+        assert store.stream_version(stream_id) == 1
+
+    def test_a_one_megabyte_payload_round_trips(self, store: EventStore) -> None:
+        blob = "x" * (1 << 20)
+        store.append("blob-1", [NewEvent("Big", {"blob": blob, "n": 1})])
+        (recorded,) = store.read_stream("blob-1")
+        assert recorded.data == {"blob": blob, "n": 1}

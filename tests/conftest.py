@@ -1,0 +1,63 @@
+"""Fixtures shared by every test package: stores on each backend, real databases."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from eventstore import EventStore
+
+PG_URL = os.environ.get("EVENTCRAFT_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _need_postgres() -> None:
+    try:
+        psycopg.connect(PG_URL, connect_timeout=5).close()
+    except psycopg.OperationalError as error:
+        message = f"PostgreSQL at {PG_URL} is not reachable: {error}"
+        if IN_CI:
+            pytest.fail(message + " (CI must run the PostgreSQL tests)")
+        pytest.skip(message + " (run `make services`; CI fails here instead)")
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A store URL on the test server, in a schema of its own that is dropped afterwards."""
+    _need_postgres()
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    yield f"{PG_URL}?schema={schema}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'events.db'}"
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest) -> str:
+    """A URL for a new, empty store on each backend in turn."""
+    if request.param == "memory":
+        return "memory://"
+    name = "sqlite_url" if request.param == "sqlite" else "pg_url"
+    return str(request.getfixturevalue(name))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared_store_url(request: pytest.FixtureRequest) -> str:
+    """A URL several processes can open at once: the SQL backends."""
+    name = "sqlite_url" if request.param == "sqlite" else "pg_url"
+    return str(request.getfixturevalue(name))
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[EventStore]:
+    with EventStore.open(store_url) as opened:
+        yield opened
