@@ -31,7 +31,8 @@ class WrongExpectedVersion(EventStoreError):
         self.expected = expected
         self.actual = actual
         super().__init__(
-            f"Wrong expected version: {expected!r} (stream: {stream_id!r}, stream version: {actual})"
+            f"Wrong expected version: {expected!r} "
+            f"(stream: {stream_id!r}, stream version: {actual})"
         )
 
     def __reduce__(self) -> tuple[type[WrongExpectedVersion], tuple[str, object, int]]:

@@ -39,15 +39,17 @@ _STREAM_VERSION = f"SELECT version FROM {S} WHERE stream_id = %s"
 
 # The high-water mark above `after`, in one statement so that the snapshot's
 # xmin and the rows seen come from the same snapshot. `settled` is the
-# highest row whose horizon no running transaction is below: every gap under
-# it is final. Above it, a row is safe only while positions stay contiguous.
+# highest row whose inserting xid is below every running xid: every gap under
+# it is final (schema.py says why). Above it a row is safe only while
+# positions stay contiguous. Row xids are 32 bits: compared modulo 2**32.
 _SAFE_HEAD = f"""
 WITH snap AS (
     SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin
 ), settled AS (
     SELECT coalesce((
         SELECT e.position FROM {E} e, snap
-        WHERE e.position > %(after)s AND e.horizon_xid <= snap.xmin
+        WHERE e.position > %(after)s
+          AND ((snap.xmin - e.xmin::text::bigint) & 4294967295) BETWEEN 1 AND 2147483647
         ORDER BY e.position DESC LIMIT 1
     ), %(after)s) AS position
 ), run AS (

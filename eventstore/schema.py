@@ -8,28 +8,37 @@ The global-ordering rule (PostgreSQL)
 -------------------------------------
 Positions come from a sequence, handed out in one order, while transactions
 commit in another: a reader could see position 11 before 10 commits and move
-past 10 forever. Locking the table around every append prevents it but
-serializes all writers. Instead each event row carries `horizon_xid`, and
-readers follow one rule (`postgres_reads.py`):
+past 10 for ever. Locking the table around every append prevents it but
+serializes all writers. Instead readers follow one rule (`_SAFE_HEAD` in
+`postgres.py`):
 
     a gap in positions just below row p may be passed only if no transaction
-    with an xid below p's horizon_xid is still running.
+    is still running whose xid is below the xid that inserted p.
 
-Why this is correct. Let a transaction H hold a position g < p that is not
-visible yet. The append function makes every writer take its xid *before*
-its first position (`pg_current_xact_id()`), and the sequence hands out
-values in call order, so H had an xid before p's writer called nextval for
-p. p's writer computes horizon_xid after taking all its positions, as
-`greatest(snapshot xmax, max(running xids) + 1)`: if H was still running
-then, its xid is among the running ones, so xid(H) < horizon_xid(p). A reader
-whose snapshot's xmin is >= horizon_xid(p) sees no running transaction below
-that horizon: H has ended, so g is either visible to the reader now or was
-rolled back and stays empty for ever. Either way the reader loses nothing.
+The append function (below) does three things in this order: it takes its
+top-level xid (`pg_current_xact_id()`), takes its positions (`nextval`), and
+inserts its rows inside a subtransaction, so that each row's `xmin` is a
+subtransaction xid drawn *after* every position of the append.
 
-Had a writer taken its position before its xid, H would be invisible to
-every snapshot until it wrote, and the rule would let readers skip g: hence
-the order. The snapshot's xmax alone would not do either: it is one past the
-highest *completed* xid and says nothing of xids still running.
+Why this is correct. Let H hold a position g < p that is not visible yet.
+H had its top-level xid before it took g; the sequence hands out values in
+call order (CACHE 1), so H took g before p's writer took p, and p's writer
+drew xmin(p) after that: xid(H) < xmin(p), since xids are handed out in
+order too. A reader whose snapshot has every running xid >= xmin(p) (its
+xmin is above xmin(p)) therefore finds H ended: g is either visible to it
+or was rolled back and stays empty for ever. The reader loses nothing.
+
+Each step matters. Had H taken g before having an xid, no snapshot would
+show H running, and the rule would let readers skip g. Had p's rows been
+stamped with the top-level xid, drawn before p's positions, H could hold a
+larger xid than p and still be running. And a snapshot's xmax is no bound
+either: it is one past the highest *completed* xid, and running xids above
+it are listed nowhere.
+
+Rows store only the low 32 bits of their xid; comparing them with the
+snapshot's 64-bit xmin modulo 2**32 is exact for rows written within the
+last two billion transactions, and errs on the safe side (not yet passable)
+for older ones.
 
 The same rule defines the safe high-water mark that projections and the
 Spark replay read up to: the highest position below which every gap is
@@ -81,8 +90,6 @@ events = sa.Table(
     sa.Column("metadata", _json, nullable=False),
     sa.Column("recorded_at", _timestamp, nullable=False),
     sa.Column("category", _name, nullable=False),
-    # See the module docstring; NULL on backends whose commits are ordered.
-    sa.Column("horizon_xid", sa.BigInteger, nullable=True),
     sa.UniqueConstraint("stream_id", "version", name=f"{EVENTS}_stream_version"),
     sa.UniqueConstraint("id", name=f"{EVENTS}_id"),
 )
@@ -111,8 +118,6 @@ DECLARE
     n int := cardinality(p_ids);
     new_version bigint;
     positions bigint[];
-    horizon bigint;
-    snap pg_snapshot;
 BEGIN
     IF current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'eventcraft_append needs READ COMMITTED, not %',
@@ -141,15 +146,17 @@ BEGIN
     END IF;
     SELECT array_agg(p ORDER BY p) INTO positions
     FROM (SELECT nextval('{POSITION_SEQUENCE}') AS p FROM generate_series(1, n)) AS taken;
-    -- A fresh snapshot, taken after every position of this append.
-    snap := pg_current_snapshot();
-    SELECT greatest(pg_snapshot_xmax(snap)::text::bigint, max(x::text::bigint) + 1)
-    INTO horizon FROM pg_snapshot_xip(snap) AS x;
-    INSERT INTO {EVENTS}
-        (position, stream_id, version, id, type, data, metadata, recorded_at, category, horizon_xid)
-    SELECT positions[i], p_stream, new_version - n + i, p_ids[i], p_types[i],
-           p_data[i]::jsonb, p_metadata[i]::jsonb, now(), p_category, horizon
-    FROM generate_series(1, n) AS i;
+    -- The EXCEPTION clause makes this block a subtransaction: the rows' xmin is
+    -- an xid drawn after the positions above (the ordering rule in schema.py).
+    BEGIN
+        INSERT INTO {EVENTS}
+            (position, stream_id, version, id, type, data, metadata, recorded_at, category)
+        SELECT positions[i], p_stream, new_version - n + i, p_ids[i], p_types[i],
+               p_data[i]::jsonb, p_metadata[i]::jsonb, now(), p_category
+        FROM generate_series(1, n) AS i;
+    EXCEPTION WHEN unique_violation THEN
+        RAISE;
+    END;
     RETURN new_version || positions;
 END
 $$""",

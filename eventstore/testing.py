@@ -209,8 +209,11 @@ class EventStoreConformance:
         store.append("order-2", events("Placed"))
         store.append("order", events("Odd"))  # a stream id with no "-" is its own category
         orders = [(e.stream_id, e.type) for e in store.read_all(categories=["order"])]
-        assert orders == [("order-1", "Placed"), ("order-1", "Paid"), ("order-2", "Placed")] + [
-            ("order", "Odd")
+        assert orders == [
+            ("order-1", "Placed"),
+            ("order-1", "Paid"),
+            ("order-2", "Placed"),
+            ("order", "Odd"),
         ]
         placed = [e.stream_id for e in store.read_all(types="Placed")]
         assert placed == ["order-1", "order-2"]

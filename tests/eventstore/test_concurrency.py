@@ -1,0 +1,75 @@
+"""Real processes against real SQLite files and a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import multiprocessing
+import uuid
+from concurrent.futures import ProcessPoolExecutor
+
+from eventstore import EventStore
+
+from . import workers
+
+SPAWN = multiprocessing.get_context("spawn")
+
+
+def test_racing_writers_with_the_same_expected_version_have_one_winner(
+    shared_store_url: str,
+) -> None:
+    processes, rounds = 4, 15
+    EventStore.open(shared_store_url).close()  # create the schema before the race
+    with SPAWN.Manager() as manager, ProcessPoolExecutor(processes, mp_context=SPAWN) as pool:
+        barrier = manager.Barrier(processes)
+        futures = [
+            pool.submit(workers.race, shared_store_url, "raced-1", rounds, barrier)
+            for _ in range(processes)
+        ]
+        outcomes = [future.result(timeout=120) for future in futures]
+    winners_per_round = [sum(o[r] for o in outcomes) for r in range(rounds)]
+    assert winners_per_round == [1] * rounds
+    with EventStore.open(shared_store_url) as store:
+        assert [e.version for e in store.read_stream("raced-1")] == list(range(1, rounds + 1))
+
+
+def test_a_tailing_reader_sees_every_committed_event_once_in_order(
+    shared_store_url: str,
+) -> None:
+    writers, appends = 4, 150
+    seen: list[tuple[int, str]] = []
+    with (
+        EventStore.open(shared_store_url) as store,
+        ProcessPoolExecutor(writers, mp_context=SPAWN) as pool,
+    ):
+        futures = [
+            pool.submit(workers.write_mix, shared_store_url, w, appends, seed=w)
+            for w in range(writers)
+        ]
+        last = 0
+        while True:
+            done = all(f.done() for f in futures)  # read before the final pass
+            for event in store.read_all(after=last):
+                seen.append((event.position, str(event.id)))
+                last = event.position
+            if done:
+                break
+        written = {i for f in futures for i in f.result()}
+        final = [(e.position, str(e.id)) for e in store.read_all()]
+    positions = [p for p, _ in seen]
+    assert positions == sorted(positions), "the reader saw positions out of order"
+    assert len(set(positions)) == len(positions), "the reader saw an event twice"
+    assert seen == final, "the reader missed events that the log holds"
+    assert {i for _, i in seen} == written
+
+
+def test_a_retry_from_another_process_after_a_commit_writes_nothing(
+    shared_store_url: str,
+) -> None:
+    ids = [str(uuid.uuid4()) for _ in range(3)]
+    with ProcessPoolExecutor(1, mp_context=SPAWN) as pool:
+        first = pool.submit(workers.append_then_report, shared_store_url, "order-1", ids).result()
+    # The first process is gone, as a crashed client would be; a new one resends.
+    with ProcessPoolExecutor(1, mp_context=SPAWN) as pool:
+        again = pool.submit(workers.append_then_report, shared_store_url, "order-1", ids).result()
+    assert again == first
+    with EventStore.open(shared_store_url) as store:
+        assert [str(e.id) for e in store.read_all()] == ids
