@@ -39,27 +39,29 @@ def resolve_stored_ids(
     found = {s.id: s for s in stored}
     if not found:
         return None
-    first = found.get(events[0].id)
-    for index, event in enumerate(events):
-        hit = found.get(event.id)
-        if hit is None:
-            stored_one = next(iter(found.values()))
-            raise DuplicateEventId(
-                stream_id,
-                stored_one.id,
-                f"in stream {stored_one.stream_id!r} at version {stored_one.version}, "
-                "while other ids of the batch are new",
-            )
+    hits = [found.get(event.id) for event in events]
+    present = [hit for hit in hits if hit is not None]
+    if len(present) != len(hits):
+        some = present[0]
+        raise DuplicateEventId(
+            stream_id,
+            some.id,
+            f"in stream {some.stream_id!r} at version {some.version}, "
+            "while other ids of the batch are new",
+        )
+    first = present[0]
+    for index, hit in enumerate(present):
         if hit.stream_id != stream_id:
             raise DuplicateEventId(
                 stream_id, hit.id, f"in stream {hit.stream_id!r} at version {hit.version}"
             )
-        assert first is not None  # the loop's first turn found it
         if hit.version != first.version + index:
             raise DuplicateEventId(
                 stream_id,
                 hit.id,
                 f"at version {hit.version}, not in the order of the batch being appended",
             )
-    positions = tuple(found[event.id].position for event in events)
-    return AppendResult(version=first.version + len(events) - 1, positions=positions)
+    return AppendResult(
+        version=first.version + len(events) - 1,
+        positions=tuple(hit.position for hit in present),
+    )

@@ -181,7 +181,8 @@ class SQLiteBackend(Backend):
         types: Sequence[str] | None,
     ) -> Iterator[RecordedEvent]:
         head = self.high_water_mark()
-        where, params = [], []
+        where: list[str] = []
+        params: list[str] = []
         if categories is not None:
             where.append(f"category IN ({', '.join('?' * len(categories))})")
             params += categories

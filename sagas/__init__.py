@@ -1,0 +1,3 @@
+"""sagas: durable orchestration with compensation (coming: issue 6)."""
+
+__all__: list[str] = []

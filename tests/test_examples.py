@@ -1,0 +1,35 @@
+"""The README's main command and its code snippets keep working."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from examples import demo
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_demo_runs_end_to_end_on_sqlite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo.main(tmp_path / "events.db")
+    out = capsys.readouterr().out
+    assert "Wrong expected version: 1 (stream: 'order-42', stream version: 2)" in out
+    assert "retry answered with the first result: True" in out
+    assert "high-water mark: 5" in out
+    demo.main(tmp_path / "events.db")  # runs again from an empty log
+    assert "high-water mark: 5" in capsys.readouterr().out
+
+
+def _readme_snippets() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+@pytest.mark.parametrize("index", range(len(_readme_snippets())))
+def test_a_readme_snippet_runs(index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    exec(compile(_readme_snippets()[index], f"README.md snippet {index}", "exec"), {})
