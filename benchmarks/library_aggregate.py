@@ -1,0 +1,15 @@
+"""The reference library's aggregate for the benchmarks, written its own way."""
+
+from __future__ import annotations
+
+from eventsourcing.domain import Aggregate, event
+
+
+class Account(Aggregate):  # type: ignore[misc]
+    @event("Opened")  # type: ignore[untyped-decorator]
+    def __init__(self) -> None:
+        self.balance = 0
+
+    @event("Deposited")  # type: ignore[untyped-decorator]
+    def deposit(self, amount_cents: int, note: str) -> None:
+        self.balance += amount_cents
