@@ -68,9 +68,11 @@ class Ours(Contender):
         self.store = EventStore.open(f"{PG}?schema={self.schema}")
 
     def new_streams(self, count: int) -> list[Any]:
-        streams = [[f"account-{uuid.uuid4().hex}", 1] for _ in range(count)]
-        for stream_id, _ in streams:
+        streams: list[Any] = []
+        for _ in range(count):
+            stream_id = f"account-{uuid.uuid4().hex}"
             self.store.append(stream_id, [NewEvent("Opened", payload(0))], 0)
+            streams.append([stream_id, 1])
         return streams
 
     def append_one(self, stream: Any, n: int) -> None:
@@ -185,7 +187,7 @@ class Library(Contender):
         from eventsourcing.application import Application
 
         parts = psycopg.conninfo.conninfo_to_dict(PG)
-        self.app = Application(
+        self.app: Any = Application(
             env={
                 "PERSISTENCE_MODULE": "eventsourcing.postgres",
                 "POSTGRES_DBNAME": str(parts.get("dbname", "test")),

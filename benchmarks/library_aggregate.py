@@ -5,11 +5,11 @@ from __future__ import annotations
 from eventsourcing.domain import Aggregate, event
 
 
-class Account(Aggregate):  # type: ignore[misc]
-    @event("Opened")  # type: ignore[untyped-decorator]
+class Account(Aggregate):
+    @event("Opened")
     def __init__(self) -> None:
         self.balance = 0
 
-    @event("Deposited")  # type: ignore[untyped-decorator]
+    @event("Deposited")
     def deposit(self, amount_cents: int, note: str) -> None:
         self.balance += amount_cents
