@@ -40,6 +40,7 @@ class PostgresTarget:
         parts = urlsplit(url)
         query = dict(parse_qsl(parts.query, keep_blank_values=True))
         schema = query.pop("schema", None)
+        query.setdefault("application_name", "eventcraft")  # tells operators whose connection it is
         if schema is not None and not _SCHEMA_NAME.fullmatch(schema):
             raise UnsupportedStoreURL(
                 f"schema must be letters, digits and underscores (at most 63), not {schema!r}"

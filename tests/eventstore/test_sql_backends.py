@@ -1,0 +1,81 @@
+"""What only the SQL backends can show: the database itself guards the log."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+
+import psycopg
+import pytest
+
+from eventstore import EventStore, NewEvent, StoreUnavailable
+from eventstore.postgres_connections import PostgresTarget
+
+from ..conftest import PG_URL
+
+
+def _raw_sql(url: str, statement: str) -> None:
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            conn.execute(statement)
+        return
+    target = PostgresTarget.from_url(url)
+    with psycopg.connect(target.conninfo, options=target.options()) as conn:
+        conn.execute(statement.encode())
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE eventcraft_events SET type = 'Forged'",
+        "DELETE FROM eventcraft_events",
+    ],
+    ids=["update", "delete"],
+)
+def test_the_database_refuses_to_change_stored_events(
+    shared_store_url: str, statement: str
+) -> None:
+    with EventStore.open(shared_store_url) as store:
+        store.append("order-1", [NewEvent("Placed", {})])
+        with pytest.raises((sqlite3.IntegrityError, psycopg.Error), match="append-only"):
+            _raw_sql(shared_store_url, statement)
+        assert [e.type for e in store.read_all()] == ["Placed"]
+
+
+def test_postgres_refuses_to_truncate_the_log(pg_url: str) -> None:
+    with EventStore.open(pg_url) as store:
+        store.append("order-1", [NewEvent("Placed", {})])
+        with pytest.raises(psycopg.Error, match="append-only"):
+            _raw_sql(pg_url, "TRUNCATE eventcraft_events")
+        assert len(list(store.read_all())) == 1
+
+
+def _drop_store_connections() -> int:
+    """Terminate every connection the store holds, as a server restart would."""
+    with psycopg.connect(PG_URL, autocommit=True, application_name="test") as conn:
+        row = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE application_name = 'eventcraft'"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_appends_go_on_after_the_server_drops_the_connection(pg_url: str) -> None:
+    with EventStore.open(pg_url) as store:
+        batch = [NewEvent("Placed", {}), NewEvent("Paid", {})]
+        first = store.append("order-1", batch)
+        assert _drop_store_connections() >= 1
+        # The client did not hear back, say, and resends: the store reconnects,
+        # recognises the batch and answers as the first time.
+        assert store.append("order-1", batch) == first
+        assert _drop_store_connections() >= 1
+        assert store.append("order-1", [NewEvent("Shipped", {})], expected_version=2).version == 3
+        assert _drop_store_connections() >= 1
+        assert [e.type for e in store.read_all()] == ["Placed", "Paid", "Shipped"]
+
+
+def test_an_unreachable_server_is_a_clear_error() -> None:
+    with pytest.raises(StoreUnavailable, match="cannot connect to PostgreSQL"):
+        EventStore.open(
+            f"postgresql://nobody@127.0.0.1:1/none?connect_timeout=2&x={uuid.uuid4().hex}"
+        )
