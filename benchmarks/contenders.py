@@ -35,6 +35,7 @@ def reset_schema(name: str) -> None:
 class Contender(abc.ABC):
     name: str
     schema: str
+    create_tables = True
 
     @abc.abstractmethod
     def open(self) -> None:
@@ -196,6 +197,9 @@ class Library(Contender):
                 "POSTGRES_USER": str(parts.get("user", "postgres")),
                 "POSTGRES_PASSWORD": str(parts.get("password", "unused")),
                 "POSTGRES_SCHEMA": self.schema,
+                # Its DDL runs on every start; writers starting together fail with
+                # "tuple concurrently updated", so only the first opener creates tables.
+                "CREATE_TABLE": "y" if self.create_tables else "n",
             }
         )
 
@@ -240,9 +244,10 @@ CONTENDERS: dict[str, type[Contender]] = {c.name: c for c in (Ours, Library, Raw
 def concurrent_writer(name: str, appends: int, barrier: Any) -> tuple[float, float]:
     """Run in a worker process: `appends` one-event transactions; (start, end) times."""
     contender = CONTENDERS[name]()
+    contender.create_tables = False  # the runner created them before starting the writers
     contender.open()
     streams = contender.new_streams(10)
-    barrier.wait(timeout=120)
+    barrier.wait()
     started = time.perf_counter()  # CLOCK_MONOTONIC: comparable across processes
     for n in range(appends):
         contender.append_one(streams[n % len(streams)], n)

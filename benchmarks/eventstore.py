@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -92,12 +93,16 @@ def main() -> None:
     with SPAWN.Manager() as manager, ProcessPoolExecutor(args.writers, mp_context=SPAWN) as pool:
         for r in range(args.rounds):
             for name in names[r % 4 :] + names[: r % 4]:
-                barrier = manager.Barrier(args.writers)
+                barrier = manager.Barrier(args.writers, timeout=60)
                 futures = [
                     pool.submit(concurrent_writer, name, args.concurrent, barrier)
                     for _ in range(args.writers)
                 ]
-                spans = [f.result() for f in futures]
+                try:
+                    spans = [f.result() for f in futures]
+                except threading.BrokenBarrierError:
+                    print(f"  {name}: a writer failed before starting; round skipped", flush=True)
+                    continue
                 seconds = max(end for _, end in spans) - min(start for start, _ in spans)
                 tally.add(f"{args.writers} writers", name, args.writers * args.concurrent, seconds)
 
