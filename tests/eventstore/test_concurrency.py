@@ -9,6 +9,7 @@ from concurrent.futures import ProcessPoolExecutor
 from eventstore import EventStore
 
 from . import workers
+from .tailing import tail_until_written
 
 SPAWN = multiprocessing.get_context("spawn")
 
@@ -35,7 +36,6 @@ def test_a_tailing_reader_sees_every_committed_event_once_in_order(
     shared_store_url: str,
 ) -> None:
     writers, appends = 4, 150
-    seen: list[tuple[int, str]] = []
     with (
         EventStore.open(shared_store_url) as store,
         ProcessPoolExecutor(writers, mp_context=SPAWN) as pool,
@@ -44,21 +44,7 @@ def test_a_tailing_reader_sees_every_committed_event_once_in_order(
             pool.submit(workers.write_mix, shared_store_url, w, appends, seed=w)
             for w in range(writers)
         ]
-        last = 0
-        while True:
-            done = all(f.done() for f in futures)  # read before the final pass
-            for event in store.read_all(after=last):
-                seen.append((event.position, str(event.id)))
-                last = event.position
-            if done:
-                break
-        written = {i for f in futures for i in f.result()}
-        final = [(e.position, str(e.id)) for e in store.read_all()]
-    positions = [p for p, _ in seen]
-    assert positions == sorted(positions), "the reader saw positions out of order"
-    assert len(set(positions)) == len(positions), "the reader saw an event twice"
-    assert seen == final, "the reader missed events that the log holds"
-    assert {i for _, i in seen} == written
+        tail_until_written(store, futures)
 
 
 def test_a_retry_from_another_process_after_a_commit_writes_nothing(

@@ -16,6 +16,7 @@ from eventstore import EventStore, NewEvent
 from eventstore.postgres_connections import PostgresTarget
 
 from . import workers
+from .tailing import tail_until_written
 
 SPAWN = multiprocessing.get_context("spawn")
 
@@ -86,22 +87,8 @@ def test_a_failed_append_leaves_no_gap_a_reader_waits_for(store: EventStore) -> 
 
 def test_a_tailing_reader_never_skips_slow_or_rolled_back_commits(pg_url: str) -> None:
     writers, appends = 4, 60
-    seen: list[tuple[int, str]] = []
     with EventStore.open(pg_url) as store, ProcessPoolExecutor(writers, mp_context=SPAWN) as pool:
         futures = [
             pool.submit(workers.slow_committer, pg_url, w, appends, seed=w) for w in range(writers)
         ]
-        last = 0
-        while True:
-            done = all(f.done() for f in futures)
-            for event in store.read_all(after=last):
-                seen.append((event.position, str(event.id)))
-                last = event.position
-            if done:
-                break
-        committed = {i for f in futures for i in f.result()}
-        final = [(e.position, str(e.id)) for e in store.read_all()]
-    positions = [p for p, _ in seen]
-    assert positions == sorted(set(positions))
-    assert seen == final, "the tailing reader skipped events that committed late"
-    assert {i for _, i in seen} == committed
+        tail_until_written(store, futures)
