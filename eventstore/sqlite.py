@@ -182,7 +182,7 @@ class SQLiteBackend(Backend):
     ) -> Iterator[RecordedEvent]:
         head = self.high_water_mark()
         where: list[str] = []
-        params: list[str] = []
+        params: list[object] = [head]
         if categories is not None:
             where.append(f"category IN ({', '.join('?' * len(categories))})")
             params += categories
@@ -191,7 +191,7 @@ class SQLiteBackend(Backend):
             params += types
         filters = "".join(f" AND {w}" for w in where)
         query = (
-            f"SELECT {_COLUMNS} FROM {E} WHERE position <= {head}{filters} AND position > ? "
+            f"SELECT {_COLUMNS} FROM {E} WHERE position <= ?{filters} AND position > ? "
             "ORDER BY position LIMIT ?"
         )
         return self._pages(query, tuple(params), after, lambda row: row[3], limit)
