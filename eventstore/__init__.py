@@ -20,6 +20,7 @@ from .events import (
     category_of,
 )
 from .port import Backend
+from .snapshot import Snapshot
 from .store import EventStore
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "InvalidEvent",
     "NewEvent",
     "RecordedEvent",
+    "Snapshot",
     "StoreUnavailable",
     "StreamInfo",
     "StreamState",

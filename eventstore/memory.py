@@ -12,6 +12,7 @@ from .errors import WrongExpectedVersion
 from .events import ANY, NO_STREAM, AppendResult, RecordedEvent, StreamInfo, StreamState
 from .idempotency import StoredId, resolve_stored_ids
 from .port import Backend
+from .snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 
 
 class MemoryBackend(Backend):
@@ -20,6 +21,7 @@ class MemoryBackend(Backend):
         self._log: list[RecordedEvent] = []  # position p is at index p - 1
         self._streams: dict[str, list[RecordedEvent]] = {}
         self._by_id: dict[object, RecordedEvent] = {}
+        self._snapshots: dict[str, Snapshot] = {}
 
     def append(
         self,
@@ -110,6 +112,26 @@ class MemoryBackend(Backend):
         if category is not None:
             infos = [i for i in infos if i.stream_id.split("-", 1)[0] == category]
         return iter(infos[:limit])
+
+    def save_snapshot(self, snapshot: PreparedSnapshot) -> None:
+        with self._lock:
+            actual = len(self._streams.get(snapshot.stream_id, ()))
+            if snapshot.version > actual:
+                raise beyond_the_stream(snapshot.stream_id, snapshot.version, actual)
+            kept = self._snapshots.get(snapshot.stream_id)
+            if kept is None or snapshot.version >= kept.version:
+                self._snapshots[snapshot.stream_id] = Snapshot(
+                    snapshot.stream_id,
+                    snapshot.version,
+                    snapshot.type,
+                    snapshot.schema_version,
+                    decode(snapshot.data),
+                    datetime.now(UTC),
+                )
+
+    def load_snapshot(self, stream_id: str) -> Snapshot | None:
+        with self._lock:
+            return self._snapshots.get(stream_id)
 
     def close(self) -> None:
         pass

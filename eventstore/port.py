@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 
 from .encoding import PreparedEvent
 from .events import AppendResult, RecordedEvent, StreamInfo, StreamState
+from .snapshot import PreparedSnapshot, Snapshot
 
 
 class Backend(abc.ABC):
@@ -67,6 +68,18 @@ class Backend(abc.ABC):
         self, *, category: str | None, after: str | None, limit: int | None
     ) -> Iterator[StreamInfo]:
         """Streams in order of their ids, those after `after` only."""
+
+    @abc.abstractmethod
+    def save_snapshot(self, snapshot: PreparedSnapshot) -> None:
+        """Keep `snapshot` as the stream's newest unless a later one is stored.
+
+        Raises `InvalidEvent` (from `snapshot.beyond_the_stream`) when the
+        stream has not reached the snapshot's version.
+        """
+
+    @abc.abstractmethod
+    def load_snapshot(self, stream_id: str) -> Snapshot | None:
+        """The stream's newest snapshot, or None."""
 
     @abc.abstractmethod
     def close(self) -> None:

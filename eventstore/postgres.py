@@ -22,6 +22,7 @@ from .idempotency import StoredId, resolve_stored_ids
 from .paging import paged
 from .port import Backend
 from .postgres_connections import ConnectionPool, PostgresTarget
+from .snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 
 PAGE = 2000
 """Rows a read fetches in one statement."""
@@ -36,6 +37,25 @@ _COLUMNS = "id, stream_id, version, position, type, data, metadata, recorded_at"
 _APPEND = "SELECT eventcraft_append(%s, %s, %s, %s, %s, %s, %s)"
 _STORED_IDS = f"SELECT id, stream_id, version, position FROM {E} WHERE id = ANY(%s)"
 _STREAM_VERSION = f"SELECT version FROM {S} WHERE stream_id = %s"
+# Saves only if the stream has reached the version; NULL tells why not.
+_SAVE_SNAPSHOT = f"""
+WITH stream AS (SELECT coalesce(max(version), 0) AS version FROM {S} WHERE stream_id = %(stream)s),
+saved AS (
+    INSERT INTO {schema.SNAPSHOTS} AS s
+        (stream_id, version, type, schema_version, data, recorded_at)
+    SELECT %(stream)s, %(version)s, %(type)s, %(schema_version)s, %(data)s::jsonb, now()
+    FROM stream WHERE stream.version >= %(version)s
+    ON CONFLICT (stream_id) DO UPDATE SET version = excluded.version, type = excluded.type,
+        schema_version = excluded.schema_version, data = excluded.data,
+        recorded_at = excluded.recorded_at
+    WHERE excluded.version >= s.version
+)
+SELECT version FROM stream
+"""
+_LOAD_SNAPSHOT = f"""
+SELECT stream_id, version, type, schema_version, data, recorded_at
+FROM {schema.SNAPSHOTS} WHERE stream_id = %s
+"""
 
 # The high-water mark above `after`, in one statement so that the snapshot's
 # xmin and the rows seen come from the same snapshot. `settled` is the
@@ -89,10 +109,13 @@ class PostgresBackend(Backend):
                         psycopg.sql.Identifier(schema_name)
                     )
                 )
-            row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (E,)).fetchone()
-            if not (row and row[0]):
-                for statement in schema.ddl("postgresql"):
-                    conn.execute(statement.encode())
+            existing = frozenset(
+                name
+                for name in schema.TABLES
+                if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone() == (True,)
+            )
+            for statement in schema.ddl("postgresql", existing):
+                conn.execute(statement.encode())
 
     def append(
         self,
@@ -215,6 +238,30 @@ class PostgresBackend(Backend):
             return [StreamInfo(*row) for row in conn.execute(query, params)]
 
         return iter(self._with_connection(fetch))
+
+    def save_snapshot(self, snapshot: PreparedSnapshot) -> None:
+        params = {
+            "stream": snapshot.stream_id,
+            "version": snapshot.version,
+            "type": snapshot.type,
+            "schema_version": snapshot.schema_version,
+            "data": snapshot.data.decode(),
+        }
+
+        def save(conn: psycopg.Connection[Any]) -> int:
+            row = conn.execute(_SAVE_SNAPSHOT, params).fetchone()
+            return int(row[0]) if row else 0
+
+        actual = self._with_connection(save)
+        if snapshot.version > actual:
+            raise beyond_the_stream(snapshot.stream_id, snapshot.version, actual)
+
+    def load_snapshot(self, stream_id: str) -> Snapshot | None:
+        def load(conn: psycopg.Connection[Any]) -> Snapshot | None:
+            row = conn.execute(_LOAD_SNAPSHOT, (stream_id,)).fetchone()
+            return Snapshot(*row) if row else None
+
+        return self._with_connection(load)
 
     def close(self) -> None:
         self._pool.close()

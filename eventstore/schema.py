@@ -58,6 +58,7 @@ from sqlalchemy.schema import CreateIndex, CreateSequence, CreateTable
 
 EVENTS = "eventcraft_events"
 STREAMS = "eventcraft_streams"
+SNAPSHOTS = "eventcraft_snapshots"
 POSITION_SEQUENCE = "eventcraft_position_seq"
 
 WRONG_EXPECTED_VERSION_SQLSTATE = "EC001"
@@ -104,6 +105,18 @@ streams = sa.Table(
     sa.Column("version", sa.BigInteger, nullable=False),
 )
 sa.Index(f"{STREAMS}_category", streams.c.category, streams.c.stream_id)
+
+# Derived data outside the log: one row per stream, replaced by newer ones.
+snapshots = sa.Table(
+    SNAPSHOTS,
+    metadata,
+    sa.Column("stream_id", _name, primary_key=True),
+    sa.Column("version", sa.BigInteger, nullable=False),
+    sa.Column("type", sa.Text, nullable=False),
+    sa.Column("schema_version", sa.Integer, nullable=False),
+    sa.Column("data", _json, nullable=False),
+    sa.Column("recorded_at", _timestamp, nullable=False),
+)
 
 
 _POSTGRES_FUNCTIONS = [
@@ -186,15 +199,26 @@ DIALECTS: dict[str, Dialect] = {
 }
 
 
-def ddl(dialect_name: str) -> list[str]:
-    """Every statement that creates the schema on an empty database, in order."""
+def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
+    """Every statement that creates the schema, in order, but for the `existing` tables.
+
+    A store made by an older release lacks only its newer tables: opening it
+    adds them and leaves the rest alone.
+    """
     dialect = DIALECTS[dialect_name]
+    fresh = EVENTS not in existing
     statements: list[str] = []
-    if dialect_name == "postgresql":
+    if dialect_name == "postgresql" and fresh:
         statements.append(str(CreateSequence(position_sequence).compile(dialect=dialect)))
     for table in metadata.sorted_tables:
+        if table.name in existing:
+            continue
         statements.append(str(CreateTable(table).compile(dialect=dialect)).strip())
         for index in sorted(table.indexes, key=lambda i: str(i.name)):
             statements.append(str(CreateIndex(index).compile(dialect=dialect)))
-    statements += _POSTGRES_FUNCTIONS if dialect_name == "postgresql" else _SQLITE_TRIGGERS
+    if fresh:
+        statements += _POSTGRES_FUNCTIONS if dialect_name == "postgresql" else _SQLITE_TRIGGERS
     return statements
+
+
+TABLES = frozenset(table.name for table in metadata.sorted_tables)

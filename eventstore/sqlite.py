@@ -23,6 +23,7 @@ from .events import ANY, NO_STREAM, AppendResult, RecordedEvent, StreamInfo, Str
 from .idempotency import StoredId, resolve_stored_ids
 from .paging import Row, paged
 from .port import Backend
+from .snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 
 PAGE = 1000
 """Rows a read fetches under the connection lock before yielding them."""
@@ -42,6 +43,17 @@ _INSERT_EVENT = (
 _INSERT_STREAM = f"INSERT INTO {S} (stream_id, category, version) VALUES (?, ?, ?)"
 _UPDATE_STREAM = f"UPDATE {S} SET version = ? WHERE stream_id = ?"
 _HEAD = f"SELECT coalesce(max(position), 0) FROM {E}"
+_SAVE_SNAPSHOT = (
+    f"INSERT INTO {schema.SNAPSHOTS} AS s "
+    "(stream_id, version, type, schema_version, data, recorded_at) VALUES (?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (stream_id) DO UPDATE SET version = excluded.version, type = excluded.type, "
+    "schema_version = excluded.schema_version, data = excluded.data, "
+    "recorded_at = excluded.recorded_at WHERE excluded.version >= s.version"
+)
+_LOAD_SNAPSHOT = (
+    "SELECT stream_id, version, type, schema_version, data, recorded_at "
+    f"FROM {schema.SNAPSHOTS} WHERE stream_id = ?"
+)
 
 T = TypeVar("T")
 
@@ -79,12 +91,14 @@ class SQLiteBackend(Backend):
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                exists = self._conn.execute(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (E,)
-                ).fetchone()
-                if not exists:
-                    for statement in schema.ddl("sqlite"):
-                        self._conn.execute(statement)
+                existing = frozenset(
+                    row[0]
+                    for row in self._conn.execute(
+                        "SELECT name FROM sqlite_master WHERE type = 'table'"
+                    )
+                )
+                for statement in schema.ddl("sqlite", existing):
+                    self._conn.execute(statement)
                 self._conn.execute("COMMIT")
             except BaseException:
                 self._conn.execute("ROLLBACK")
@@ -234,6 +248,35 @@ class SQLiteBackend(Backend):
         params.append(-1 if limit is None else limit)
         rows = self._guard(lambda: self._fetch(query, tuple(params)))
         return iter([StreamInfo(row[0], row[1]) for row in rows])
+
+    def save_snapshot(self, snapshot: PreparedSnapshot) -> None:
+        self._guard(lambda: self._save_snapshot(snapshot))
+
+    def _save_snapshot(self, snapshot: PreparedSnapshot) -> None:
+        row = (
+            snapshot.stream_id,
+            snapshot.version,
+            snapshot.type,
+            snapshot.schema_version,
+            snapshot.data.decode(),
+            datetime.now(UTC).isoformat(),
+        )
+        with self._lock:
+            # A stream's version only grows: once reached, the check stays true.
+            found = self._conn.execute(_STREAM_VERSION, (snapshot.stream_id,)).fetchone()
+            actual = found[0] if found else 0
+            if snapshot.version > actual:
+                raise beyond_the_stream(snapshot.stream_id, snapshot.version, actual)
+            self._conn.execute(_SAVE_SNAPSHOT, row)
+
+    def load_snapshot(self, stream_id: str) -> Snapshot | None:
+        rows = self._guard(lambda: self._fetch(_LOAD_SNAPSHOT, (stream_id,)))
+        if not rows:
+            return None
+        stream, version, type_, schema_version, data, saved_at = rows[0]
+        return Snapshot(
+            stream, version, type_, schema_version, decode(data), datetime.fromisoformat(saved_at)
+        )
 
     def close(self) -> None:
         with self._lock:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from types import TracebackType
+from typing import Any
 from urllib.parse import urlsplit
+
+from pydantic import BaseModel
 
 from .encoding import check_expected_version, check_limit, check_name, check_position, prepare
 from .errors import InvalidEvent, UnsupportedStoreURL
@@ -18,6 +21,7 @@ from .events import (
     category_of,
 )
 from .port import Backend
+from .snapshot import Snapshot, prepare_snapshot
 
 
 class EventStore:
@@ -110,6 +114,28 @@ class EventStore:
         if after is not None:
             check_name("after", after)
         return self._backend.list_streams(category=category, after=after, limit=check_limit(limit))
+
+    def save_snapshot(
+        self,
+        stream_id: str,
+        *,
+        version: int,
+        type: str,
+        data: dict[str, Any] | BaseModel,
+        schema_version: int = 1,
+    ) -> None:
+        """Keep `data` as the state of `stream_id` at `version`, outside the log.
+
+        Only the newest snapshot of a stream is kept: an older one than that
+        stored is ignored. A version the stream has not reached is refused
+        (`InvalidEvent`).
+        """
+        prepared = prepare_snapshot(stream_id, version, type, schema_version, data)
+        self._backend.save_snapshot(prepared)
+
+    def load_snapshot(self, stream_id: str) -> Snapshot | None:
+        """The newest snapshot of `stream_id`, or None."""
+        return self._backend.load_snapshot(check_name("stream id", stream_id))
 
     def close(self) -> None:
         self._backend.close()

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from .errors import DuplicateEventId, InvalidEvent, WrongExpectedVersion
 from .events import ANY, NO_STREAM, NewEvent, RecordedEvent, StreamInfo
 from .store import EventStore
+from .testing_snapshots import SnapshotConformance
 
 
 def events(*types: str, **data: object) -> list[NewEvent]:
@@ -34,7 +35,7 @@ class _Placed(BaseModel):
     tags: list[str]
 
 
-class EventStoreConformance:
+class EventStoreConformance(SnapshotConformance):
     """Behaviour every backend must show. Needs a `store` fixture: a new, empty store."""
 
     # --- appending and optimistic concurrency ---------------------------------

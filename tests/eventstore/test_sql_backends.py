@@ -79,3 +79,14 @@ def test_an_unreachable_server_is_a_clear_error() -> None:
         EventStore.open(
             f"postgresql://nobody@127.0.0.1:1/none?connect_timeout=2&x={uuid.uuid4().hex}"
         )
+
+
+def test_a_store_made_before_snapshots_existed_gains_their_table(shared_store_url: str) -> None:
+    with EventStore.open(shared_store_url) as store:
+        store.append("account-1", [NewEvent("Opened", {})])
+    _raw_sql(shared_store_url, "DROP TABLE eventcraft_snapshots")
+    with EventStore.open(shared_store_url) as store:
+        store.save_snapshot("account-1", version=1, type="Account", data={"ok": True})
+        snapshot = store.load_snapshot("account-1")
+        assert snapshot is not None and snapshot.data == {"ok": True}
+        assert [e.type for e in store.read_stream("account-1")] == ["Opened"]

@@ -1,0 +1,73 @@
+"""Snapshots: the state of a stream at some version, kept beside the log.
+
+A snapshot is derived data that a reader may use instead of replaying a
+stream's first events. It lives outside the global log (readers of
+`read_all` never see it), only the newest one per stream is kept, and it may
+be replaced, unlike an event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from .encoding import check_name, encode_object
+from .errors import InvalidEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The newest snapshot of a stream, as stored."""
+
+    stream_id: str
+    """The stream whose state this is."""
+    version: int
+    """The stream version the state reflects: events after it are not in it."""
+    type: str
+    """What kind of state this is (for aggregates, the aggregate's name)."""
+    schema_version: int
+    """The version of the state's schema, so a reader can ignore a stale one."""
+    data: dict[str, Any]
+    """The decoded state."""
+    recorded_at: datetime
+    """When it was saved, timezone-aware (UTC)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedSnapshot:
+    """A snapshot checked and encoded, ready for any backend."""
+
+    stream_id: str
+    version: int
+    type: str
+    schema_version: int
+    data: bytes
+
+
+def prepare_snapshot(
+    stream_id: str,
+    version: object,
+    type: str,
+    schema_version: object,
+    data: dict[str, Any] | BaseModel,
+) -> PreparedSnapshot:
+    check_name("stream id", stream_id)
+    check_name(f"the snapshot type for stream {stream_id!r}", type)
+    where = f"snapshot of stream {stream_id!r}"
+    for name, value in (("version", version), ("schema_version", schema_version)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidEvent(f"{where}: {name} must be a positive int, not {value!r}")
+    assert isinstance(version, int) and isinstance(schema_version, int)
+    return PreparedSnapshot(
+        stream_id, version, type, schema_version, encode_object(f"{where}: data", data)
+    )
+
+
+def beyond_the_stream(stream_id: str, version: int, actual: int) -> InvalidEvent:
+    return InvalidEvent(
+        f"snapshot of stream {stream_id!r} at version {version}, "
+        f"but the stream is at version {actual}"
+    )
