@@ -1,3 +1,43 @@
-"""domain: aggregates, their events and repositories (coming: issue 3)."""
+"""domain: aggregates, their typed events, and the repository that stores them."""
 
-__all__: list[str] = []
+from .aggregate import Aggregate, command
+from .context import CommandContext, caused_by, command_context, current_context
+from .errors import (
+    AggregateNotFound,
+    DomainError,
+    EventDecodingError,
+    NoUpcastPath,
+    RegistrationError,
+    UnknownEventType,
+)
+from .event import DomainEvent
+from .evolve import evolve, evolves
+from .registry import EVENT_VERSION, EventRegistry, EventType
+from .repository import Repository
+from .testing import Scenario, scenario
+from .upcasting import Upcaster
+
+__all__ = [
+    "EVENT_VERSION",
+    "Aggregate",
+    "AggregateNotFound",
+    "CommandContext",
+    "DomainError",
+    "DomainEvent",
+    "EventDecodingError",
+    "EventRegistry",
+    "EventType",
+    "NoUpcastPath",
+    "RegistrationError",
+    "Repository",
+    "Scenario",
+    "UnknownEventType",
+    "Upcaster",
+    "caused_by",
+    "command",
+    "command_context",
+    "current_context",
+    "evolve",
+    "evolves",
+    "scenario",
+]

@@ -1,0 +1,115 @@
+"""Evolving state: pure handlers, one per event type, declared on the state class.
+
+A state is a pydantic model whose `@evolves` methods each take one event and
+return the next state, leaving `self` as it was::
+
+    class AccountState(BaseModel):
+        balance: int = 0
+
+        @evolves
+        def deposited(self, event: MoneyDeposited) -> AccountState:
+            return self.model_copy(update={"balance": self.balance + event.amount})
+
+The event class comes from the annotation of the handler's event parameter,
+or from the decorator's argument: `@evolves(MoneyDeposited)`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel
+
+from .errors import RegistrationError
+from .event import DomainEvent
+
+S = TypeVar("S", bound=BaseModel)
+F = TypeVar("F", bound=Callable[..., Any])
+Handler = Callable[[Any, DomainEvent], Any]
+
+_MARK = "__eventcraft_evolves__"
+_FROM_ANNOTATION = object()
+_handlers: dict[type[BaseModel], dict[type[DomainEvent], Handler]] = {}
+
+
+@overload
+def evolves(target: type[DomainEvent]) -> Callable[[F], F]: ...
+@overload
+def evolves(target: F) -> F: ...
+def evolves(target: Any) -> Any:
+    """Mark a state method as the handler of one event type."""
+    if isinstance(target, type):
+        if not issubclass(target, DomainEvent):
+            raise RegistrationError(f"@evolves({target.__qualname__}): not a DomainEvent class")
+
+        def mark(handler: F) -> F:
+            setattr(handler, _MARK, target)
+            return handler
+
+        return mark
+    setattr(target, _MARK, _FROM_ANNOTATION)
+    return target
+
+
+def evolve(state: S, event: DomainEvent) -> S:
+    """The state after `event`: what the state's handler for its type returns."""
+    table = _handlers.get(type(state)) or handlers_of(type(state))
+    handler = table.get(type(event))
+    if handler is None:
+        raise RegistrationError(
+            f"{type(state).__qualname__} has no @evolves handler for {type(event).__qualname__}"
+        )
+    return typing.cast(S, handler(state, event))
+
+
+def handlers_of(state_type: type[BaseModel]) -> dict[type[DomainEvent], Handler]:
+    """Every handler of `state_type` (and its bases) by event class."""
+    table: dict[type[DomainEvent], Handler] = {}
+    for klass in reversed(state_type.__mro__):
+        for name, member in vars(klass).items():
+            target = getattr(member, _MARK, None)
+            if target is None:
+                continue
+            event_type = (
+                _event_parameter(state_type, name, member) if target is _FROM_ANNOTATION else target
+            )
+            table[event_type] = _checked(state_type, member)
+    _handlers[state_type] = table
+    return table
+
+
+def _event_parameter(state_type: type, name: str, handler: Callable[..., Any]) -> type[DomainEvent]:
+    where = f"{state_type.__qualname__}.{name}"
+    parameters = list(inspect.signature(handler).parameters)
+    if len(parameters) != 2:
+        raise RegistrationError(f"{where} must take (self, event), not {parameters}")
+    try:
+        hints = typing.get_type_hints(handler)
+    except NameError as error:
+        raise RegistrationError(
+            f"{where}: cannot resolve its annotations ({error}); "
+            f"name the event class in the decorator: @evolves(EventClass)"
+        ) from error
+    event_type = hints.get(parameters[1])
+    if not (isinstance(event_type, type) and issubclass(event_type, DomainEvent)):
+        raise RegistrationError(
+            f"{where}: annotate its event parameter with a DomainEvent class, "
+            f"or name it in the decorator: @evolves(EventClass)"
+        )
+    return event_type
+
+
+def _checked(state_type: type[BaseModel], handler: Handler) -> Handler:
+    def run(state: Any, event: DomainEvent) -> Any:
+        new = handler(state, event)
+        if not isinstance(new, state_type):
+            raise RegistrationError(
+                f"{state_type.__qualname__}.{handler.__name__} returned "
+                f"{type(new).__qualname__}, not the next {state_type.__qualname__}"
+            )
+        return new
+
+    return run

@@ -1,0 +1,133 @@
+"""`EventRegistry`: event classes by stable type name and schema version.
+
+The stored type name is the one given at registration, never the Python
+class path, so classes can move between modules without breaking stored
+events. Each stored event carries its schema version in its metadata
+(`event_version`); reading an older one runs the registry's upcasters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from uuid import UUID, uuid4
+
+from pydantic import ValidationError
+
+from eventstore import NewEvent, RecordedEvent
+
+from .errors import EventDecodingError, RegistrationError, UnknownEventType
+from .event import DomainEvent
+from .upcasting import Upcaster, UpcasterChain
+
+EVENT_VERSION = "event_version"
+"""The metadata key holding an event's schema version."""
+
+E = TypeVar("E", bound=DomainEvent)
+U = TypeVar("U", bound=Upcaster)
+
+
+@dataclass(frozen=True, slots=True)
+class EventType:
+    """A registered event class."""
+
+    name: str
+    """The stable name events of this class are stored under."""
+    version: int
+    """The schema version this code writes and reads into."""
+    cls: type[DomainEvent]
+
+
+class EventRegistry:
+    """Event classes by stable name; encodes them for the store and decodes them back."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, EventType] = {}
+        self._by_class: dict[type[DomainEvent], EventType] = {}
+        self._upcasters = UpcasterChain()
+
+    def event(self, name: str, *, version: int = 1) -> Callable[[type[E]], type[E]]:
+        """Class decorator: register the class under `name` at schema `version`."""
+
+        def register(cls: type[E]) -> type[E]:
+            self.register(cls, name, version=version)
+            return cls
+
+        return register
+
+    def register(self, cls: type[DomainEvent], name: str, *, version: int = 1) -> None:
+        if not (isinstance(cls, type) and issubclass(cls, DomainEvent)):
+            raise RegistrationError(f"{cls!r} is not a DomainEvent subclass")
+        if not isinstance(name, str) or not name or len(name) > 255:
+            raise RegistrationError(f"{cls.__name__}: {name!r} is not a usable event type name")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise RegistrationError(f"{name!r}: version must be a positive int, not {version!r}")
+        if name in self._by_name:
+            raise RegistrationError(
+                f"{name!r} is already registered, for {self._by_name[name].cls.__qualname__}"
+            )
+        if cls in self._by_class:
+            raise RegistrationError(
+                f"{cls.__qualname__} is already registered as {self._by_class[cls].name!r}"
+            )
+        entry = EventType(name, version, cls)
+        self._by_name[name] = entry
+        self._by_class[cls] = entry
+
+    def upcaster(self, name: str, *, from_version: int) -> Callable[[U], U]:
+        """Decorator: a step turning `name`'s data at `from_version` into `from_version + 1`."""
+
+        def add(step: U) -> U:
+            self._upcasters.add(name, from_version, step)
+            return step
+
+        return add
+
+    @property
+    def types(self) -> Mapping[str, EventType]:
+        """Every registered event type by name."""
+        return dict(self._by_name)
+
+    def type_of(self, event: DomainEvent | type[DomainEvent]) -> EventType:
+        cls = event if isinstance(event, type) else type(event)
+        entry = self._by_class.get(cls)
+        if entry is None:
+            raise RegistrationError(
+                f"{cls.__qualname__} is not registered; decorate it with @registry.event(name)"
+            )
+        return entry
+
+    def to_new_event(
+        self, event: DomainEvent, metadata: Mapping[str, Any], id: UUID | None = None
+    ) -> NewEvent:
+        """`event` ready to append, its schema version in its metadata."""
+        entry = self.type_of(event)
+        return NewEvent(
+            type=entry.name,
+            data=event,
+            metadata={**metadata, EVENT_VERSION: entry.version},
+            id=id or uuid4(),
+        )
+
+    def decode(self, recorded: RecordedEvent) -> DomainEvent:
+        """The domain event `recorded` holds, upcast to today's schema."""
+        entry = self._by_name.get(recorded.type)
+        if entry is None:
+            raise UnknownEventType(
+                recorded.stream_id, recorded.version, recorded.type, "no event class registered"
+            )
+        data = recorded.data
+        stored = recorded.metadata.get(EVENT_VERSION, 1)
+        if stored != entry.version:
+            data = self._upcasters.upcast(recorded, stored, entry.version)
+        try:
+            return entry.cls.model_validate(data)
+        except ValidationError as error:
+            raise EventDecodingError(
+                recorded.stream_id,
+                recorded.version,
+                recorded.type,
+                f"its data does not fit {entry.cls.__qualname__} "
+                f"(schema version {entry.version}): {error}",
+            ) from error

@@ -1,0 +1,65 @@
+"""Upcasting: old stored events brought to today's schema as they are read.
+
+Stored events never change. Each step turns the data of one event type from
+schema version n into n + 1; reading a version-1 event of a type now at
+version 3 runs the steps 1→2 and 2→3, in that order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from eventstore import RecordedEvent
+
+from .errors import NoUpcastPath, RegistrationError
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+"""One step: the data at version n in (a copy, yours to change), the data at n + 1 out."""
+
+
+class UpcasterChain:
+    """The upcasting steps of every event type of a registry."""
+
+    def __init__(self) -> None:
+        self._steps: dict[tuple[str, int], Upcaster] = {}
+
+    def add(self, event_type: str, from_version: int, step: Upcaster) -> None:
+        if isinstance(from_version, bool) or not isinstance(from_version, int) or from_version < 1:
+            raise RegistrationError(
+                f"upcaster for {event_type!r}: from_version must be a positive int, "
+                f"not {from_version!r}"
+            )
+        if (event_type, from_version) in self._steps:
+            raise RegistrationError(
+                f"{event_type!r} already has an upcaster from version {from_version}"
+            )
+        self._steps[(event_type, from_version)] = step
+
+    def upcast(self, recorded: RecordedEvent, stored: int, current: int) -> dict[str, Any]:
+        """`recorded`'s data brought from schema version `stored` to `current`."""
+
+        def no_path(why: str) -> NoUpcastPath:
+            return NoUpcastPath(
+                recorded.stream_id, recorded.version, recorded.type, stored, current, why
+            )
+
+        if isinstance(stored, bool) or not isinstance(stored, int) or stored < 1:
+            raise no_path(f"the stored event_version {stored!r} is not a positive int")
+        if stored > current:
+            raise no_path("it was written by a newer schema than this code knows")
+        data = recorded.data
+        for version in range(stored, current):
+            step = self._steps.get((recorded.type, version))
+            if step is None:
+                raise no_path(f"no upcaster from version {version} to {version + 1}")
+            try:
+                data = step(dict(data))
+            except Exception as error:
+                raise no_path(f"the upcaster from version {version} failed: {error!r}") from error
+            if not isinstance(data, dict):
+                raise no_path(
+                    f"the upcaster from version {version} returned "
+                    f"{type(data).__name__}, not a dict"
+                )
+        return data
