@@ -60,7 +60,7 @@ def evolve(state: S, event: DomainEvent) -> S:
     handler = table.get(type(event))
     if handler is None:
         raise RegistrationError(
-            f"{type(state).__qualname__} has no @evolves handler for {type(event).__qualname__}"
+            f"{type(state).__name__} has no @evolves handler for {type(event).__name__}"
         )
     return typing.cast(S, handler(state, event))
 
@@ -82,7 +82,7 @@ def handlers_of(state_type: type[BaseModel]) -> dict[type[DomainEvent], Handler]
 
 
 def _event_parameter(state_type: type, name: str, handler: Callable[..., Any]) -> type[DomainEvent]:
-    where = f"{state_type.__qualname__}.{name}"
+    where = f"{state_type.__name__}.{name}"
     parameters = list(inspect.signature(handler).parameters)
     if len(parameters) != 2:
         raise RegistrationError(f"{where} must take (self, event), not {parameters}")
@@ -107,8 +107,8 @@ def _checked(state_type: type[BaseModel], handler: Handler) -> Handler:
         new = handler(state, event)
         if not isinstance(new, state_type):
             raise RegistrationError(
-                f"{state_type.__qualname__}.{handler.__name__} returned "
-                f"{type(new).__qualname__}, not the next {state_type.__qualname__}"
+                f"{state_type.__name__}.{handler.__name__} returned "
+                f"{type(new).__name__}, not the next {state_type.__name__}"
             )
         return new
 

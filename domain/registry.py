@@ -19,7 +19,7 @@ from eventstore import NewEvent, RecordedEvent
 
 from .errors import EventDecodingError, RegistrationError, UnknownEventType
 from .event import DomainEvent
-from .upcasting import Upcaster, UpcasterChain
+from .upcasting import Upcaster, UpcasterChain, check_from_version
 
 EVENT_VERSION = "event_version"
 """The metadata key holding an event's schema version."""
@@ -77,6 +77,7 @@ class EventRegistry:
 
     def upcaster(self, name: str, *, from_version: int) -> Callable[[U], U]:
         """Decorator: a step turning `name`'s data at `from_version` into `from_version + 1`."""
+        check_from_version(name, from_version)
 
         def add(step: U) -> U:
             self._upcasters.add(name, from_version, step)
