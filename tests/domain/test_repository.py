@@ -1,0 +1,242 @@
+"""The repository on every backend: load, save, versions, metadata, snapshots, upcasting."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from domain import (
+    EVENT_VERSION,
+    AggregateNotFound,
+    Repository,
+    UnknownEventType,
+    caused_by,
+    command_context,
+)
+from eventstore import EventStore, NewEvent, WrongExpectedVersion
+from examples.bank import AccountAlreadyOpen, BankAccount, InsufficientFunds
+
+
+def opened(repo: Repository[BankAccount], account_id: str = "ann", limit: int = 0) -> BankAccount:
+    account = BankAccount(account_id)
+    account.open(account_id, limit)
+    repo.save(account)
+    return account
+
+
+def test_a_saved_aggregate_loads_with_the_same_state_and_version(store: EventStore) -> None:
+    repo = Repository(store, BankAccount)
+    account = opened(repo)
+    account.deposit(500)
+    account.withdraw(200)
+    result = repo.save(account)
+    assert result is not None and result.version == 3
+    loaded = repo.load("ann")
+    assert loaded.state == account.state
+    assert (loaded.version, loaded.stored_version, loaded.pending_events) == (3, 3, ())
+    types = [e.type for e in store.read_stream("account-ann")]
+    assert types == ["AccountOpened", "MoneyDeposited", "MoneyWithdrawn"]
+
+
+def test_loading_a_missing_aggregate_is_an_error_not_an_empty_object(store: EventStore) -> None:
+    with pytest.raises(AggregateNotFound, match="no BankAccount 'bob': stream 'account-bob'") as e:
+        Repository(store, BankAccount).load("bob")
+    assert e.value.stream_id == "account-bob"
+
+
+def test_saving_nothing_writes_nothing(store: EventStore) -> None:
+    repo = Repository(store, BankAccount)
+    opened(repo)
+    assert repo.save(repo.load("ann")) is None
+    assert store.stream_version("account-ann") == 1
+
+
+def test_a_stale_save_is_refused_and_writes_nothing(store: EventStore) -> None:
+    repo = Repository(store, BankAccount)
+    opened(repo)
+    first, second = repo.load("ann"), repo.load("ann")
+    first.deposit(100)
+    repo.save(first)
+    second.deposit(7)
+    with pytest.raises(WrongExpectedVersion) as caught:
+        repo.save(second)
+    assert (caught.value.expected, caught.value.actual) == (1, 2)
+    assert repo.load("ann").state.balance_cents == 100
+    assert second.pending_events  # still there: the caller decides
+
+
+def test_creating_an_aggregate_that_exists_is_refused(store: EventStore) -> None:
+    repo = Repository(store, BankAccount)
+    opened(repo)
+    with pytest.raises(WrongExpectedVersion):
+        opened(repo)
+    with pytest.raises(AccountAlreadyOpen):  # through execute, the rule says why
+        repo.execute("ann", lambda a: a.open("ann"), create=True)
+
+
+def test_saving_again_after_a_lost_answer_writes_once(store: EventStore) -> None:
+    repo = Repository(store, BankAccount)
+    account = opened(repo)
+    account.deposit(100)
+    pending = account._pending.copy()
+    first = repo.save(account)
+    account._pending[:] = pending  # as if the answer never arrived
+    account._stored_version = 1
+    assert repo.save(account) == first
+    assert store.stream_version("account-ann") == 2
+
+
+def test_execute_runs_the_command_again_on_a_fresh_load_when_a_save_raced(
+    store: EventStore,
+) -> None:
+    repo = Repository(store, BankAccount)
+    opened(repo)
+    calls = []
+
+    def deposit_while_another_writer_wins(account: BankAccount) -> int:
+        calls.append(account.version)
+        if len(calls) == 1:
+            rival = repo.load("ann")
+            rival.deposit(1)
+            repo.save(rival)
+        account.deposit(10)
+        return account.version
+
+    assert repo.execute("ann", deposit_while_another_writer_wins) == 3
+    assert calls == [1, 2]
+    assert repo.load("ann").state.balance_cents == 11
+
+
+def test_execute_gives_up_after_its_attempts(store: EventStore) -> None:
+    repo = Repository(store, BankAccount)
+    opened(repo)
+
+    def always_raced(account: BankAccount) -> None:
+        rival = repo.load("ann")
+        rival.deposit(1)
+        repo.save(rival)
+        account.deposit(10)
+
+    with pytest.raises(WrongExpectedVersion):
+        repo.execute("ann", always_raced, attempts=3)
+    assert repo.load("ann").state.balance_cents == 3
+
+
+def test_execute_passes_a_domain_error_through_and_saves_nothing(store: EventStore) -> None:
+    repo = Repository(store, BankAccount)
+    opened(repo)
+    with pytest.raises(InsufficientFunds):
+        repo.execute("ann", lambda a: a.withdraw(1))
+    with pytest.raises(AggregateNotFound):
+        repo.execute("bob", lambda a: a.deposit(1))
+    assert store.stream_version("account-ann") == 1
+    assert store.stream_version("account-bob") == 0
+
+
+def test_events_carry_the_command_context_and_their_schema_version(store: EventStore) -> None:
+    repo = Repository(store, BankAccount)
+    with command_context(correlation_id="req-1", user="ann"):
+        opened(repo)
+    (event,) = store.read_stream("account-ann")
+    assert event.metadata == {
+        "correlation_id": "req-1",
+        "causation_id": "req-1",
+        "user": "ann",
+        EVENT_VERSION: 1,
+    }
+    with caused_by(event, user="interest-job"):
+        repo.execute("ann", lambda a: a.deposit(5))
+    deposit = list(store.read_stream("account-ann"))[-1]
+    assert deposit.metadata["correlation_id"] == "req-1"
+    assert deposit.metadata["causation_id"] == str(event.id)
+    assert deposit.metadata["user"] == "interest-job"
+    assert deposit.metadata[EVENT_VERSION] == 2
+
+
+def test_without_a_context_each_save_starts_a_conversation(store: EventStore) -> None:
+    repo = Repository(store, BankAccount)
+    opened(repo)
+    repo.execute("ann", lambda a: a.deposit(5))
+    first, second = (e.metadata for e in store.read_stream("account-ann"))
+    assert first["correlation_id"] == first["causation_id"]
+    assert first["correlation_id"] != second["correlation_id"]
+
+
+def test_a_snapshot_is_saved_each_time_the_version_passes_a_multiple(store: EventStore) -> None:
+    repo = Repository(store, BankAccount, snapshot_every=3)
+    opened(repo)
+    repo.execute("ann", lambda a: a.deposit(1))
+    assert store.load_snapshot("account-ann") is None
+    repo.execute("ann", lambda a: (a.deposit(1), a.deposit(1), a.deposit(1)))  # 2 -> 5
+    snapshot = store.load_snapshot("account-ann")
+    assert snapshot is not None and snapshot.version == 5
+    assert snapshot.data["balance_cents"] == 4
+
+
+def test_a_load_starts_from_the_snapshot(store: EventStore) -> None:
+    repo = Repository(store, BankAccount, snapshot_every=2)
+    opened(repo)
+    repo.execute("ann", lambda a: a.deposit(10))
+    # A doctored snapshot proves the load used it instead of the first events.
+    store.save_snapshot(
+        "account-ann",
+        version=2,
+        type="account",
+        data={"owner": "ann", "is_open": True, "balance_cents": 999},
+    )
+    repo.execute("ann", lambda a: a.deposit(1))
+    assert repo.load("ann").state.balance_cents == 1000
+    assert Repository(store, BankAccount, snapshot_every=None).load("ann").state.balance_cents == 11
+
+
+def test_a_snapshot_of_another_schema_version_is_ignored(store: EventStore) -> None:
+    repo = Repository(store, BankAccount, snapshot_every=1)
+    opened(repo)
+    store.save_snapshot(
+        "account-ann", version=1, type="account", schema_version=99, data={"balance_cents": 5}
+    )
+    assert repo.load("ann").state.balance_cents == 0
+
+
+def test_a_snapshot_that_no_longer_fits_the_state_is_ignored(
+    store: EventStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    repo = Repository(store, BankAccount, snapshot_every=1)
+    opened(repo)
+    store.save_snapshot("account-ann", version=1, type="account", data={"balance_cents": "x"})
+    with caplog.at_level(logging.WARNING, logger="eventcraft.domain"):
+        assert repo.load("ann").state.balance_cents == 0
+    assert "ignoring the snapshot of account-ann" in caplog.text
+
+
+def test_old_events_are_upcast_as_they_load(store: EventStore) -> None:
+    repo = Repository(store, BankAccount)
+    opened(repo)
+    store.append("account-ann", [NewEvent("MoneyDeposited", {"amount": 12.34})])  # version 1
+    store.append("account-ann", [NewEvent("MoneyDeposited", {"amount": 0.5}, {EVENT_VERSION: 1})])
+    account = repo.load("ann")
+    assert account.state.balance_cents == 1284
+    assert [e.data for e in store.read_stream("account-ann", from_version=2)] == [
+        {"amount": 12.34},
+        {"amount": 0.5},
+    ]  # stored events never change
+
+
+def test_an_unknown_stored_event_names_where_it_is(store: EventStore) -> None:
+    repo = Repository(store, BankAccount)
+    opened(repo)
+    store.append("account-ann", [NewEvent("InterestPaid", {"cents": 1})])
+    with pytest.raises(
+        UnknownEventType, match="'InterestPaid' at version 2 of stream 'account-ann'"
+    ):
+        repo.load("ann")
+
+
+def test_a_repository_refuses_another_aggregate_type(store: EventStore) -> None:
+    from examples.orders import Order
+
+    order = Order("o1")
+    order.place("c1")
+    with pytest.raises(TypeError, match="saves BankAccount, not Order"):
+        Repository(store, BankAccount).save(order)  # type: ignore[arg-type]
