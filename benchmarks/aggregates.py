@@ -16,6 +16,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import orjson
@@ -58,11 +59,11 @@ def library_app(snapshots: bool) -> Any:
 
     from .library_aggregate import Account
 
-    class Bank(Application):
-        snapshotting_intervals = {Account: SNAPSHOT_EVERY} if snapshots else None
+    class Bank(Application[Any]):
+        snapshotting_intervals = {Account: SNAPSHOT_EVERY}  # noqa: RUF012 (its API)
 
     parts = psycopg.conninfo.conninfo_to_dict(PG)
-    return Bank(
+    return (Bank if snapshots else Application)(
         env={
             "PERSISTENCE_MODULE": "eventsourcing.postgres",
             "POSTGRES_DBNAME": str(parts.get("dbname", "test")),
@@ -132,10 +133,10 @@ def main() -> None:
         ours_id = build_ours(store, size)
         es_id = build_library(es_snapshots, es_plain, size)
         contenders[size, "raw"] = raw_reader(raw, BankAccount.stream_id_of(ours_id))
-        contenders[size, "ours"] = lambda i=ours_id: ours_plain.load(i)
-        contenders[size, "ours+snap"] = lambda i=ours_id: ours_snap.load(i)
-        contenders[size, "es"] = lambda i=es_id: es_plain.repository.get(i)
-        contenders[size, "es+snap"] = lambda i=es_id: es_snapshots.repository.get(i)
+        contenders[size, "ours"] = partial(ours_plain.load, ours_id)
+        contenders[size, "ours+snap"] = partial(ours_snap.load, ours_id)
+        contenders[size, "es"] = partial(es_plain.repository.get, es_id)
+        contenders[size, "es+snap"] = partial(es_snapshots.repository.get, es_id)
         balance = ours_plain.load(ours_id).state.balance_cents
         assert balance == ours_snap.load(ours_id).state.balance_cents == size * (size - 1) // 2
         assert es_plain.repository.get(es_id).balance == balance
