@@ -60,10 +60,14 @@ def library_app(snapshots: bool) -> Any:
     from .library_aggregate import Account
 
     class Bank(Application[Any]):
+        name = "Bank"  # its tables are named after the application: both share them
+
+    class SnapshottingBank(Bank):
+        name = "Bank"
         snapshotting_intervals = {Account: SNAPSHOT_EVERY}  # noqa: RUF012 (its API)
 
     parts = psycopg.conninfo.conninfo_to_dict(PG)
-    return (Bank if snapshots else Application)(
+    return (SnapshottingBank if snapshots else Bank)(
         env={
             "PERSISTENCE_MODULE": "eventsourcing.postgres",
             "POSTGRES_DBNAME": str(parts.get("dbname", "test")),
