@@ -1,16 +1,20 @@
 """The end-to-end example on an embedded SQLite file: `make demo`.
 
-Appends a few order and account streams, shows optimistic concurrency and a
-safe retry, and reads the log back by stream, by category and as a whole.
+Bank accounts and orders as aggregates: commands that keep their rules,
+a lost race retried, snapshots and an old event upcast on load; then the
+log they left, read by stream, by category and as a whole.
 """
 
 from __future__ import annotations
 
 import sys
-import uuid
+from functools import partial
 from pathlib import Path
 
-from eventstore import NO_STREAM, EventStore, NewEvent, WrongExpectedVersion
+from domain import EVENT_VERSION, DomainError, Repository, caused_by, command_context
+from eventstore import EventStore, NewEvent, WrongExpectedVersion
+from examples.bank import BankAccount
+from examples.orders import Order
 
 DEFAULT_DB = Path("var/demo/events.db")
 
@@ -18,35 +22,65 @@ DEFAULT_DB = Path("var/demo/events.db")
 def main(db: Path = DEFAULT_DB) -> None:
     for stale in db.parent.glob(f"{db.name}*"):
         stale.unlink()  # each run starts from an empty log
-    correlation = str(uuid.uuid4())
-
-    def meta(causation: str | None = None) -> dict[str, str]:
-        return {"correlation_id": correlation, "causation_id": causation or correlation}
-
     with EventStore.open(f"sqlite:///{db}") as store:
-        placed = NewEvent("OrderPlaced", {"customer": "ann", "lines": 2}, meta())
-        store.append("order-42", [placed], expected_version=NO_STREAM)
-        store.append(
-            "order-42",
-            [NewEvent("OrderPaid", {"amount_cents": 4200}, meta(str(placed.id)))],
-            expected_version=1,
-        )
-        store.append("account-ann", [NewEvent("AccountOpened", {"owner": "ann"}, meta())])
-        store.append("order-43", [NewEvent("OrderPlaced", {"customer": "bob", "lines": 1})])
+        accounts = Repository(store, BankAccount, snapshot_every=5)
+        orders = Repository(store, Order)
 
+        with command_context(correlation_id="signup-ann", user="ann"):
+            accounts.execute(
+                "ann", lambda a: a.open("Ann", overdraft_limit_cents=1000), create=True
+            )
+            for amount in (2500, 1200, 300):
+                accounts.execute("ann", partial(BankAccount.deposit, amount_cents=amount))
         try:
-            store.append("order-42", [NewEvent("OrderCancelled", {})], expected_version=1)
+            accounts.execute("ann", lambda a: a.withdraw(99_000))
+        except DomainError as error:
+            print(f"refused by the rules: {error}")
+
+        # Two clerks load the same account; the second save loses the race...
+        first, second = accounts.load("ann"), accounts.load("ann")
+        first.withdraw(500)
+        accounts.save(first)
+        second.withdraw(700)
+        try:
+            accounts.save(second)
         except WrongExpectedVersion as error:
             print(f"refused as it should be: {error}")
+        # ...and `execute` runs the command again on the fresh state instead.
+        accounts.execute("ann", lambda a: a.withdraw(700))
 
-        shipped = [NewEvent("OrderShipped", {"carrier": "post"}, meta())]
-        first = store.append("order-42", shipped, expected_version=2)
-        again = store.append("order-42", shipped, expected_version=2)  # a client's retry
-        print(f"retry answered with the first result: {again == first} ({first})")
+        # An event written years ago by schema version 1 (euros as a float).
+        legacy = NewEvent("MoneyDeposited", {"amount": 12.5}, {EVENT_VERSION: 1})
+        store.append("account-ann", [legacy], expected_version=accounts.load("ann").version)
+        ann = accounts.load("ann")
+        snapshot = store.load_snapshot("account-ann")
+        print(
+            f"account-ann: balance {ann.state.balance_cents} cents at version {ann.version} "
+            f"(loaded from the snapshot at version {snapshot.version if snapshot else '-'})"
+        )
+
+        with command_context(correlation_id="checkout-42", user="bob"):
+            orders.execute("42", lambda o: o.place("bob"), create=True)
+            orders.execute("42", lambda o: o.add_line("tea", 2, 350))
+            orders.execute("42", lambda o: o.add_line("cup", 1, 900))
+            orders.execute("42", lambda o: o.pay(1600))
+        paid = list(store.read_stream("order-42"))[-1]
+        with caused_by(paid, user="warehouse"):
+            orders.execute("42", lambda o: o.ship("post"))
+        orders.execute("43", lambda o: o.place("cat"), create=True)
+        orders.execute("43", lambda o: o.cancel("changed mind"))
+        print(
+            f"order-42 is {orders.load('42').state.status}, order-43 is "
+            f"{orders.load('43').state.status}"
+        )
 
         print("\norder-42, by version:")
         for event in store.read_stream("order-42"):
-            print(f"  v{event.version} {event.type:<15} {event.data}")
+            meta = event.metadata
+            print(
+                f"  v{event.version} {event.type:<15} {event.data}  "
+                f"correlation={meta['correlation_id']} user={meta.get('user', '-')}"
+            )
         print("\nthe order category:")
         for event in store.read_all(categories=["order"]):
             print(f"  @{event.position} {event.stream_id:<10} {event.type}")

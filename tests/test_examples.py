@@ -17,11 +17,15 @@ def test_the_demo_runs_end_to_end_on_sqlite(
 ) -> None:
     demo.main(tmp_path / "events.db")
     out = capsys.readouterr().out
-    assert "Wrong expected version: 1 (stream: 'order-42', stream version: 2)" in out
-    assert "retry answered with the first result: True" in out
-    assert "high-water mark: 5" in out
+    assert "passes the overdraft limit of 1000" in out
+    assert "Wrong expected version: 4 (stream: 'account-ann', stream version: 5)" in out
+    # 2500 + 1200 + 300 - 500 - 700, and the upcast legacy deposit of 12.50
+    assert "balance 4050 cents at version 7 (loaded from the snapshot at version 5)" in out
+    assert "order-42 is shipped, order-43 is cancelled" in out
+    assert "correlation=checkout-42 user=warehouse" in out
+    assert "high-water mark: 14" in out
     demo.main(tmp_path / "events.db")  # runs again from an empty log
-    assert "high-water mark: 5" in capsys.readouterr().out
+    assert "high-water mark: 14" in capsys.readouterr().out
 
 
 def _readme_snippets() -> list[str]:
