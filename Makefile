@@ -32,6 +32,7 @@ test: $(STAMP) services lint typecheck
 
 bench: $(STAMP) services
 	$(BIN)/python -m benchmarks.eventstore
+	$(BIN)/python -m benchmarks.aggregates
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
