@@ -26,7 +26,7 @@ from domain import Repository
 from eventstore import EventStore
 from examples.bank import BankAccount
 
-from .contenders import NOTE, PG, reset_schema
+from .contenders import NOTE, PG, library_env, reset_schema
 
 SAVE_EVERY = 7  # events per save while building: snapshots fall at uneven distances
 SNAPSHOT_EVERY = 100
@@ -34,6 +34,7 @@ OURS_SCHEMA = "bench_agg_ours"
 LIBRARY_SCHEMA = "bench_agg_es"
 
 Load = Callable[[], object]
+Save = Callable[[Any], object]
 
 
 def tail_start(size: int) -> int:
@@ -41,16 +42,21 @@ def tail_start(size: int) -> int:
     return max(size - (SNAPSHOT_EVERY - 1), 0)
 
 
+def build(account: Any, save_snapshotting: Save, save_plain: Save, size: int) -> None:
+    """Deposit until `account` holds `size` events, saving every few, as real use would."""
+    for n in range(size - 1):
+        account.deposit(n + 1, NOTE)
+        if account.version % SAVE_EVERY == 0 or account.version == tail_start(size):
+            (save_snapshotting if account.version <= tail_start(size) else save_plain)(account)
+    save_plain(account)
+
+
 def build_ours(store: EventStore, size: int) -> str:
     snapshotting = Repository(store, BankAccount, snapshot_every=SNAPSHOT_EVERY)
     plain = Repository(store, BankAccount, snapshot_every=None)
     account = BankAccount(uuid.uuid4().hex)
     account.open("bench")
-    for n in range(size - 1):
-        account.deposit(n + 1, NOTE)
-        if account.version % SAVE_EVERY == 0 or account.version == tail_start(size):
-            (snapshotting if account.version <= tail_start(size) else plain).save(account)
-    plain.save(account)
+    build(account, snapshotting.save, plain.save, size)
     return account.id
 
 
@@ -66,30 +72,15 @@ def library_app(snapshots: bool) -> Any:
         name = "Bank"
         snapshotting_intervals = {Account: SNAPSHOT_EVERY}  # noqa: RUF012 (its API)
 
-    parts = psycopg.conninfo.conninfo_to_dict(PG)
-    return (SnapshottingBank if snapshots else Bank)(
-        env={
-            "PERSISTENCE_MODULE": "eventsourcing.postgres",
-            "POSTGRES_DBNAME": str(parts.get("dbname", "test")),
-            "POSTGRES_HOST": str(parts.get("host", "127.0.0.1")),
-            "POSTGRES_PORT": str(parts.get("port", "5432")),
-            "POSTGRES_USER": str(parts.get("user", "postgres")),
-            "POSTGRES_PASSWORD": str(parts.get("password", "unused")),
-            "POSTGRES_SCHEMA": LIBRARY_SCHEMA,
-            "IS_SNAPSHOTTING_ENABLED": "y" if snapshots else "n",
-        }
-    )
+    env = library_env(LIBRARY_SCHEMA, IS_SNAPSHOTTING_ENABLED="y" if snapshots else "n")
+    return (SnapshottingBank if snapshots else Bank)(env=env)
 
 
 def build_library(snapshotting: Any, plain: Any, size: int) -> Any:
     from .library_aggregate import Account
 
     account = Account()
-    for n in range(size - 1):
-        account.deposit(n + 1, NOTE)
-        if account.version % SAVE_EVERY == 0 or account.version == tail_start(size):
-            (snapshotting if account.version <= tail_start(size) else plain).save(account)
-    plain.save(account)
+    build(account, snapshotting.save, plain.save, size)
     return account.id
 
 

@@ -26,6 +26,21 @@ def payload(n: int) -> dict[str, Any]:
     return {"amount_cents": n, "currency": "EUR", "note": NOTE}
 
 
+def library_env(schema: str, **settings: str) -> dict[str, str]:
+    """The `eventsourcing` library's settings for its PostgreSQL recorder in `schema`."""
+    parts = psycopg.conninfo.conninfo_to_dict(PG)
+    return {
+        "PERSISTENCE_MODULE": "eventsourcing.postgres",
+        "POSTGRES_DBNAME": str(parts.get("dbname", "test")),
+        "POSTGRES_HOST": str(parts.get("host", "127.0.0.1")),
+        "POSTGRES_PORT": str(parts.get("port", "5432")),
+        "POSTGRES_USER": str(parts.get("user", "postgres")),
+        "POSTGRES_PASSWORD": str(parts.get("password", "unused")),
+        "POSTGRES_SCHEMA": schema,
+        **settings,
+    }
+
+
 def reset_schema(name: str) -> None:
     with psycopg.connect(PG, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
@@ -187,21 +202,10 @@ class Library(Contender):
     def open(self) -> None:
         from eventsourcing.application import Application
 
-        parts = psycopg.conninfo.conninfo_to_dict(PG)
-        self.app: Any = Application(
-            env={
-                "PERSISTENCE_MODULE": "eventsourcing.postgres",
-                "POSTGRES_DBNAME": str(parts.get("dbname", "test")),
-                "POSTGRES_HOST": str(parts.get("host", "127.0.0.1")),
-                "POSTGRES_PORT": str(parts.get("port", "5432")),
-                "POSTGRES_USER": str(parts.get("user", "postgres")),
-                "POSTGRES_PASSWORD": str(parts.get("password", "unused")),
-                "POSTGRES_SCHEMA": self.schema,
-                # Its DDL runs on every start; writers starting together fail with
-                # "tuple concurrently updated", so only the first opener creates tables.
-                "CREATE_TABLE": "y" if self.create_tables else "n",
-            }
-        )
+        # Its DDL runs on every start; writers starting together fail with
+        # "tuple concurrently updated", so only the first opener creates tables.
+        env = library_env(self.schema, CREATE_TABLE="y" if self.create_tables else "n")
+        self.app: Any = Application(env=env)
 
     def new_streams(self, count: int) -> list[Any]:
         from .library_aggregate import Account
