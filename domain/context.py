@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,7 +74,7 @@ def command_context(
         _current.reset(token)
 
 
-def caused_by(event: RecordedEvent, **extra: Any) -> Any:
+def caused_by(event: RecordedEvent, **extra: Any) -> AbstractContextManager[CommandContext]:
     """A `command_context` for handling `event`: its conversation, caused by it."""
     correlation = event.metadata.get("correlation_id")
     return command_context(

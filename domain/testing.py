@@ -77,14 +77,20 @@ class Scenario(Generic[A]):
             self._round_trip(event)
         return self.aggregate
 
-    def then_raises(self, error_type: type[BaseException], match: str | None = None) -> Any:
+    def then_raises(
+        self, error_type: type[BaseException], match: str | None = None
+    ) -> BaseException:
         """The command raised `error_type` (its message matching `match`) and recorded nothing."""
         self._require_when()
         error = self._error
         if not isinstance(error, error_type):
             raise AssertionError(
                 f"expected {error_type.__qualname__}, but the command "
-                + (f"raised {error!r}" if error else f"recorded {_names(self._recorded())}")
+                + (
+                    f"raised {error!r}"
+                    if error
+                    else f"recorded {_names(self.aggregate.pending_events)}"
+                )
             ) from error
         if match is not None and not re.search(match, str(error)):
             raise AssertionError(f"{error!r} does not match {match!r}")
@@ -94,9 +100,6 @@ class Scenario(Generic[A]):
                 f"{_names(self.aggregate.pending_events)}; decorate it with @command"
             )
         return error
-
-    def _recorded(self) -> tuple[DomainEvent, ...]:
-        return self.aggregate.pending_events
 
     def _require_when(self) -> None:
         if not self._ran:
