@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from .checks import positive_int, positive_int_or_none
 from .errors import RegistrationError
 from .event import DomainEvent
 from .evolve import evolve
@@ -155,13 +156,5 @@ def _check_declaration(cls: type[Aggregate[Any]]) -> None:
         raise RegistrationError(f"{name}.registry must be the EventRegistry of its events")
     if not hasattr(cls, "state_type"):
         raise RegistrationError(f"{name} must subclass Aggregate[StateModel]")
-    check_snapshot_every(f"{name}.snapshot_every", cls.snapshot_every)
-    version = cls.schema_version
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise RegistrationError(f"{name}.schema_version must be a positive int")
-
-
-def check_snapshot_every(what: str, every: object) -> int | None:
-    if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
-        raise RegistrationError(f"{what} must be None or a positive int, not {every!r}")
-    return every
+    positive_int_or_none(f"{name}.snapshot_every", cls.snapshot_every)
+    positive_int(f"{name}.schema_version", cls.schema_version)

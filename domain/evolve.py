@@ -56,7 +56,9 @@ def evolves(target: Any) -> Any:
 
 def evolve(state: S, event: DomainEvent) -> S:
     """The state after `event`: what the state's handler for its type returns."""
-    table = _handlers.get(type(state)) or handlers_of(type(state))
+    table = _handlers.get(type(state))
+    if table is None:
+        table = handlers_of(type(state))
     handler = table.get(type(event))
     if handler is None:
         raise RegistrationError(

@@ -17,9 +17,10 @@ from pydantic import ValidationError
 
 from eventstore import NewEvent, RecordedEvent
 
+from .checks import positive_int
 from .errors import EventDecodingError, RegistrationError, UnknownEventType
 from .event import DomainEvent
-from .upcasting import Upcaster, UpcasterChain, check_from_version
+from .upcasting import Upcaster, UpcasterChain
 
 EVENT_VERSION = "event_version"
 """The metadata key holding an event's schema version."""
@@ -61,8 +62,7 @@ class EventRegistry:
             raise RegistrationError(f"{cls!r} is not a DomainEvent subclass")
         if not isinstance(name, str) or not name or len(name) > 255:
             raise RegistrationError(f"{cls.__name__}: {name!r} is not a usable event type name")
-        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            raise RegistrationError(f"{name!r}: version must be a positive int, not {version!r}")
+        positive_int(f"{name!r}: version", version)
         if name in self._by_name:
             raise RegistrationError(
                 f"{name!r} is already registered, for {self._by_name[name].cls.__qualname__}"
@@ -77,7 +77,7 @@ class EventRegistry:
 
     def upcaster(self, name: str, *, from_version: int) -> Callable[[U], U]:
         """Decorator: a step turning `name`'s data at `from_version` into `from_version + 1`."""
-        check_from_version(name, from_version)
+        positive_int(f"upcaster for {name!r}: from_version", from_version)
 
         def add(step: U) -> U:
             self._upcasters.add(name, from_version, step)

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from eventstore import NO_STREAM, AppendResult, EventStore, EventStoreError, WrongExpectedVersion
 
 from .aggregate import Aggregate
+from .checks import positive_int_or_none
 from .context import CommandContext, current_context
 from .errors import AggregateNotFound
 from .evolve import evolve
@@ -41,11 +42,7 @@ class Repository(Generic[A]):
         self.aggregate_type = aggregate_type
         # `...` means the aggregate class's own setting; None turns snapshots off.
         every = aggregate_type.snapshot_every if snapshot_every is ... else snapshot_every
-        if every is not None and (
-            isinstance(every, bool) or not isinstance(every, int) or every < 1
-        ):
-            raise ValueError(f"snapshot_every must be None or a positive int, not {every!r}")
-        self.snapshot_every: int | None = every
+        self.snapshot_every = positive_int_or_none("snapshot_every", every)
 
     def load(self, aggregate_id: str) -> A:
         """The aggregate rebuilt from its stream (after its snapshot, if one fits).

@@ -12,6 +12,7 @@ from typing import Any
 
 from eventstore import RecordedEvent
 
+from .checks import positive_int
 from .errors import NoUpcastPath, RegistrationError
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
@@ -25,7 +26,7 @@ class UpcasterChain:
         self._steps: dict[tuple[str, int], Upcaster] = {}
 
     def add(self, event_type: str, from_version: int, step: Upcaster) -> None:
-        check_from_version(event_type, from_version)
+        positive_int(f"upcaster for {event_type!r}: from_version", from_version)
         if (event_type, from_version) in self._steps:
             raise RegistrationError(
                 f"{event_type!r} already has an upcaster from version {from_version}"
@@ -59,11 +60,3 @@ class UpcasterChain:
                     f"{type(data).__name__}, not a dict"
                 )
         return data
-
-
-def check_from_version(event_type: str, from_version: object) -> None:
-    if isinstance(from_version, bool) or not isinstance(from_version, int) or from_version < 1:
-        raise RegistrationError(
-            f"upcaster for {event_type!r}: from_version must be a positive int, "
-            f"not {from_version!r}"
-        )

@@ -9,6 +9,7 @@ import pytest
 from domain import (
     EVENT_VERSION,
     AggregateNotFound,
+    RegistrationError,
     Repository,
     UnknownEventType,
     caused_by,
@@ -243,3 +244,9 @@ def test_a_repository_refuses_another_aggregate_type(store: EventStore) -> None:
     order.place("c1")
     with pytest.raises(TypeError, match="saves BankAccount, not Order"):
         Repository(store, BankAccount).save(order)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("every", [0, -1, True, "100"])
+def test_an_unusable_snapshot_interval_is_refused(store: EventStore, every: object) -> None:
+    with pytest.raises(RegistrationError, match="snapshot_every"):
+        Repository(store, BankAccount, snapshot_every=every)  # type: ignore[arg-type]
