@@ -37,7 +37,8 @@ _COLUMNS = "id, stream_id, version, position, type, data, metadata, recorded_at"
 _APPEND = "SELECT eventcraft_append(%s, %s, %s, %s, %s, %s, %s)"
 _STORED_IDS = f"SELECT id, stream_id, version, position FROM {E} WHERE id = ANY(%s)"
 _STREAM_VERSION = f"SELECT version FROM {S} WHERE stream_id = %s"
-# Saves only if the stream has reached the version; NULL tells why not.
+# Saves only if the stream has reached the version; returns the stream's
+# version, so the caller can tell a refusal from an older snapshot kept.
 _SAVE_SNAPSHOT = f"""
 WITH stream AS (SELECT coalesce(max(version), 0) AS version FROM {S} WHERE stream_id = %(stream)s),
 saved AS (
@@ -110,9 +111,11 @@ class PostgresBackend(Backend):
                     )
                 )
             existing = frozenset(
-                name
-                for name in schema.TABLES
-                if conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone() == (True,)
+                row[0]
+                for row in conn.execute(
+                    "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(t) IS NOT NULL",
+                    (sorted(schema.TABLES),),
+                )
             )
             for statement in schema.ddl("postgresql", existing):
                 conn.execute(statement.encode())

@@ -57,12 +57,18 @@ def prepare_snapshot(
     check_name("stream id", stream_id)
     check_name(f"the snapshot type for stream {stream_id!r}", type)
     where = f"snapshot of stream {stream_id!r}"
-    for name, value in (("version", version), ("schema_version", schema_version)):
+
+    def positive(name: str, value: object) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidEvent(f"{where}: {name} must be a positive int, not {value!r}")
-    assert isinstance(version, int) and isinstance(schema_version, int)
+        return value
+
     return PreparedSnapshot(
-        stream_id, version, type, schema_version, encode_object(f"{where}: data", data)
+        stream_id,
+        positive("version", version),
+        type,
+        positive("schema_version", schema_version),
+        encode_object(f"{where}: data", data),
     )
 
 
