@@ -18,6 +18,7 @@ from .snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 class MemoryBackend(Backend):
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._appended = threading.Condition(self._lock)
         self._log: list[RecordedEvent] = []  # position p is at index p - 1
         self._streams: dict[str, list[RecordedEvent]] = {}
         self._by_id: dict[object, RecordedEvent] = {}
@@ -63,6 +64,7 @@ class MemoryBackend(Backend):
             self._log.extend(recorded)
             self._streams.setdefault(stream_id, []).extend(recorded)
             self._by_id.update((e.id, e) for e in recorded)
+            self._appended.notify_all()
             return AppendResult(
                 version=recorded[-1].version, positions=tuple(e.position for e in recorded)
             )
@@ -94,6 +96,10 @@ class MemoryBackend(Backend):
     def high_water_mark(self) -> int:
         with self._lock:
             return len(self._log)
+
+    def wait_for_events(self, after: int, timeout: float) -> bool:
+        with self._appended:
+            return self._appended.wait_for(lambda: len(self._log) > after, timeout)
 
     def stream_version(self, stream_id: str) -> int:
         with self._lock:

@@ -7,11 +7,15 @@ backend may assume its arguments are valid.
 from __future__ import annotations
 
 import abc
+import time
 from collections.abc import Iterator, Sequence
 
 from .encoding import PreparedEvent
 from .events import AppendResult, RecordedEvent, StreamInfo, StreamState
 from .snapshot import PreparedSnapshot, Snapshot
+
+POLL_CEILING = 0.05
+"""Longest pause between two polls of a waiting reader, in seconds."""
 
 
 class Backend(abc.ABC):
@@ -80,6 +84,23 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def load_snapshot(self, stream_id: str) -> Snapshot | None:
         """The stream's newest snapshot, or None."""
+
+    def wait_for_events(self, after: int, timeout: float) -> bool:
+        """Block until the high-water mark passes `after`; False if `timeout` ran out first.
+
+        This default polls with a back-off from 1 ms to `POLL_CEILING`; a
+        backend that can be told of commits (PostgreSQL's NOTIFY) does better.
+        """
+        deadline = time.monotonic() + timeout
+        pause = 0.001
+        while True:
+            if self.high_water_mark() > after:
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            time.sleep(min(pause, remaining))
+            pause = min(pause * 2, POLL_CEILING)
 
     @abc.abstractmethod
     def close(self) -> None:

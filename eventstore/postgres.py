@@ -22,6 +22,7 @@ from .idempotency import StoredId, resolve_stored_ids
 from .paging import paged
 from .port import Backend
 from .postgres_connections import ConnectionPool, PostgresTarget
+from .postgres_listener import Listener
 from .snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 
 PAGE = 2000
@@ -92,6 +93,7 @@ class PostgresBackend(Backend):
     def __init__(self, target: PostgresTarget) -> None:
         self._pool = ConnectionPool(target)
         self._with_connection(self._create_schema)
+        self._listener = Listener(self._pool)
 
     @classmethod
     def from_url(cls, url: str) -> PostgresBackend:
@@ -113,8 +115,9 @@ class PostgresBackend(Backend):
             existing = frozenset(
                 row[0]
                 for row in conn.execute(
-                    "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(t) IS NOT NULL",
-                    (sorted(schema.TABLES),),
+                    "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(t) IS NOT NULL "
+                    "UNION ALL SELECT %s WHERE to_regproc(%s) IS NOT NULL",
+                    (sorted(schema.TABLES), schema.NOTIFY_FUNCTION, schema.NOTIFY_FUNCTION),
                 )
             )
             for statement in schema.ddl("postgresql", existing):
@@ -221,6 +224,9 @@ class PostgresBackend(Backend):
     def high_water_mark(self) -> int:
         return self._safe_head(0)
 
+    def wait_for_events(self, after: int, timeout: float) -> bool:
+        return self._listener.wait(after, timeout, self.high_water_mark)
+
     def stream_version(self, stream_id: str) -> int:
         def query(conn: psycopg.Connection[Any]) -> int:
             row = conn.execute(_STREAM_VERSION, (stream_id,)).fetchone()
@@ -267,6 +273,7 @@ class PostgresBackend(Backend):
         return self._with_connection(load)
 
     def close(self) -> None:
+        self._listener.close()
         self._pool.close()
 
     def _pages(

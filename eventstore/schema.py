@@ -60,6 +60,9 @@ EVENTS = "eventcraft_events"
 STREAMS = "eventcraft_streams"
 SNAPSHOTS = "eventcraft_snapshots"
 POSITION_SEQUENCE = "eventcraft_position_seq"
+NOTIFY_FUNCTION = "eventcraft_notify"
+NOTIFY_CHANNEL = "eventcraft_events"
+"""PostgreSQL channel told of every committed append; the payload is the store's schema."""
 
 WRONG_EXPECTED_VERSION_SQLSTATE = "EC001"
 """Raised by the PostgreSQL append function; the error's DETAIL is the actual version."""
@@ -187,6 +190,20 @@ $$""",
     FOR EACH STATEMENT EXECUTE FUNCTION eventcraft_refuse_change()""",
 ]
 
+# One notification per appending statement, sent when its transaction commits
+# (`postgres_listener.py`). A store made before these existed gains them on open.
+_POSTGRES_NOTIFY = [
+    f"""
+CREATE FUNCTION {NOTIFY_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('{NOTIFY_CHANNEL}', TG_TABLE_SCHEMA);
+    RETURN NULL;
+END
+$$""",
+    f"""CREATE TRIGGER {EVENTS}_notify AFTER INSERT ON {EVENTS}
+    FOR EACH STATEMENT EXECUTE FUNCTION {NOTIFY_FUNCTION}()""",
+]
+
 _SQLITE_TRIGGERS = [
     f"""CREATE TRIGGER {EVENTS}_no_{op.lower()} BEFORE {op} ON {EVENTS}
     BEGIN SELECT RAISE(ABORT, '{EVENTS} is append-only: {op} refused'); END"""
@@ -200,10 +217,11 @@ DIALECTS: dict[str, Dialect] = {
 
 
 def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
-    """Every statement that creates the schema, in order, but for the `existing` tables.
+    """Every statement that creates the schema, in order, but for the `existing` objects.
 
-    A store made by an older release lacks only its newer tables: opening it
-    adds them and leaves the rest alone.
+    `existing` names the tables (and, on PostgreSQL, `NOTIFY_FUNCTION`) the
+    database holds. A store made by an older release lacks only newer
+    objects: opening it adds them and leaves the rest alone.
     """
     dialect = DIALECTS[dialect_name]
     fresh = EVENTS not in existing
@@ -218,6 +236,8 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
             statements.append(str(CreateIndex(index).compile(dialect=dialect)))
     if fresh:
         statements += _POSTGRES_FUNCTIONS if dialect_name == "postgresql" else _SQLITE_TRIGGERS
+    if dialect_name == "postgresql" and NOTIFY_FUNCTION not in existing:
+        statements += _POSTGRES_NOTIFY
     return statements
 
 

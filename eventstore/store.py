@@ -101,6 +101,18 @@ class EventStore:
         """The position up to which the log is complete: no event can appear below it."""
         return self._backend.high_water_mark()
 
+    def wait_for_events(self, after: int, timeout: float) -> bool:
+        """Block until an event beyond position `after` can be read; False on `timeout`.
+
+        PostgreSQL wakes on NOTIFY from the appending transaction; SQLite
+        polls with a short back-off. Either way a True answer means
+        `read_all(after=after)` has something to return.
+        """
+        check_position("after", after)
+        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < 0:
+            raise InvalidEvent(f"timeout must be a number of seconds >= 0, not {timeout!r}")
+        return self._backend.wait_for_events(after, float(timeout))
+
     def stream_version(self, stream_id: str) -> int:
         """The stream's current version (its event count); 0 if it has none."""
         return self._backend.stream_version(check_name("stream id", stream_id))

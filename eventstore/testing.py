@@ -22,6 +22,7 @@ from .errors import DuplicateEventId, InvalidEvent, WrongExpectedVersion
 from .events import ANY, NO_STREAM, NewEvent, RecordedEvent, StreamInfo
 from .store import EventStore
 from .testing_snapshots import SnapshotConformance
+from .testing_waiting import WaitingConformance
 
 
 def events(*types: str, **data: object) -> list[NewEvent]:
@@ -35,7 +36,7 @@ class _Placed(BaseModel):
     tags: list[str]
 
 
-class EventStoreConformance(SnapshotConformance):
+class EventStoreConformance(SnapshotConformance, WaitingConformance):
     """Behaviour every backend must show. Needs a `store` fixture: a new, empty store."""
 
     # --- appending and optimistic concurrency ---------------------------------

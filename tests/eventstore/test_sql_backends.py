@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 import uuid
 
 import psycopg
@@ -90,3 +91,24 @@ def test_a_store_made_before_snapshots_existed_gains_their_table(shared_store_ur
         snapshot = store.load_snapshot("account-1")
         assert snapshot is not None and snapshot.data == {"ok": True}
         assert [e.type for e in store.read_stream("account-1")] == ["Opened"]
+
+
+def test_a_store_made_before_notifications_existed_gains_them(pg_url: str) -> None:
+    with EventStore.open(pg_url) as store:
+        store.append("account-1", [NewEvent("Opened", {})])
+    _raw_sql(pg_url, "DROP FUNCTION eventcraft_notify() CASCADE")
+    with EventStore.open(pg_url) as reader, EventStore.open(pg_url) as writer:
+        waiting = threading.Event()
+        answers: list[bool] = []
+
+        def wait() -> None:
+            waiting.set()
+            answers.append(reader.wait_for_events(after=1, timeout=30))
+
+        thread = threading.Thread(target=wait)
+        thread.start()
+        waiting.wait()
+        writer.append("account-1", [NewEvent("Deposited", {})])
+        thread.join(timeout=30)
+        assert answers == [True]
+    _raw_sql(pg_url, "SELECT 'eventcraft_notify()'::regprocedure")

@@ -1,0 +1,101 @@
+"""Waking readers on PostgreSQL: LISTEN for the NOTIFY every append sends.
+
+A statement trigger on the events table (`schema.py`) notifies the channel
+`NOTIFY_CHANNEL` with the table's schema as payload when an append commits.
+One thread per store listens on its own connection and counts the
+notifications for its schema; waiters sleep on a condition until the count
+moves, then look at the high-water mark again.
+
+A notification is a hint, never the truth: the event it announces may still
+sit behind an older open transaction (the ordering rule in `schema.py`), and
+a rolled-back transaction that held the gap sends none. So waiters also wake
+every `RECHECK` seconds, and the answer is always the high-water mark.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import psycopg
+
+from .postgres_connections import ConnectionPool
+from .schema import NOTIFY_CHANNEL
+
+RECHECK = 0.5
+"""Longest a waiter sleeps without looking at the high-water mark, in seconds."""
+
+_RECONNECT_PAUSE = 0.5
+
+
+class Listener:
+    def __init__(self, pool: ConnectionPool) -> None:
+        self._pool = pool
+        self._changed = threading.Condition()
+        self._count = 0
+        self._listening = threading.Event()
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._conn: psycopg.Connection[tuple[object, ...]] | None = None
+
+    def wait(self, after: int, timeout: float, high_water_mark: Callable[[], int]) -> bool:
+        self._start()
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._changed:
+                seen = self._count
+            # Read after taking `seen`: a commit between the two shows as a new count.
+            if high_water_mark() > after:
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            with self._changed:
+                if self._count == seen:
+                    self._changed.wait(min(remaining, RECHECK))
+
+    def close(self) -> None:
+        self._closed.set()
+        conn = self._conn
+        if conn is not None:
+            # Closing from another thread ends the listener's blocking read.
+            conn.close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _start(self) -> None:
+        with self._changed:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._listen, name="eventcraft-listener", daemon=True
+                )
+                self._thread.start()
+        # Until LISTEN runs, a notification could be missed; RECHECK bounds the cost.
+        self._listening.wait(timeout=RECHECK)
+
+    def _listen(self) -> None:
+        while not self._closed.is_set():
+            try:
+                self._conn = conn = self._pool.connect()
+                schema = conn.execute("SELECT current_schema()").fetchone()
+                conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                self._listening.set()
+                self._bump()  # anything committed while we were away is worth a look
+                while not self._closed.is_set():
+                    for note in conn.notifies(timeout=RECHECK):
+                        if schema is None or note.payload == schema[0]:
+                            self._bump()
+            except Exception:  # a lost connection: waiters fall back to RECHECK meanwhile
+                if self._closed.is_set():
+                    return
+                time.sleep(_RECONNECT_PAUSE)
+            finally:
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+
+    def _bump(self) -> None:
+        with self._changed:
+            self._count += 1
+            self._changed.notify_all()
