@@ -1,3 +1,43 @@
-"""projections: read models kept from the global log (coming: issues 4 and 5)."""
+"""projections: read models kept from the global log, exactly once, live or rebuilt."""
 
-__all__: list[str] = []
+from .database import Database
+from .definition import Definition
+from .errors import (
+    DefinitionError,
+    ParkedEventNotFound,
+    ProjectionError,
+    ProjectionStopped,
+    ProjectionTimeout,
+    UnknownProjection,
+)
+from .fold import Fold, State
+from .parking import ParkedEvent
+from .policy import ErrorPolicy
+from .projection import Handler, Projection
+from .read_model import ReadModel
+from .rebuild import RebuildReport
+from .runner import ProjectionRunner
+from .status import ProjectionStatus
+from .subscription import Subscription
+
+__all__ = [
+    "Database",
+    "Definition",
+    "DefinitionError",
+    "ErrorPolicy",
+    "Fold",
+    "Handler",
+    "ParkedEvent",
+    "ParkedEventNotFound",
+    "Projection",
+    "ProjectionError",
+    "ProjectionRunner",
+    "ProjectionStatus",
+    "ProjectionStopped",
+    "ProjectionTimeout",
+    "ReadModel",
+    "RebuildReport",
+    "State",
+    "Subscription",
+    "UnknownProjection",
+]

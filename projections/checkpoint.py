@@ -1,0 +1,107 @@
+"""Checkpoints and leases: the row each projection keeps in `eventcraft_projections`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from .schema import checkpoints as table
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    name: str
+    position: int
+    """Every event of the log up to here has been applied, and none after."""
+    generation: int
+    """The generation of tables that serves queries."""
+    next_generation: int
+    """The generation the next rebuild fills."""
+    owner: str | None
+    """The runner holding the lease, if any."""
+    lease_until: float | None
+    """When the lease lapses unless renewed (seconds since the epoch)."""
+    updated_at: float
+
+
+def read(connection: sa.Connection, name: str, *, lock: bool = False) -> Checkpoint | None:
+    """The projection's row; with `lock`, held until the transaction ends."""
+    query = sa.select(table).where(table.c.name == name)
+    if lock:
+        query = query.with_for_update()
+    row = connection.execute(query).one_or_none()
+    return None if row is None else Checkpoint(*row)
+
+
+def read_many(connection: sa.Connection, names: list[str]) -> dict[str, Checkpoint]:
+    rows = connection.execute(sa.select(table).where(table.c.name.in_(names)))
+    return {row.name: Checkpoint(*row) for row in rows}
+
+
+def insert(connection: sa.Connection, name: str, generation: int) -> None:
+    connection.execute(
+        sa.insert(table).values(
+            name=name,
+            position=0,
+            generation=generation,
+            next_generation=generation + 1,
+            owner=None,
+            lease_until=None,
+            updated_at=time.time(),
+        )
+    )
+
+
+def advance(
+    connection: sa.Connection, name: str, position: int, *, lease_until: float | None = None
+) -> None:
+    values: dict[str, object] = {"position": position, "updated_at": time.time()}
+    if lease_until is not None:
+        values["lease_until"] = lease_until
+    connection.execute(sa.update(table).where(table.c.name == name).values(**values))
+
+
+def serve(connection: sa.Connection, name: str, generation: int, position: int) -> None:
+    connection.execute(
+        sa.update(table)
+        .where(table.c.name == name)
+        .values(generation=generation, position=position, updated_at=time.time())
+    )
+
+
+def claim_generation(connection: sa.Connection, name: str) -> int:
+    """A generation number no other rebuild of `name` will use."""
+    row = read(connection, name, lock=True)
+    assert row is not None, "the runner creates the row before any rebuild"
+    connection.execute(
+        sa.update(table).where(table.c.name == name).values(next_generation=row.next_generation + 1)
+    )
+    return row.next_generation
+
+
+def acquire_lease(connection: sa.Connection, name: str, owner: str, ttl: float) -> bool:
+    """Take or renew the lease if it is free, lapsed or ours; True if we hold it now."""
+    now = time.time()
+    taken = connection.execute(
+        sa.update(table)
+        .where(
+            table.c.name == name,
+            sa.or_(
+                table.c.owner.is_(None),
+                table.c.owner == owner,
+                table.c.lease_until < now,
+            ),
+        )
+        .values(owner=owner, lease_until=now + ttl)
+    )
+    return taken.rowcount == 1
+
+
+def release_lease(connection: sa.Connection, name: str, owner: str) -> None:
+    connection.execute(
+        sa.update(table)
+        .where(table.c.name == name, table.c.owner == owner)
+        .values(owner=None, lease_until=None)
+    )

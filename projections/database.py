@@ -1,0 +1,116 @@
+"""Where read models and checkpoints live: any database SQLAlchemy reaches.
+
+By default that is the store's own database, so a read model can be joined
+with nothing else running. A batch's read-model changes and its checkpoint
+commit in one transaction of this database, wherever it is.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import sqlalchemy as sa
+from sqlalchemy.pool import StaticPool
+
+from eventstore import EventStore
+
+from .errors import DefinitionError
+
+_BUSY_TIMEOUT_MS = 60_000
+_READING = "eventcraft_reading"
+
+
+class Database:
+    """A SQLAlchemy engine whose transactions are safe to fence a checkpoint with.
+
+    On SQLite every transaction takes the write lock when it begins (BEGIN
+    IMMEDIATE): two projectors never interleave, and neither fails half-way
+    for having started as a reader.
+    """
+
+    def __init__(self, engine: sa.Engine) -> None:
+        if not isinstance(engine, sa.Engine):
+            raise DefinitionError(f"a read-model database is a sqlalchemy Engine, not {engine!r}")
+        self.engine = engine
+        self.dialect = engine.dialect.name
+        # One in-memory SQLite connection is shared by every thread: one
+        # transaction at a time.
+        self._serial = threading.RLock() if isinstance(engine.pool, StaticPool) else None
+        if self.dialect == "sqlite":
+            _begin_immediately(engine)
+
+    @classmethod
+    def of(cls, database: Database | sa.Engine | str | None, store: EventStore) -> Database:
+        """`database` as a Database; None means the store's own database."""
+        if isinstance(database, Database):
+            return database
+        if isinstance(database, sa.Engine):
+            return cls(database)
+        return cls(engine_for(store.url if database is None else database))
+
+    @contextmanager
+    def transaction(self) -> Iterator[sa.Connection]:
+        """A transaction that may write; committed on success, rolled back on error."""
+        with self._exclusive(), self.engine.begin() as connection:
+            yield connection
+
+    @contextmanager
+    def reading(self) -> Iterator[sa.Connection]:
+        """A read-only look that takes no write lock (SQLite)."""
+        with self._exclusive(), self.engine.connect() as connection:
+            connection = connection.execution_options(**{_READING: True})
+            with connection.begin():
+                yield connection
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        if self._serial is None:
+            yield
+            return
+        with self._serial:
+            yield
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def engine_for(url: str) -> sa.Engine:
+    """An engine for a store URL (memory://, sqlite:///..., postgresql://...?schema=...).
+
+    Any other SQLAlchemy URL is used as it is.
+    """
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme == "memory":
+        return sa.create_engine(
+            "sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False}
+        )
+    if scheme == "sqlite":
+        return sa.create_engine(url.split("?", 1)[0], connect_args={"timeout": 60})
+    if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
+        parts = urlsplit(url)
+        query = dict(parse_qsl(parts.query, keep_blank_values=True))
+        options = "-c timezone=UTC"
+        schema = query.pop("schema", None)
+        if schema is not None:
+            options += f" -c search_path={schema}"
+        query.setdefault("application_name", "eventcraft-projections")
+        plain = urlunsplit(("postgresql+psycopg", parts.netloc, parts.path, urlencode(query), ""))
+        return sa.create_engine(plain, connect_args={"options": options}, pool_pre_ping=True)
+    return sa.create_engine(url)
+
+
+def _begin_immediately(engine: sa.Engine) -> None:
+    @sa.event.listens_for(engine, "connect")
+    def connect(dbapi_connection: Any, record: Any) -> None:
+        # Let SQLAlchemy's begin (below) open transactions, not the driver.
+        dbapi_connection.isolation_level = None
+        dbapi_connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+
+    @sa.event.listens_for(engine, "begin")
+    def begin(connection: sa.Connection) -> None:
+        reading = connection.get_execution_options().get(_READING, False)
+        connection.exec_driver_sql("BEGIN" if reading else "BEGIN IMMEDIATE")

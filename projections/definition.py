@@ -1,0 +1,89 @@
+"""What every kind of projection declares, whichever runner runs it."""
+
+from __future__ import annotations
+
+import abc
+import re
+from collections.abc import Iterable, Sequence
+
+import sqlalchemy as sa
+
+from eventstore import RecordedEvent
+
+from .errors import DefinitionError
+from .policy import ErrorPolicy
+from .read_model import ReadModel
+
+_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
+MAX_TABLE_NAME = 50
+"""Room for a generation suffix within PostgreSQL's 63-byte identifiers."""
+
+
+class Definition(abc.ABC):
+    """A named reader of the global log: a projection, a fold or a subscription.
+
+    The name is durable: it identifies the checkpoint, so renaming one
+    starts it again from the beginning of the log.
+    """
+
+    in_transaction = True
+    """False for subscribers whose effects lie outside the database (at-least-once)."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        tables: Iterable[sa.Table] = (),
+        categories: Sequence[str] | str | None = None,
+        on_error: ErrorPolicy | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise DefinitionError(
+                f"a projection name is 1-100 letters, digits and _.:- characters, not {name!r}"
+            )
+        self.name = name
+        self.tables = tuple(_checked_tables(name, tables))
+        self.categories = _names(name, "categories", categories)
+        self.generation_tables: dict[int, dict[str, sa.Table]] = {}
+        """The tables of each generation, made once (`generations.py`)."""
+        self.on_error = ErrorPolicy() if on_error is None else on_error
+        if not isinstance(self.on_error, ErrorPolicy):
+            raise DefinitionError(f"on_error must be an ErrorPolicy, not {on_error!r}")
+
+    @property
+    @abc.abstractmethod
+    def types(self) -> tuple[str, ...] | None:
+        """The event types it reads; None for all."""
+
+    @abc.abstractmethod
+    def apply(self, read_model: ReadModel, events: Sequence[RecordedEvent]) -> None:
+        """Apply `events`, in position order, inside the batch's transaction."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def _checked_tables(name: str, tables: Iterable[sa.Table]) -> Iterable[sa.Table]:
+    seen: set[str] = set()
+    for table in tables:
+        if not isinstance(table, sa.Table):
+            raise DefinitionError(f"{name}: tables must be sqlalchemy Tables, not {table!r}")
+        if len(table.name) > MAX_TABLE_NAME:
+            raise DefinitionError(
+                f"{name}: table name {table.name!r} is longer than {MAX_TABLE_NAME} characters"
+            )
+        if table.fullname in seen:
+            raise DefinitionError(f"{name}: table {table.fullname!r} is declared twice")
+        seen.add(table.fullname)
+        yield table
+
+
+def _names(name: str, what: str, names: Sequence[str] | str | None) -> tuple[str, ...] | None:
+    if names is None:
+        return None
+    if isinstance(names, str):
+        names = (names,)
+    checked = tuple(names)
+    if not checked or not all(isinstance(n, str) and n for n in checked):
+        raise DefinitionError(f"{name}: {what} must be non-empty names, not {names!r}")
+    return checked

@@ -1,0 +1,92 @@
+"""The error store: events a handler failed on, kept until retried or discarded."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from eventstore import RecordedEvent
+
+from .schema import parked as table
+
+
+@dataclass(frozen=True)
+class ParkedEvent:
+    projection: str
+    position: int
+    """The event's position in the global log; with the projection, its key here."""
+    event_id: str
+    stream_id: str
+    version: int
+    type: str
+    error: str
+    """The last exception, as `Type: message`."""
+    traceback: str
+    attempts: int
+    """How many times the handler was tried."""
+    parked_at: float
+
+
+def park(
+    connection: sa.Connection,
+    name: str,
+    event: RecordedEvent,
+    error: BaseException,
+    attempts: int,
+) -> None:
+    remove(connection, name, event.position)
+    connection.execute(
+        sa.insert(table).values(
+            projection=name,
+            position=event.position,
+            event_id=str(event.id),
+            stream_id=event.stream_id,
+            version=event.version,
+            type=event.type,
+            error=f"{type(error).__name__}: {error}",
+            traceback="".join(traceback.format_exception(error)),
+            attempts=attempts,
+            parked_at=time.time(),
+        )
+    )
+
+
+def listed(connection: sa.Connection, name: str) -> list[ParkedEvent]:
+    rows = connection.execute(
+        sa.select(table).where(table.c.projection == name).order_by(table.c.position)
+    )
+    return [ParkedEvent(*row) for row in rows]
+
+
+def find(connection: sa.Connection, name: str, position: int) -> ParkedEvent | None:
+    row = connection.execute(
+        sa.select(table).where(table.c.projection == name, table.c.position == position)
+    ).one_or_none()
+    return None if row is None else ParkedEvent(*row)
+
+
+def remove(connection: sa.Connection, name: str, position: int) -> None:
+    connection.execute(
+        sa.delete(table).where(table.c.projection == name, table.c.position == position)
+    )
+
+
+def settle(connection: sa.Connection, name: str, after: int, upto: int) -> None:
+    """Forget events parked by a stop in (after, upto]: they have now been applied."""
+    connection.execute(
+        sa.delete(table).where(
+            table.c.projection == name, table.c.position > after, table.c.position <= upto
+        )
+    )
+
+
+def counts(connection: sa.Connection, names: list[str]) -> dict[str, int]:
+    rows = connection.execute(
+        sa.select(table.c.projection, sa.func.count())
+        .where(table.c.projection.in_(names))
+        .group_by(table.c.projection)
+    )
+    return {name: int(count) for name, count in rows}

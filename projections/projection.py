@@ -1,0 +1,76 @@
+"""A read model kept by handlers, one per event type."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+import sqlalchemy as sa
+
+from eventstore import RecordedEvent
+
+from .definition import Definition, _names
+from .errors import DefinitionError
+from .policy import ErrorPolicy
+from .read_model import ReadModel
+
+Handler = Callable[[ReadModel, RecordedEvent], None]
+H = TypeVar("H", bound=Handler)
+
+
+class Projection(Definition):
+    """A read model: its tables, and a handler per event type that writes to them.
+
+    ::
+
+        orders = sa.Table("orders_by_customer", metadata, ...)
+        by_customer = Projection("orders-by-customer", tables=[orders])
+
+        @by_customer.on("OrderPlaced")
+        def placed(read_model: ReadModel, event: RecordedEvent) -> None:
+            read_model.execute(sa.insert(read_model[orders]).values(...))
+
+    Handlers run inside the transaction that also moves the checkpoint, so
+    each event changes the read model exactly once. They must act only
+    through `read_model`: the same definition runs live and in a rebuild.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        tables: Iterable[sa.Table],
+        categories: Sequence[str] | str | None = None,
+        on_error: ErrorPolicy | None = None,
+    ) -> None:
+        super().__init__(name, tables=tables, categories=categories, on_error=on_error)
+        self._handlers: dict[str, Handler] = {}
+
+    def on(self, *event_types: str) -> Callable[[H], H]:
+        """Register the decorated function as the handler of `event_types`."""
+        checked = _names(self.name, "event types", event_types) or ()
+
+        def register(handler: H) -> H:
+            if not callable(handler):
+                raise DefinitionError(f"{self.name}: a handler must be callable, not {handler!r}")
+            for event_type in checked:
+                if event_type in self._handlers:
+                    raise DefinitionError(
+                        f"{self.name}: {event_type!r} already has a handler "
+                        f"({self._handlers[event_type].__qualname__})"
+                    )
+                self._handlers[event_type] = handler
+            return handler
+
+        return register
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        if not self._handlers:
+            raise DefinitionError(f"{self.name}: a projection needs at least one handler")
+        return tuple(sorted(self._handlers))
+
+    def apply(self, read_model: ReadModel, events: Sequence[RecordedEvent]) -> None:
+        handlers = self._handlers
+        for event in events:
+            handlers[event.type](read_model, event)

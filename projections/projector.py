@@ -1,0 +1,247 @@
+"""One definition against the log: batches applied exactly once, failures parked.
+
+A batch is read from the store first, outside any transaction. Then one
+transaction of the read-model database locks the projection's checkpoint
+row, checks that the checkpoint is still where the batch began (and, with
+leases, that we still hold the lease), applies the batch and moves the
+checkpoint. If another process moved it meanwhile, nothing is applied and
+we carry on from where it got to. So two projectors of one projection can
+never both apply an event, lease or no lease; the lease only spares them
+the wasted reads.
+
+When a handler raises, the batch is rolled back and replayed one event per
+transaction, each tried `attempts` times with back-off; the one that keeps
+failing is parked, then skipped or the projection stops just before it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+
+import sqlalchemy as sa
+
+from eventstore import EventStore, RecordedEvent
+
+from . import checkpoint, generations, parking
+from .checkpoint import Checkpoint
+from .database import Database
+from .definition import Definition
+from .errors import ProjectionStopped
+from .read_model import ReadModel
+from .subscription import Subscription
+
+
+class _HandlerFailed(Exception):
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+class _Moved(Exception):
+    """Another process moved the checkpoint: it has this batch in hand."""
+
+
+class Projector:
+    def __init__(
+        self,
+        store: EventStore,
+        database: Database,
+        definition: Definition,
+        *,
+        owner: str,
+        batch_size: int,
+        lease_ttl: float | None,
+        stopping: threading.Event | None = None,
+    ) -> None:
+        self.store = store
+        self.database = database
+        self.definition = definition
+        self.name = definition.name
+        self.owner = owner
+        self.batch_size = batch_size
+        self.lease_ttl = lease_ttl
+        self.position = 0
+        """The checkpoint as last seen; the truth is the row."""
+        self._stopping = stopping or threading.Event()
+        self.on_commit: Callable[[], None] = lambda: None
+        self._held_until = 0.0
+
+    def setup(self) -> None:
+        """Create the checkpoint row and the first generation's tables, once."""
+        with self.database.transaction() as connection:
+            if connection.dialect.name == "postgresql":
+                connection.execute(
+                    sa.text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                    {"key": f"eventcraft-projection:{self.name}"},
+                )
+            row = checkpoint.read(connection, self.name, lock=True)
+            if row is None:
+                generations.create(connection, self.definition, 1)
+                generations.serve(connection, self.definition, 1)
+                checkpoint.insert(connection, self.name, 1)
+                self.position = 0
+            else:
+                self.position = row.position
+
+    def acquire(self) -> bool:
+        """Take or renew the lease; always True when running without leases."""
+        if self.lease_ttl is None:
+            return True
+        if self._held_until - time.time() > self.lease_ttl / 2:
+            return True  # renewed by a recent batch
+        with self.database.transaction() as connection:
+            held = checkpoint.acquire_lease(connection, self.name, self.owner, self.lease_ttl)
+            row = checkpoint.read(connection, self.name)
+        if row is not None:
+            self.position = row.position
+            self._held_until = row.lease_until or 0.0 if held else 0.0
+        return held
+
+    def release(self) -> None:
+        self._held_until = 0.0
+        if self.lease_ttl is None:
+            return
+        with self.database.transaction() as connection:
+            checkpoint.release_lease(connection, self.name, self.owner)
+
+    def step(self) -> bool:
+        """Apply the next batch; False when the projection was already at the head."""
+        after = self.position
+        events, upto = read_batch(self.store, self.definition, after, self.batch_size)
+        if upto <= after:
+            return False
+        try:
+            if isinstance(self.definition, Subscription):
+                self._deliver(events, upto, self.definition)
+            else:
+                try:
+                    self._commit(after, events, upto)
+                except _HandlerFailed:
+                    self._one_by_one(events, upto)
+        except _Moved:
+            pass
+        return True
+
+    def _commit(self, after: int, events: Sequence[RecordedEvent], upto: int) -> None:
+        """Apply `events` and move the checkpoint from `after` to `upto`."""
+        with self.database.transaction() as connection:
+            row = self._fenced(connection, after)
+            if events:
+                read_model = ReadModel(
+                    connection, generations.tables_of(self.definition, row.generation)
+                )
+                try:
+                    self.definition.apply(read_model, events)
+                except Exception as error:
+                    raise _HandlerFailed(error) from error
+            parking.settle(connection, self.name, after, upto)
+            checkpoint.advance(connection, self.name, upto, lease_until=self._lease_until())
+        self.position = upto
+        self.on_commit()
+
+    def _one_by_one(self, events: Sequence[RecordedEvent], upto: int) -> None:
+        for event in events:
+            error = self._tried(partial(self._commit_one, event))
+            if error is not None:
+                self._park(event, error)
+        self._commit(self.position, [], upto)
+
+    def _commit_one(self, event: RecordedEvent) -> None:
+        self._commit(self.position, [event], event.position)
+
+    def _deliver(
+        self, events: Sequence[RecordedEvent], upto: int, subscription: Subscription
+    ) -> None:
+        delivered = self.position
+        for event in events:
+            error = self._tried(partial(subscription.apply, _NOTHING, [event]))
+            if error is not None:
+                # What was delivered so far is checkpointed first, so that only
+                # the failed event is in question.
+                if delivered > self.position:
+                    self._commit(self.position, [], delivered)
+                self._park(event, error)
+            delivered = event.position
+        self._commit(self.position, [], upto)
+
+    def _tried(self, attempt: Callable[[], object]) -> Exception | None:
+        """Run `attempt` with the policy's retries; the last error, or None once it worked."""
+        policy = self.definition.on_error
+        error: Exception | None = None
+        for number in range(1, policy.attempts + 1):
+            if number > 1 and self._stopping.wait(policy.pause_before(number)):
+                break
+            try:
+                attempt()
+                return None
+            except _HandlerFailed as failed:
+                error = failed.error
+            except Exception as failed:
+                if not isinstance(self.definition, Subscription):
+                    raise
+                error = failed
+        assert error is not None
+        return error
+
+    def _park(self, event: RecordedEvent, error: Exception) -> None:
+        policy = self.definition.on_error
+        skip = policy.then == "skip"
+        with self.database.transaction() as connection:
+            row = self._fenced(connection, self.position)
+            parking.park(connection, self.name, event, error, policy.attempts)
+            # Under "stop" the checkpoint stays just below the event: a restart
+            # tries it again, and nothing after it is applied before it.
+            upto = event.position if skip else max(row.position, event.position - 1)
+            checkpoint.advance(connection, self.name, upto, lease_until=self._lease_until())
+        self.position = upto
+        self.on_commit()
+        if not skip:
+            raise ProjectionStopped(self.name, event.position, error)
+
+    def _fenced(self, connection: sa.Connection, after: int) -> Checkpoint:
+        """The locked row, if the checkpoint is still `after` and the lease ours."""
+        row = checkpoint.read(connection, self.name, lock=True)
+        if row is None:
+            raise LookupError(f"projection {self.name!r} has no checkpoint row: call setup()")
+        ours = self.lease_ttl is None or row.owner == self.owner
+        if row.position != after or not ours:
+            self.position = row.position
+            raise _Moved
+        return row
+
+    def _lease_until(self) -> float | None:
+        if self.lease_ttl is None:
+            return None
+        self._held_until = time.time() + self.lease_ttl
+        return self._held_until
+
+
+def read_batch(
+    store: EventStore, definition: Definition, after: int, limit: int
+) -> tuple[list[RecordedEvent], int]:
+    """The definition's next events after `after`, and the position they take it to.
+
+    A short page means every matching event up to the high-water mark read
+    beforehand is in hand, so the checkpoint may pass the events this
+    definition does not read.
+    """
+    head = store.high_water_mark()
+    events = list(
+        store.read_all(
+            after=after, limit=limit, categories=definition.categories, types=definition.types
+        )
+    )
+    last = events[-1].position if events else after
+    return events, last if len(events) == limit else max(head, last)
+
+
+class _NoReadModel(ReadModel):
+    """Subscribers act outside the database: they get no tables."""
+
+    def __init__(self) -> None:
+        super().__init__(None, {})  # type: ignore[arg-type]
+
+
+_NOTHING = _NoReadModel()

@@ -1,0 +1,155 @@
+"""Rebuild a read model from position 0 into new tables, then swap them in.
+
+The old generation keeps serving queries, and the live projector keeps it
+current, while the new one fills. The swap is one transaction that holds
+the checkpoint row: it applies what arrived since the replay's last page,
+points the views at the new tables, sets the checkpoint and drops the old
+tables. The live projector then carries on from the new checkpoint, in the
+new tables, without missing or repeating an event.
+
+A fold is replayed in memory (one dict of rows) and written once; handler
+projections are replayed in transactions of `batch_size` events. A failing
+handler fails the rebuild: nothing is swapped, the old tables keep serving.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from eventstore import EventStore
+
+from . import checkpoint, generations
+from .database import Database
+from .definition import Definition
+from .errors import DefinitionError
+from .fold import Fold, State
+from .projector import read_batch
+from .read_model import ReadModel
+from .subscription import Subscription
+
+_INSERT_CHUNK = 5000
+
+
+@dataclass(frozen=True)
+class RebuildReport:
+    name: str
+    generation: int
+    """The generation now serving."""
+    position: int
+    """The checkpoint set by the swap."""
+    events: int
+    """Events the definition read."""
+    seconds: float
+
+
+def rebuild(
+    store: EventStore,
+    database: Database,
+    definition: Definition,
+    *,
+    batch_size: int = 10_000,
+    progress: bool = False,
+) -> RebuildReport:
+    if isinstance(definition, Subscription):
+        raise DefinitionError(f"{definition.name}: a subscription has no read model to rebuild")
+    started = time.perf_counter()
+    name = definition.name
+    with database.transaction() as connection:
+        generation = checkpoint.claim_generation(connection, name)
+        generations.create(connection, definition, generation)
+    tables = generations.tables_of(definition, generation)
+    with _bar(progress, name, store.high_water_mark()) as advance:
+        if isinstance(definition, Fold):
+            position, count = _fold_in_memory(
+                store, database, definition, tables, batch_size, advance
+            )
+        else:
+            position, count = _replay(store, database, definition, tables, batch_size, advance)
+        with database.transaction() as connection:
+            row = checkpoint.read(connection, name, lock=True)
+            assert row is not None, "the runner creates the row before any rebuild"
+            # No projector moves while we hold the row: catch up to now, then swap.
+            read_model = ReadModel(connection, tables)
+            while True:
+                events, upto = read_batch(store, definition, position, batch_size)
+                if upto <= position:
+                    break
+                definition.apply(read_model, events)
+                position, count = upto, count + len(events)
+                advance(position)
+            checkpoint.serve(connection, name, generation, position)
+            generations.serve(connection, definition, generation)
+            if row.generation != generation:
+                generations.drop(connection, definition, row.generation)
+    return RebuildReport(name, generation, position, count, time.perf_counter() - started)
+
+
+def _replay(
+    store: EventStore,
+    database: Database,
+    definition: Definition,
+    tables: dict[str, sa.Table],
+    batch_size: int,
+    advance: Any,
+) -> tuple[int, int]:
+    position = count = 0
+    while True:
+        events, upto = read_batch(store, definition, position, batch_size)
+        if upto <= position:
+            return position, count
+        with database.transaction() as connection:
+            definition.apply(ReadModel(connection, tables), events)
+        position, count = upto, count + len(events)
+        advance(position)
+
+
+def _fold_in_memory(
+    store: EventStore,
+    database: Database,
+    fold: Fold,
+    tables: dict[str, sa.Table],
+    batch_size: int,
+    advance: Any,
+) -> tuple[int, int]:
+    states: dict[Any, State | None] = {}
+    position = count = 0
+    while True:
+        events, upto = read_batch(store, fold, position, batch_size)
+        if upto <= position:
+            break
+        fold.fold(states, events)
+        position, count = upto, count + len(events)
+        advance(position)
+    rows = fold.rows(states)
+    table = tables[fold.table.fullname]
+    with database.transaction() as connection:
+        for start in range(0, len(rows), _INSERT_CHUNK):
+            connection.execute(sa.insert(table), rows[start : start + _INSERT_CHUNK])
+    return position, count
+
+
+@contextmanager
+def _bar(shown: bool, name: str, total: int) -> Iterator[Any]:
+    if not shown:
+        yield lambda position: None
+        return
+    columns = (
+        TextColumn(f"rebuilding {name}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, transient=False) as bar:
+        task = bar.add_task(name, total=max(total, 1))
+
+        def advance(position: int) -> None:
+            bar.update(task, completed=min(position, total), total=max(total, position, 1))
+
+        yield advance

@@ -1,0 +1,309 @@
+"""Run projections and subscriptions: catch up, follow live, report, rebuild.
+
+One runner holds several definitions and follows each in a thread of its
+own. Several runners (in other processes) may hold the same definition:
+a lease in the checkpoint row lets one of them work at a time and passes
+to another when its holder stops renewing it, and the checkpoint check in
+every batch (`projector.py`) keeps events applied once even if two ever
+overlap.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+
+import sqlalchemy as sa
+
+from eventstore import EventStore
+
+from . import checkpoint, generations, parking, schema, status
+from .database import Database
+from .definition import Definition
+from .errors import (
+    DefinitionError,
+    ParkedEventNotFound,
+    ProjectionStopped,
+    ProjectionTimeout,
+    UnknownProjection,
+)
+from .parking import ParkedEvent
+from .projector import Projector
+from .read_model import ReadModel
+from .rebuild import RebuildReport, rebuild
+from .status import ProjectionStatus
+from .subscription import Subscription
+
+log = logging.getLogger("eventcraft.projections")
+
+_IDLE = 0.5
+"""Longest a follower waits for new events before renewing its lease and looking again."""
+_AFTER_ERROR = 1.0
+_POLL_CEILING = 0.05
+
+
+class ProjectionRunner:
+    """Keeps `definitions` up to date from `store`'s log.
+
+    ::
+
+        with ProjectionRunner(store, [balances, orders_by_customer]) as runner:
+            runner.start()                 # follow live, in threads
+            runner.wait_until(position)    # read your own writes
+
+    `database` is where the read models and checkpoints live: a SQLAlchemy
+    URL or Engine, by default the store's own database. `lease_ttl=None`
+    runs without leases (every runner works; the checkpoint check still
+    applies each event once).
+    """
+
+    def __init__(
+        self,
+        store: EventStore,
+        definitions: Iterable[Definition],
+        *,
+        database: Database | sa.Engine | str | None = None,
+        batch_size: int = 500,
+        lease_ttl: float | None = 10.0,
+    ) -> None:
+        self.store = store
+        self.definitions = tuple(definitions)
+        for definition in self.definitions:
+            if not isinstance(definition, Definition):
+                raise DefinitionError(
+                    f"a runner runs Projection, Fold and Subscription definitions, "
+                    f"not {definition!r}"
+                )
+        names = [d.name for d in self.definitions]
+        if len(set(names)) != len(names):
+            raise DefinitionError(f"projection names must be unique, got {names}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise DefinitionError(f"batch_size must be an int >= 1, not {batch_size!r}")
+        if lease_ttl is not None and (not isinstance(lease_ttl, int | float) or lease_ttl <= 0):
+            raise DefinitionError(f"lease_ttl must be seconds > 0 or None, not {lease_ttl!r}")
+        self.database = Database.of(database, store)
+        self._owns_database = not isinstance(database, Database)
+        self.owner = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._stopping = threading.Event()
+        self._progress = threading.Condition()
+        self._threads: dict[str, threading.Thread] = {}
+        self.stopped: dict[str, ProjectionStopped] = {}
+        """Projections whose thread ended on a handler failure under the "stop" policy."""
+        with self.database.transaction() as connection:
+            schema.create(connection)
+        self._projectors: dict[str, Projector] = {}
+        for definition in self.definitions:
+            projector = Projector(
+                store,
+                self.database,
+                definition,
+                owner=self.owner,
+                batch_size=batch_size,
+                lease_ttl=lease_ttl,
+                stopping=self._stopping,
+            )
+            projector.on_commit = self._notify
+            projector.setup()
+            self._projectors[definition.name] = projector
+
+    # --- running ---------------------------------------------------------------
+
+    def catch_up(self, *names: str) -> None:
+        """Apply everything up to the log's head now, in this thread, then return.
+
+        A projection whose lease another runner holds is left to that runner.
+        Raises `ProjectionStopped` if a handler failure stops one.
+        """
+        for projector in self._selected(names):
+            if not projector.acquire():
+                continue
+            try:
+                while projector.step():
+                    pass
+            finally:
+                projector.release()
+
+    def start(self) -> ProjectionRunner:
+        """Follow the log in background threads, one per definition not yet running."""
+        self._stopping.clear()
+        for name, projector in self._projectors.items():
+            thread = self._threads.get(name)
+            if thread is not None and thread.is_alive():
+                continue
+            self.stopped.pop(name, None)
+            thread = threading.Thread(
+                target=self._follow, args=(projector,), name=f"projection:{name}", daemon=True
+            )
+            self._threads[name] = thread
+            thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop following; each thread finishes its batch and gives up its lease."""
+        self._stopping.set()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads.values():
+            thread.join(max(deadline - time.monotonic(), 0))
+
+    def run(self) -> None:
+        """Follow the log in this thread's stead until `stop()` or Ctrl-C."""
+        self.start()
+        try:
+            while not self._stopping.wait(_IDLE):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.stop()
+
+    def close(self) -> None:
+        self.stop()
+        if self._owns_database:
+            self.database.close()
+
+    def __enter__(self) -> ProjectionRunner:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _follow(self, projector: Projector) -> None:
+        while not self._stopping.is_set():
+            try:
+                if not projector.acquire():
+                    self._stopping.wait(_IDLE)
+                    continue
+                if projector.step():
+                    continue
+                self.store.wait_for_events(after=projector.position, timeout=_IDLE)
+            except ProjectionStopped as stopped:
+                log.error("%s", stopped)
+                self.stopped[projector.name] = stopped
+                self._notify()
+                break
+            except Exception:
+                log.exception("projection %r failed; trying again", projector.name)
+                self._stopping.wait(_AFTER_ERROR)
+        try:
+            projector.release()
+        except Exception:
+            log.exception("projection %r could not release its lease", projector.name)
+
+    def _notify(self) -> None:
+        with self._progress:
+            self._progress.notify_all()
+
+    # --- reading your writes, status -------------------------------------------
+
+    def wait_until(
+        self, position: int, timeout: float = 10.0, names: Sequence[str] | None = None
+    ) -> None:
+        """Block until every projection (or those `names`d) has applied up to `position`.
+
+        Projections run by other processes count too: their checkpoints are in
+        the database. Raises `ProjectionTimeout` naming the laggards.
+        """
+        wanted = [p.name for p in self._selected(tuple(names or ()))]
+        deadline = time.monotonic() + timeout
+        pause = 0.001
+        while True:
+            with self.database.reading() as connection:
+                rows = checkpoint.read_many(connection, wanted)
+            behind = {n: rows[n].position for n in wanted if rows[n].position < position}
+            if not behind:
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or all(n in self.stopped for n in behind):
+                raise ProjectionTimeout(position, behind, timeout)
+            # Our own threads wake us at once; other processes' are polled.
+            with self._progress:
+                self._progress.wait(min(pause, remaining))
+            pause = min(pause * 2, _POLL_CEILING)
+
+    def status(self) -> list[ProjectionStatus]:
+        return status.collect(self.store, self.database, self.definitions)
+
+    # --- rebuilding --------------------------------------------------------------
+
+    def rebuild(self, name: str, *, progress: bool = False) -> RebuildReport:
+        """Replay `name` from the start into new tables and swap them in (blue/green)."""
+        projector = self._projectors.get(name)
+        if projector is None:
+            raise UnknownProjection(self._unknown(name))
+        report = rebuild(self.store, self.database, projector.definition, progress=progress)
+        self._notify()
+        return report
+
+    # --- the error store -----------------------------------------------------------
+
+    def parked(self, name: str) -> list[ParkedEvent]:
+        self._projector(name)
+        with self.database.reading() as connection:
+            return parking.listed(connection, name)
+
+    def retry_parked(self, name: str, position: int) -> None:
+        """Apply the parked event now (it raises if the handler still fails), then forget it.
+
+        An event that stopped its projection moves the checkpoint past it:
+        `start()` resumes the projection.
+        """
+        projector = self._projector(name)
+        definition = projector.definition
+        event = next(iter(self.store.read_all(after=max(position - 1, 0), limit=1)), None)
+        if isinstance(definition, Subscription) and event is not None:
+            definition.handler(event)
+        with self.database.transaction() as connection:
+            row = self._settling(connection, name, position)
+            applies = event is not None and event.position == position
+            if applies and event is not None and not isinstance(definition, Subscription):
+                tables = generations.tables_of(definition, row.generation)
+                definition.apply(ReadModel(connection, tables), [event])
+            parking.remove(connection, name, position)
+            if position > row.position:
+                checkpoint.advance(connection, name, position)
+        projector.position = max(projector.position, position)
+        self._notify()
+
+    def discard_parked(self, name: str, position: int) -> None:
+        """Forget the parked event without applying it; a stopped projection moves past it."""
+        projector = self._projector(name)
+        with self.database.transaction() as connection:
+            row = self._settling(connection, name, position)
+            parking.remove(connection, name, position)
+            if position > row.position:
+                checkpoint.advance(connection, name, position)
+        projector.position = max(projector.position, position)
+        self._notify()
+
+    def _settling(
+        self, connection: sa.Connection, name: str, position: int
+    ) -> checkpoint.Checkpoint:
+        row = checkpoint.read(connection, name, lock=True)
+        assert row is not None, "setup() created the row"
+        if parking.find(connection, name, position) is None:
+            raise ParkedEventNotFound(f"projection {name!r} has no event parked at {position}")
+        return row
+
+    # --- names -------------------------------------------------------------------
+
+    def _selected(self, names: Sequence[str]) -> list[Projector]:
+        return [self._projector(n) for n in names] if names else list(self._projectors.values())
+
+    def _projector(self, name: str) -> Projector:
+        projector = self._projectors.get(name)
+        if projector is None:
+            raise UnknownProjection(self._unknown(name))
+        return projector
+
+    def _unknown(self, name: str) -> str:
+        return f"no projection {name!r} in this runner (it runs {sorted(self._projectors)})"

@@ -1,0 +1,60 @@
+"""The tables projections keep beside their read models, in the read-model database.
+
+`eventcraft_projections` holds one row per projection: its checkpoint, the
+generation of tables that serves queries, and its lease. Every batch locks
+that row, checks that the checkpoint is where the batch began, writes the
+read model and moves the checkpoint, all in one transaction: that is what
+makes each event apply exactly once, whatever else runs.
+
+`eventcraft_parked` is the error store: events a handler failed on.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+CHECKPOINTS = "eventcraft_projections"
+PARKED = "eventcraft_parked"
+
+metadata = sa.MetaData()
+
+checkpoints = sa.Table(
+    CHECKPOINTS,
+    metadata,
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("position", sa.BigInteger, nullable=False),
+    sa.Column("generation", sa.Integer, nullable=False),
+    # The next generation a rebuild may fill; only ever grows.
+    sa.Column("next_generation", sa.Integer, nullable=False),
+    sa.Column("owner", sa.Text, nullable=True),
+    # Seconds since the epoch, by the owner's clock.
+    sa.Column("lease_until", sa.Float, nullable=True),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+
+parked = sa.Table(
+    PARKED,
+    metadata,
+    sa.Column("projection", sa.Text, primary_key=True),
+    sa.Column("position", sa.BigInteger, primary_key=True),
+    sa.Column("event_id", sa.Text, nullable=False),
+    sa.Column("stream_id", sa.Text, nullable=False),
+    sa.Column("version", sa.BigInteger, nullable=False),
+    sa.Column("type", sa.Text, nullable=False),
+    sa.Column("error", sa.Text, nullable=False),
+    sa.Column("traceback", sa.Text, nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("parked_at", sa.Float, nullable=False),
+)
+
+
+def create(connection: sa.Connection) -> None:
+    """Create the tables that are missing, safely from several processes at once."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(
+            sa.text(
+                "SELECT pg_advisory_xact_lock("
+                "hashtext('eventcraft-projections:' || current_schema()))"
+            )
+        )
+    metadata.create_all(connection, checkfirst=True)

@@ -1,0 +1,95 @@
+"""How far each projection has got, and how far behind the log it is."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+
+from eventstore import EventStore
+
+from . import checkpoint, parking
+from .database import Database
+from .definition import Definition
+from .schema import parked
+
+
+@dataclass(frozen=True)
+class ProjectionStatus:
+    name: str
+    position: int
+    """The checkpoint: every event up to here is applied."""
+    head: int
+    """The log's high-water mark when the status was taken."""
+    lag_events: int
+    """Positions between the checkpoint and the head."""
+    lag_seconds: float
+    """Age of the oldest event the projection reads and has not applied; 0 when current."""
+    generation: int
+    """The generation of tables serving queries (grows with each rebuild)."""
+    owner: str | None
+    """The runner holding the lease, if its lease is current."""
+    parked: int
+    """Events in the error store."""
+    stopped_at: int | None
+    """The position of the event it stopped on, if a handler failure stopped it."""
+
+
+def collect(
+    store: EventStore, database: Database, definitions: Sequence[Definition]
+) -> list[ProjectionStatus]:
+    names = [d.name for d in definitions]
+    head = store.high_water_mark()
+    with database.reading() as connection:
+        rows = checkpoint.read_many(connection, names)
+        counts = parking.counts(connection, names)
+        stops = _stops(connection, {name: rows[name].position for name in rows})
+    now = time.time()
+    statuses = []
+    for definition in definitions:
+        row = rows.get(definition.name)
+        if row is None:
+            continue
+        statuses.append(
+            ProjectionStatus(
+                name=definition.name,
+                position=row.position,
+                head=head,
+                lag_events=max(head - row.position, 0),
+                lag_seconds=_lag_seconds(store, definition, row.position),
+                generation=row.generation,
+                owner=row.owner if (row.lease_until or 0) > now else None,
+                parked=counts.get(definition.name, 0),
+                stopped_at=stops.get(definition.name),
+            )
+        )
+    return statuses
+
+
+def _lag_seconds(store: EventStore, definition: Definition, position: int) -> float:
+    oldest = next(
+        store.read_all(
+            after=position, limit=1, categories=definition.categories, types=definition.types
+        ),
+        None,
+    )
+    if oldest is None:
+        return 0.0
+    return max((datetime.now(UTC) - oldest.recorded_at).total_seconds(), 0.0)
+
+
+def _stops(connection: sa.Connection, positions: dict[str, int]) -> dict[str, int]:
+    """A parked event beyond the checkpoint is where a "stop" policy halted."""
+    stops = {}
+    for name, position in positions.items():
+        found = connection.execute(
+            sa.select(sa.func.min(parked.c.position)).where(
+                parked.c.projection == name, parked.c.position > position
+            )
+        ).scalar()
+        if found is not None:
+            stops[name] = int(found)
+    return stops

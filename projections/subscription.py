@@ -1,0 +1,62 @@
+"""A subscriber: a named handler with its own checkpoint and effects outside the database."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from eventstore import RecordedEvent
+
+from .definition import Definition, _names
+from .errors import DefinitionError
+from .policy import ErrorPolicy
+from .read_model import ReadModel
+
+
+class Subscription(Definition):
+    """Deliver events of some categories and types to `handler`, at least once.
+
+    ::
+
+        def send_receipt(event: RecordedEvent) -> None:
+            mailer.send(..., idempotency_key=str(event.id))
+
+        receipts = Subscription("receipts", send_receipt,
+                                types=["OrderPaid"], where=lambda data: data["total"] > 0)
+
+    The checkpoint moves only after the handler returned, so a crash between
+    the two delivers the event again: make the handler idempotent, with the
+    event's id as the de-duplication key. Each subscription reads the log
+    independently of every other.
+    """
+
+    in_transaction = False
+
+    def __init__(
+        self,
+        name: str,
+        handler: Callable[[RecordedEvent], None],
+        *,
+        categories: Sequence[str] | str | None = None,
+        types: Sequence[str] | str | None = None,
+        where: Callable[[Mapping[str, Any]], bool] | None = None,
+        on_error: ErrorPolicy | None = None,
+    ) -> None:
+        super().__init__(name, categories=categories, on_error=on_error)
+        if not callable(handler):
+            raise DefinitionError(f"{name}: the handler must be callable, not {handler!r}")
+        if where is not None and not callable(where):
+            raise DefinitionError(f"{name}: where must be callable or None, not {where!r}")
+        self.handler = handler
+        self.where = where
+        self._types = _names(name, "types", types)
+
+    @property
+    def types(self) -> tuple[str, ...] | None:
+        return self._types
+
+    def apply(self, read_model: ReadModel, events: Sequence[RecordedEvent]) -> None:
+        handler, where = self.handler, self.where
+        for event in events:
+            if where is None or where(event.data):
+                handler(event)
