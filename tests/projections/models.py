@@ -1,0 +1,101 @@
+"""Read models the projection tests share, importable by worker processes."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from eventstore import EventStore, NewEvent, RecordedEvent
+from projections import ErrorPolicy, Fold, Projection, ReadModel, State
+
+TYPES = ["Opened", "Deposited", "Withdrawn"]
+
+metadata = sa.MetaData()
+
+balances_table = sa.Table(
+    "balances",
+    metadata,
+    sa.Column("account_id", sa.Text, primary_key=True),
+    sa.Column("balance", sa.BigInteger, nullable=False),
+    sa.Column("movements", sa.Integer, nullable=False),
+)
+
+applied_table = sa.Table(
+    "applied",
+    metadata,
+    # No unique key on purpose: an event applied twice must show, not fail.
+    sa.Column("position", sa.BigInteger, nullable=False),
+    sa.Column("stream_id", sa.Text, nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Index("applied_position", "position"),
+)
+
+
+def _initial(key: Any) -> State:
+    return {"account_id": key, "balance": 0, "movements": 0}
+
+
+def _evolve(state: State, event: RecordedEvent) -> State | None:
+    if event.type == "Deposited":
+        return {
+            **state,
+            "balance": state["balance"] + event.data["amount"],
+            "movements": state["movements"] + 1,
+        }
+    if event.type == "Withdrawn":
+        return {
+            **state,
+            "balance": state["balance"] - event.data["amount"],
+            "movements": state["movements"] + 1,
+        }
+    return state
+
+
+balances = Fold(
+    "balances",
+    table=balances_table,
+    types=TYPES,
+    key=lambda event: event.stream_id,
+    initial=_initial,
+    apply=_evolve,
+)
+
+TRAP: dict[str, Any] = {"position": None, "marker": None}
+"""Set in a worker: the audit handler announces `position` in `marker`, then hangs."""
+
+audit = Projection("audit", tables=[applied_table], on_error=ErrorPolicy(attempts=1))
+
+
+@audit.on(*TYPES)
+def _record(read_model: ReadModel, event: RecordedEvent) -> None:
+    read_model.execute(
+        sa.insert(read_model[applied_table]).values(
+            position=event.position, stream_id=event.stream_id, pid=os.getpid()
+        )
+    )
+    if TRAP["position"] == event.position:
+        Path(TRAP["marker"]).write_text(str(os.getpid()))
+        time.sleep(600)  # killed here, mid-batch, with rows written but not committed
+
+
+def append_history(store: EventStore, accounts: int, per_account: int) -> int:
+    """Open `accounts` accounts and move money; returns the last position."""
+    last = 0
+    for n in range(per_account):
+        for account in range(accounts):
+            event = (
+                NewEvent("Opened", {})
+                if n == 0
+                else NewEvent("Deposited" if n % 3 else "Withdrawn", {"amount": n * 10 + account})
+            )
+            last = store.append(f"account-{account}", [event]).positions[-1]
+    return last
+
+
+def rows(connection: sa.Connection, table: sa.Table) -> list[tuple[Any, ...]]:
+    """The read model's rows through its view, in a stable order."""
+    return sorted(tuple(row) for row in connection.execute(sa.select(table)))
