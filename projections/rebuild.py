@@ -65,22 +65,26 @@ def rebuild(
         generation = checkpoint.claim_generation(connection, name)
         generations.create(connection, definition, generation)
     tables = generations.tables_of(definition, generation)
-    with _bar(progress, name, store.high_water_mark()) as advance:
+    # Replay up to the head as it is now: writers may outrun any replay, and
+    # what they add meanwhile is the live projector's to apply.
+    target = store.high_water_mark()
+    with _bar(progress, name, target) as advance:
         if isinstance(definition, Fold):
             position, count = _fold_in_memory(
-                store, database, definition, tables, batch_size, advance
+                store, database, definition, tables, target, batch_size, advance
             )
         else:
-            position, count = _replay(store, database, definition, tables, batch_size, advance)
+            position, count = _replay(
+                store, database, definition, tables, target, batch_size, advance
+            )
         with database.transaction() as connection:
             row = checkpoint.read(connection, name, lock=True)
             assert row is not None, "the runner creates the row before any rebuild"
-            # No projector moves while we hold the row: catch up to now, then swap.
+            # No projector moves while we hold the row: catch up to where it
+            # got, then swap; it carries on from there in the new tables.
             read_model = ReadModel(connection, tables)
-            while True:
+            while position < row.position:
                 events, upto = read_batch(store, definition, position, batch_size)
-                if upto <= position:
-                    break
                 definition.apply(read_model, events)
                 position, count = upto, count + len(events)
                 advance(position)
@@ -96,18 +100,18 @@ def _replay(
     database: Database,
     definition: Definition,
     tables: dict[str, sa.Table],
+    target: int,
     batch_size: int,
     advance: Any,
 ) -> tuple[int, int]:
     position = count = 0
-    while True:
+    while position < target:
         events, upto = read_batch(store, definition, position, batch_size)
-        if upto <= position:
-            return position, count
         with database.transaction() as connection:
             definition.apply(ReadModel(connection, tables), events)
         position, count = upto, count + len(events)
         advance(position)
+    return position, count
 
 
 def _fold_in_memory(
@@ -115,15 +119,14 @@ def _fold_in_memory(
     database: Database,
     fold: Fold,
     tables: dict[str, sa.Table],
+    target: int,
     batch_size: int,
     advance: Any,
 ) -> tuple[int, int]:
     states: dict[Any, State | None] = {}
     position = count = 0
-    while True:
+    while position < target:
         events, upto = read_batch(store, fold, position, batch_size)
-        if upto <= position:
-            break
         fold.fold(states, events)
         position, count = upto, count + len(events)
         advance(position)

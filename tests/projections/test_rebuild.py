@@ -1,0 +1,76 @@
+"""Blue/green rebuilds: new tables filled from position 0, swapped in without a gap."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+import sqlalchemy as sa
+
+from eventstore import EventStore, NewEvent
+from projections import DefinitionError, ProjectionRunner, Subscription
+
+from .models import append_history, applied_table, audit, balances, balances_table, rows
+
+
+def physical_tables(runner: ProjectionRunner) -> set[str]:
+    return {name for name in sa.inspect(runner.database.engine).get_table_names() if "__g" in name}
+
+
+def test_a_rebuild_gives_what_catching_up_gave_in_a_new_generation(store: EventStore) -> None:
+    last = append_history(store, accounts=4, per_account=6)
+    with ProjectionRunner(store, [balances, audit], batch_size=7) as runner:
+        runner.catch_up()
+        with runner.database.reading() as connection:
+            before = rows(connection, balances_table), rows(connection, applied_table)
+        reports = [runner.rebuild("balances", progress=True), runner.rebuild("audit")]
+        with runner.database.reading() as connection:
+            after = rows(connection, balances_table), rows(connection, applied_table)
+        assert after == before
+        assert [(r.generation, r.position) for r in reports] == [(2, last), (2, last)]
+        assert physical_tables(runner) == {"balances__g2", "applied__g2"}
+        assert [s.generation for s in runner.status()] == [2, 2]
+
+
+def test_a_rebuild_hands_over_to_the_live_projector_without_gap_or_repeat(
+    shared_store_url: str,
+) -> None:
+    with EventStore.open(shared_store_url) as store:
+        append_history(store, accounts=3, per_account=30)
+        done = threading.Event()
+
+        def write() -> None:
+            with EventStore.open(shared_store_url) as writer:
+                n = 0
+                while not done.is_set() or n < 50:
+                    writer.append(f"account-{n % 5}", [NewEvent("Deposited", {"amount": n})])
+                    n += 1
+
+        writer = threading.Thread(target=write)
+        with ProjectionRunner(store, [audit, balances], batch_size=10) as runner:
+            runner.start()
+            writer.start()
+            runner.rebuild("audit")
+            runner.rebuild("balances")
+            done.set()
+            writer.join()
+            head = store.high_water_mark()
+            runner.wait_until(head, timeout=60)
+            with runner.database.reading() as connection:
+                applied = Counter(row[0] for row in rows(connection, applied_table))
+                live = rows(connection, balances_table)
+            runner.stop()
+            runner.rebuild("balances")
+            with runner.database.reading() as connection:
+                assert rows(connection, balances_table) == live
+        assert sorted(applied) == [e.position for e in store.read_all()]
+    assert set(applied.values()) == {1}
+
+
+def test_a_subscription_cannot_be_rebuilt(store: EventStore) -> None:
+    with (
+        ProjectionRunner(store, [Subscription("mailer", print)]) as runner,
+        pytest.raises(DefinitionError, match="no read model"),
+    ):
+        runner.rebuild("mailer")
