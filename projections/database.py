@@ -8,6 +8,7 @@ commit in one transaction of this database, wherever it is.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,6 +21,7 @@ from eventstore import EventStore
 
 from .errors import DefinitionError
 
+_beside_memory_stores: weakref.WeakKeyDictionary[EventStore, Database] = weakref.WeakKeyDictionary()
 _BUSY_TIMEOUT_MS = 60_000
 _READING = "eventcraft_reading"
 
@@ -45,11 +47,20 @@ class Database:
 
     @classmethod
     def of(cls, database: Database | sa.Engine | str | None, store: EventStore) -> Database:
-        """`database` as a Database; None means the store's own database."""
+        """`database` as a Database; None means the store's own database.
+
+        A memory store's "own database" is an in-memory SQLite one that lives
+        as long as the store, so runners started one after another share it.
+        """
         if isinstance(database, Database):
             return database
         if isinstance(database, sa.Engine):
             return cls(database)
+        if database is None and store.url.lower().startswith("memory:"):
+            found = _beside_memory_stores.get(store)
+            if found is None:
+                found = _beside_memory_stores[store] = cls(engine_for(store.url))
+            return found
         return cls(engine_for(store.url if database is None else database))
 
     @contextmanager

@@ -87,7 +87,9 @@ class ProjectionRunner:
         if lease_ttl is not None and (not isinstance(lease_ttl, int | float) or lease_ttl <= 0):
             raise DefinitionError(f"lease_ttl must be seconds > 0 or None, not {lease_ttl!r}")
         self.database = Database.of(database, store)
-        self._owns_database = not isinstance(database, Database)
+        # A memory store's database outlives the runner: the store owns it.
+        in_memory = database is None and store.url.lower().startswith("memory:")
+        self._owns_database = isinstance(database, str) or (database is None and not in_memory)
         self.owner = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._stopping = threading.Event()
         self._progress = threading.Condition()
