@@ -2,7 +2,8 @@
 
 Bank accounts and orders as aggregates: commands that keep their rules,
 a lost race retried, snapshots and an old event upcast on load; then the
-log they left, read by stream, by category and as a whole.
+log they left, read by stream, by category and as a whole; then two read
+models (balances, orders by customer and status) kept live by projections.
 """
 
 from __future__ import annotations
@@ -11,10 +12,14 @@ import sys
 from functools import partial
 from pathlib import Path
 
+import sqlalchemy as sa
+
 from domain import EVENT_VERSION, DomainError, Repository, caused_by, command_context
 from eventstore import EventStore, NewEvent, WrongExpectedVersion
 from examples.bank import BankAccount
 from examples.orders import Order
+from examples.read_models import READ_MODELS, balances, orders
+from projections import ProjectionRunner
 
 DEFAULT_DB = Path("var/demo/events.db")
 
@@ -90,6 +95,38 @@ def main(db: Path = DEFAULT_DB) -> None:
         streams = ", ".join(f"{s.stream_id} (v{s.version})" for s in store.list_streams())
         print(f"\nstreams: {streams}")
         print(f"high-water mark: {store.high_water_mark()}  (stored in {db})")
+        show_read_models(store, accounts)
+
+
+def show_read_models(store: EventStore, accounts: Repository[BankAccount]) -> None:
+    """The read side: projections follow the log live, in the same SQLite file."""
+    with ProjectionRunner(store, READ_MODELS) as runner:
+        runner.start()
+        accounts.execute("bob", lambda a: a.open("Bob", overdraft_limit_cents=0), create=True)
+        accounts.execute("bob", partial(BankAccount.deposit, amount_cents=4200))
+        runner.wait_until(store.high_water_mark(), timeout=30)  # read your own writes
+        with runner.database.reading() as connection:
+            print("\naccount balances (a fold):")
+            for row in connection.execute(sa.select(balances).order_by(balances.c.account_id)):
+                print(f"  {row.account_id:<5} {row.owner:<5} {row.balance_cents:>6} cents")
+            print("orders by customer and status (handlers):")
+            query = sa.select(orders).order_by(orders.c.customer_id, orders.c.status)
+            for row in connection.execute(query):
+                print(
+                    f"  {row.customer_id:<5} {row.status:<10} order {row.order_id} "
+                    f"({row.lines} lines, {row.total_cents} cents)"
+                )
+        runner.stop()
+        for status in runner.status():
+            print(
+                f"projection {status.name}: checkpoint {status.position} of {status.head}, "
+                f"lag {status.lag_events} events, generation {status.generation}"
+            )
+        report = runner.rebuild("account-balances", progress=True)
+        print(
+            f"rebuilt {report.name} from {report.events} events into generation "
+            f"{report.generation}, checkpoint {report.position}"
+        )
 
 
 if __name__ == "__main__":

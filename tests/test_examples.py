@@ -24,6 +24,11 @@ def test_the_demo_runs_end_to_end_on_sqlite(
     assert "order-42 is shipped, order-43 is cancelled" in out
     assert "correlation=checkout-42 user=warehouse" in out
     assert "high-water mark: 14" in out
+    # The read models, kept live by projections from the same log.
+    assert "ann   Ann     4050 cents" in out and "bob   Bob     4200 cents" in out
+    assert "bob   shipped    order 42 (2 lines, 1600 cents)" in out
+    assert "projection orders-by-customer: checkpoint 16 of 16, lag 0 events" in out
+    assert "rebuilt account-balances from 9 events into generation 2, checkpoint 16" in out
     demo.main(tmp_path / "events.db")  # runs again from an empty log
     assert "high-water mark: 14" in capsys.readouterr().out
 
