@@ -75,9 +75,11 @@ WITH snap AS (
         ORDER BY e.position DESC LIMIT 1
     ), %(after)s) AS position
 ), run AS (
+    -- A scalar subquery, not a join: the bound must reach the index scan as a
+    -- parameter, or the planner walks the whole index from position 1.
     SELECT e.position, e.position - row_number() OVER (ORDER BY e.position) AS base
-    FROM {E} e, settled
-    WHERE e.position > settled.position
+    FROM {E} e
+    WHERE e.position > (SELECT position FROM settled)
     ORDER BY e.position LIMIT {WALK}
 )
 SELECT greatest(
