@@ -33,6 +33,7 @@ test: $(STAMP) services lint typecheck
 bench: $(STAMP) services
 	$(BIN)/python -m benchmarks.eventstore
 	$(BIN)/python -m benchmarks.aggregates
+	$(BIN)/python -m benchmarks.projections
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
