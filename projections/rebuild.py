@@ -14,6 +14,8 @@ handler fails the rebuild: nothing is swapped, the old tables keep serving.
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +25,7 @@ from typing import Any
 import sqlalchemy as sa
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from eventstore import EventStore
+from eventstore import EventStore, RecordedEvent
 
 from . import checkpoint, generations
 from .database import Database
@@ -68,30 +70,36 @@ def rebuild(
     # Replay up to the head as it is now: writers may outrun any replay, and
     # what they add meanwhile is the live projector's to apply.
     target = store.high_water_mark()
-    with _bar(progress, name, target) as advance:
-        if isinstance(definition, Fold):
-            position, count = _fold_in_memory(
-                store, database, definition, tables, target, batch_size, advance
-            )
-        else:
-            position, count = _replay(
-                store, database, definition, tables, target, batch_size, advance
-            )
+    try:
+        with _bar(progress, name, target) as advance:
+            if isinstance(definition, Fold):
+                position, count = _fold_in_memory(
+                    store, database, definition, tables, target, batch_size, advance
+                )
+            else:
+                position, count = _replay(
+                    store, database, definition, tables, target, batch_size, advance
+                )
+            with database.transaction() as connection:
+                row = checkpoint.read(connection, name, lock=True)
+                assert row is not None, "the runner creates the row before any rebuild"
+                # No projector moves while we hold the row: catch up to where it
+                # got, then swap; it carries on from there in the new tables.
+                read_model = ReadModel(connection, tables)
+                while position < row.position:
+                    events, upto = read_batch(store, definition, position, batch_size)
+                    definition.apply(read_model, events)
+                    position, count = upto, count + len(events)
+                    advance(position)
+                checkpoint.serve(connection, name, generation, position)
+                generations.serve(connection, definition, generation)
+                if row.generation != generation:
+                    generations.drop(connection, definition, row.generation)
+    except BaseException:
+        # Leave no half-filled generation behind; the old one never stopped serving.
         with database.transaction() as connection:
-            row = checkpoint.read(connection, name, lock=True)
-            assert row is not None, "the runner creates the row before any rebuild"
-            # No projector moves while we hold the row: catch up to where it
-            # got, then swap; it carries on from there in the new tables.
-            read_model = ReadModel(connection, tables)
-            while position < row.position:
-                events, upto = read_batch(store, definition, position, batch_size)
-                definition.apply(read_model, events)
-                position, count = upto, count + len(events)
-                advance(position)
-            checkpoint.serve(connection, name, generation, position)
-            generations.serve(connection, definition, generation)
-            if row.generation != generation:
-                generations.drop(connection, definition, row.generation)
+            generations.drop(connection, definition, generation)
+        raise
     return RebuildReport(name, generation, position, count, time.perf_counter() - started)
 
 
@@ -105,8 +113,7 @@ def _replay(
     advance: Any,
 ) -> tuple[int, int]:
     position = count = 0
-    while position < target:
-        events, upto = read_batch(store, definition, position, batch_size)
+    for events, upto in _read_ahead(store, definition, target, batch_size):
         with database.transaction() as connection:
             definition.apply(ReadModel(connection, tables), events)
         position, count = upto, count + len(events)
@@ -125,8 +132,7 @@ def _fold_in_memory(
 ) -> tuple[int, int]:
     states: dict[Any, State | None] = {}
     position = count = 0
-    while position < target:
-        events, upto = read_batch(store, fold, position, batch_size)
+    for events, upto in _read_ahead(store, fold, target, batch_size):
         fold.fold(states, events)
         position, count = upto, count + len(events)
         advance(position)
@@ -136,6 +142,47 @@ def _fold_in_memory(
         for start in range(0, len(rows), _INSERT_CHUNK):
             connection.execute(sa.insert(table), rows[start : start + _INSERT_CHUNK])
     return position, count
+
+
+def _read_ahead(
+    store: EventStore, definition: Definition, target: int, batch_size: int
+) -> Iterator[tuple[list[RecordedEvent], int]]:
+    """The batches up to `target`, each read while the one before is folded.
+
+    The driver waits on the network without the GIL, so the database sends
+    the next batch while Python folds this one.
+    """
+    batches: queue.Queue[tuple[list[RecordedEvent], int] | BaseException | None] = queue.Queue(2)
+    done = threading.Event()
+
+    def hand_over(item: tuple[list[RecordedEvent], int] | BaseException | None) -> None:
+        while not done.is_set():
+            try:
+                batches.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def read() -> None:
+        position = 0
+        try:
+            while position < target and not done.is_set():
+                events, position = read_batch(store, definition, position, batch_size)
+                hand_over((events, position))
+            hand_over(None)
+        except BaseException as error:
+            hand_over(error)
+
+    reader = threading.Thread(target=read, name=f"rebuild:{definition.name}", daemon=True)
+    reader.start()
+    try:
+        while (item := batches.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        done.set()
+        reader.join()
 
 
 @contextmanager

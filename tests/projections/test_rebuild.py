@@ -74,3 +74,21 @@ def test_a_subscription_cannot_be_rebuilt(store: EventStore) -> None:
         pytest.raises(DefinitionError, match="no read model"),
     ):
         runner.rebuild("mailer")
+
+
+def test_a_rebuild_that_fails_swaps_nothing(store: EventStore) -> None:
+    from .test_runner import flaky, notes, notes_table
+
+    broken: set[str] = set()
+    first, second = notes(store, "a", "b")
+    with ProjectionRunner(store, [flaky("skip", broken)]) as runner:
+        runner.catch_up()
+        broken.add("b")  # a bug shipped after the first run
+        with pytest.raises(ValueError, match="cannot take 'b'"):
+            runner.rebuild("notes-skip")
+        with runner.database.reading() as connection:
+            assert rows(connection, notes_table) == [(first, "a"), (second, "b")]
+        assert [s.generation for s in runner.status()] == [1]
+        broken.clear()
+        assert runner.rebuild("notes-skip").generation == 3  # the failed one's tables dropped
+        assert physical_tables(runner) == {"notes__g3"}
