@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -239,3 +240,17 @@ def test_a_subscriber_that_keeps_failing_parks_the_event_and_skips_it(store: Eve
         runner.catch_up()
         assert got == [first, last]
         assert [p.position for p in runner.parked("mailer")] == [bad]
+
+
+def test_a_read_model_can_live_in_another_database(store: EventStore, tmp_path: Path) -> None:
+    last = append_history(store, accounts=2, per_account=4)
+    elsewhere = f"sqlite:///{tmp_path / 'read-models.db'}"
+    with ProjectionRunner(store, [balances], database=elsewhere) as runner:
+        runner.catch_up()
+        assert runner.status()[0].position == last
+    engine = sa.create_engine(elsewhere)
+    with engine.connect() as connection:
+        assert [row[0] for row in rows(connection, balances_table)] == ["account-0", "account-1"]
+        names = sa.inspect(connection).get_table_names()
+        assert "eventcraft_projections" in names and "eventcraft_events" not in names
+    engine.dispose()
