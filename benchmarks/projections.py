@@ -16,15 +16,12 @@ import statistics
 import time
 import uuid
 
-import orjson
-import psycopg
 import sqlalchemy as sa
-from psycopg.types.json import set_json_loads
 
-from eventstore import EventStore, NewEvent, RecordedEvent, schema
+from eventstore import EventStore, NewEvent, RecordedEvent
 from projections import Fold, ProjectionRunner, State
 
-from .contenders import PG, payload, reset_schema
+from .contenders import PG, Raw, payload, reset_schema
 
 SCHEMA = "bench_projections"
 PER_STREAM = 100
@@ -59,20 +56,19 @@ def fill(store: EventStore, events: int) -> None:
         have = store.append(f"account-{uuid.uuid4().hex}", batch, 0).positions[-1]
 
 
+class RawHere(Raw):
+    """The store benchmark's raw scan (every column, JSON decoded), over this log."""
+
+    schema = SCHEMA
+
+
 def raw_scan() -> int:
-    """Every event's columns, JSON decoded: the floor a rebuild pays to read the log."""
-    count = 0
-    with psycopg.connect(PG, options=f"-c search_path={SCHEMA}") as conn:
-        set_json_loads(orjson.loads, conn)
-        with conn.cursor(name="scan", binary=True) as cur:
-            cur.itersize = 2000
-            cur.execute(
-                "SELECT id, stream_id, version, position, type, data, metadata, recorded_at "
-                f"FROM {schema.EVENTS} ORDER BY position"
-            )
-            for _ in cur:
-                count += 1
-    return count
+    raw = RawHere()
+    raw.open()
+    try:
+        return raw.scan()
+    finally:
+        raw.close()
 
 
 def rebuild(runner: ProjectionRunner) -> int:
