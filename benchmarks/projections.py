@@ -75,7 +75,7 @@ def rebuild(runner: ProjectionRunner) -> int:
     return runner.rebuild("bench-balances").events
 
 
-def throughput(store: EventStore, runner: ProjectionRunner, rounds: int) -> tuple[float, float]:
+def throughput(runner: ProjectionRunner, rounds: int) -> tuple[float, float]:
     rates: dict[str, list[float]] = {"raw": [], "ours": []}
     for _ in range(rounds):
         for name, run in (("raw", raw_scan), ("ours", lambda: rebuild(runner))):
@@ -112,7 +112,7 @@ def main() -> None:
     with EventStore.open(url) as store, ProjectionRunner(store, [balances]) as runner:
         for size in (int(s) for s in args.sizes.split(",")):
             fill(store, size)
-            raw, ours = throughput(store, runner, args.rounds)
+            raw, ours = throughput(runner, args.rounds)
             print(f"{size:>10,} {raw:>14,.0f} {ours:>13,.0f} {ours / raw:>6.0%}", flush=True)
         seconds = sorted(latency(store, runner, args.samples))
     ms = [s * 1000 for s in seconds]

@@ -20,6 +20,7 @@ from .events import (
     category_of,
 )
 from .port import Backend
+from .postgres_connections import PostgresTarget
 from .snapshot import Snapshot
 from .store import EventStore
 
@@ -34,6 +35,7 @@ __all__ = [
     "ExpectedVersion",
     "InvalidEvent",
     "NewEvent",
+    "PostgresTarget",
     "RecordedEvent",
     "Snapshot",
     "StoreUnavailable",

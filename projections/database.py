@@ -12,12 +12,11 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import sqlalchemy as sa
 from sqlalchemy.pool import StaticPool
 
-from eventstore import EventStore
+from eventstore import EventStore, PostgresTarget
 
 from .errors import DefinitionError
 
@@ -34,11 +33,12 @@ class Database:
     for having started as a reader.
     """
 
-    def __init__(self, engine: sa.Engine) -> None:
+    def __init__(self, engine: sa.Engine, *, keep_open: bool = False) -> None:
         if not isinstance(engine, sa.Engine):
             raise DefinitionError(f"a read-model database is a sqlalchemy Engine, not {engine!r}")
         self.engine = engine
         self.dialect = engine.dialect.name
+        self._keep_open = keep_open
         # One in-memory SQLite connection is shared by every thread: one
         # transaction at a time.
         self._serial = threading.RLock() if isinstance(engine.pool, StaticPool) else None
@@ -59,7 +59,9 @@ class Database:
         if database is None and store.url.lower().startswith("memory:"):
             found = _beside_memory_stores.get(store)
             if found is None:
-                found = _beside_memory_stores[store] = cls(engine_for(store.url))
+                # Closed with the store, not by the runners that come and go.
+                found = cls(engine_for(store.url), keep_open=True)
+                _beside_memory_stores[store] = found
             return found
         return cls(engine_for(store.url if database is None else database))
 
@@ -86,7 +88,8 @@ class Database:
             yield
 
     def close(self) -> None:
-        self.engine.dispose()
+        if not self._keep_open:
+            self.engine.dispose()
 
 
 def engine_for(url: str) -> sa.Engine:
@@ -102,15 +105,12 @@ def engine_for(url: str) -> sa.Engine:
     if scheme == "sqlite":
         return sa.create_engine(url.split("?", 1)[0], connect_args={"timeout": 60})
     if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
-        parts = urlsplit(url)
-        query = dict(parse_qsl(parts.query, keep_blank_values=True))
-        options = "-c timezone=UTC"
-        schema = query.pop("schema", None)
-        if schema is not None:
-            options += f" -c search_path={schema}"
-        query.setdefault("application_name", "eventcraft-projections")
-        plain = urlunsplit(("postgresql+psycopg", parts.netloc, parts.path, urlencode(query), ""))
-        return sa.create_engine(plain, connect_args={"options": options}, pool_pre_ping=True)
+        # The store's own reading of the URL: `?schema=` checked and set as search_path.
+        target = PostgresTarget.from_url(url)
+        plain = "postgresql+psycopg" + target.conninfo.removeprefix("postgresql")
+        return sa.create_engine(
+            plain, connect_args={"options": target.options()}, pool_pre_ping=True
+        )
     return sa.create_engine(url)
 
 

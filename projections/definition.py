@@ -43,7 +43,7 @@ class Definition(abc.ABC):
             )
         self.name = name
         self.tables = tuple(_checked_tables(name, tables))
-        self.categories = _names(name, "categories", categories)
+        self.categories = checked_names(name, "categories", categories)
         self.generation_tables: dict[int, dict[str, sa.Table]] = {}
         """The tables of each generation, made once (`generations.py`)."""
         self.on_error = ErrorPolicy() if on_error is None else on_error
@@ -78,7 +78,9 @@ def _checked_tables(name: str, tables: Iterable[sa.Table]) -> Iterable[sa.Table]
         yield table
 
 
-def _names(name: str, what: str, names: Sequence[str] | str | None) -> tuple[str, ...] | None:
+def checked_names(
+    name: str, what: str, names: Sequence[str] | str | None
+) -> tuple[str, ...] | None:
     if names is None:
         return None
     if isinstance(names, str):

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from eventstore import RecordedEvent
 
-from .definition import Definition, _names
+from .definition import Definition, checked_names
 from .errors import DefinitionError
 from .policy import ErrorPolicy
 from .read_model import ReadModel
@@ -72,7 +72,7 @@ class Fold(Definition):
         self.key = key
         self.initial = initial
         self.evolve = apply
-        self._types = _names(name, "types", types)
+        self._types = checked_names(name, "types", types)
 
     @property
     def types(self) -> tuple[str, ...] | None:

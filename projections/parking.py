@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from eventstore import RecordedEvent
 
+from .schema import checkpoints
 from .schema import parked as table
 
 
@@ -83,10 +84,16 @@ def settle(connection: sa.Connection, name: str, after: int, upto: int) -> None:
     )
 
 
-def counts(connection: sa.Connection, names: list[str]) -> dict[str, int]:
+def summary(connection: sa.Connection, names: list[str]) -> dict[str, tuple[int, int | None]]:
+    """Per projection with parked events: how many, and where a "stop" halted it.
+
+    A parked event beyond the checkpoint is one the projection stopped on.
+    """
+    beyond = sa.case((table.c.position > checkpoints.c.position, table.c.position))
     rows = connection.execute(
-        sa.select(table.c.projection, sa.func.count())
+        sa.select(table.c.projection, sa.func.count(), sa.func.min(beyond))
+        .join(checkpoints, checkpoints.c.name == table.c.projection)
         .where(table.c.projection.in_(names))
         .group_by(table.c.projection)
     )
-    return {name: int(count) for name, count in rows}
+    return {name: (int(count), stop) for name, count, stop in rows}

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from eventstore import RecordedEvent
 
-from .definition import Definition, _names
+from .definition import Definition, checked_names
 from .errors import DefinitionError
 from .policy import ErrorPolicy
 from .read_model import ReadModel
@@ -48,7 +48,7 @@ class Projection(Definition):
 
     def on(self, *event_types: str) -> Callable[[H], H]:
         """Register the decorated function as the handler of `event_types`."""
-        checked = _names(self.name, "event types", event_types) or ()
+        checked = checked_names(self.name, "event types", event_types) or ()
 
         def register(handler: H) -> H:
             if not callable(handler):

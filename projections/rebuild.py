@@ -17,7 +17,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -110,7 +110,7 @@ def _replay(
     tables: dict[str, sa.Table],
     target: int,
     batch_size: int,
-    advance: Any,
+    advance: Callable[[int], None],
 ) -> tuple[int, int]:
     position = count = 0
     for events, upto in _read_ahead(store, definition, target, batch_size):
@@ -128,7 +128,7 @@ def _fold_in_memory(
     tables: dict[str, sa.Table],
     target: int,
     batch_size: int,
-    advance: Any,
+    advance: Callable[[int], None],
 ) -> tuple[int, int]:
     states: dict[Any, State | None] = {}
     position = count = 0
@@ -186,7 +186,7 @@ def _read_ahead(
 
 
 @contextmanager
-def _bar(shown: bool, name: str, total: int) -> Iterator[Any]:
+def _bar(shown: bool, name: str, total: int) -> Iterator[Callable[[int], None]]:
     if not shown:
         yield lambda position: None
         return

@@ -87,9 +87,7 @@ class ProjectionRunner:
         if lease_ttl is not None and (not isinstance(lease_ttl, int | float) or lease_ttl <= 0):
             raise DefinitionError(f"lease_ttl must be seconds > 0 or None, not {lease_ttl!r}")
         self.database = Database.of(database, store)
-        # A memory store's database outlives the runner: the store owns it.
-        in_memory = database is None and store.url.lower().startswith("memory:")
-        self._owns_database = isinstance(database, str) or (database is None and not in_memory)
+        self._owns_database = not isinstance(database, Database | sa.Engine)
         self.owner = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._stopping = threading.Event()
         self._progress = threading.Condition()
@@ -263,7 +261,7 @@ class ProjectionRunner:
         definition = projector.definition
         event = next(iter(self.store.read_all(after=max(position - 1, 0), limit=1)), None)
         if isinstance(definition, Subscription) and event is not None:
-            definition.handler(event)
+            definition.deliver(event)
         with self.database.transaction() as connection:
             row = self._settling(connection, name, position)
             applies = event is not None and event.position == position

@@ -7,14 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import sqlalchemy as sa
-
 from eventstore import EventStore
 
 from . import checkpoint, parking
 from .database import Database
 from .definition import Definition
-from .schema import parked
 
 
 @dataclass(frozen=True)
@@ -45,14 +42,14 @@ def collect(
     head = store.high_water_mark()
     with database.reading() as connection:
         rows = checkpoint.read_many(connection, names)
-        counts = parking.counts(connection, names)
-        stops = _stops(connection, {name: rows[name].position for name in rows})
+        parked = parking.summary(connection, names)
     now = time.time()
     statuses = []
     for definition in definitions:
         row = rows.get(definition.name)
         if row is None:
             continue
+        parked_count, stopped_at = parked.get(definition.name, (0, None))
         statuses.append(
             ProjectionStatus(
                 name=definition.name,
@@ -62,8 +59,8 @@ def collect(
                 lag_seconds=_lag_seconds(store, definition, row.position),
                 generation=row.generation,
                 owner=row.owner if (row.lease_until or 0) > now else None,
-                parked=counts.get(definition.name, 0),
-                stopped_at=stops.get(definition.name),
+                parked=parked_count,
+                stopped_at=stopped_at,
             )
         )
     return statuses
@@ -79,17 +76,3 @@ def _lag_seconds(store: EventStore, definition: Definition, position: int) -> fl
     if oldest is None:
         return 0.0
     return max((datetime.now(UTC) - oldest.recorded_at).total_seconds(), 0.0)
-
-
-def _stops(connection: sa.Connection, positions: dict[str, int]) -> dict[str, int]:
-    """A parked event beyond the checkpoint is where a "stop" policy halted."""
-    stops = {}
-    for name, position in positions.items():
-        found = connection.execute(
-            sa.select(sa.func.min(parked.c.position)).where(
-                parked.c.projection == name, parked.c.position > position
-            )
-        ).scalar()
-        if found is not None:
-            stops[name] = int(found)
-    return stops

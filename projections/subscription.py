@@ -7,7 +7,7 @@ from typing import Any
 
 from eventstore import RecordedEvent
 
-from .definition import Definition, _names
+from .definition import Definition, checked_names
 from .errors import DefinitionError
 from .policy import ErrorPolicy
 from .read_model import ReadModel
@@ -49,14 +49,18 @@ class Subscription(Definition):
             raise DefinitionError(f"{name}: where must be callable or None, not {where!r}")
         self.handler = handler
         self.where = where
-        self._types = _names(name, "types", types)
+        self._types = checked_names(name, "types", types)
 
     @property
     def types(self) -> tuple[str, ...] | None:
         return self._types
 
+    def deliver(self, event: RecordedEvent) -> None:
+        """Hand `event` to the handler if it passes `where`; the runner calls this."""
+        if self.where is None or self.where(event.data):
+            self.handler(event)
+
     def apply(self, read_model: ReadModel, events: Sequence[RecordedEvent]) -> None:
-        handler, where = self.handler, self.where
+        # Effects lie outside the database: the read model is not used.
         for event in events:
-            if where is None or where(event.data):
-                handler(event)
+            self.deliver(event)
