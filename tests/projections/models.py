@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import sqlalchemy as sa
 
@@ -99,3 +99,37 @@ def append_history(store: EventStore, accounts: int, per_account: int) -> int:
 def rows(connection: sa.Connection, table: sa.Table) -> list[tuple[Any, ...]]:
     """The read model's rows through its view, in a stable order."""
     return sorted(tuple(row) for row in connection.execute(sa.select(table)))
+
+
+notes_table = sa.Table(
+    "notes",
+    metadata,
+    sa.Column("position", sa.BigInteger, primary_key=True),
+    sa.Column("text", sa.Text, nullable=False),
+)
+
+
+def flaky(then: Literal["stop", "skip"], fail_on: set[str]) -> Projection:
+    """Writes a note per event, and raises on the texts in `fail_on`."""
+    projection = Projection(
+        f"notes-{then}",
+        tables=[notes_table],
+        on_error=ErrorPolicy(attempts=3, backoff=0, then=then),
+    )
+
+    @projection.on("Note")
+    def note(read_model: ReadModel, event: RecordedEvent) -> None:
+        # Written before failing: a failed event must leave no half of it behind.
+        read_model.execute(
+            sa.insert(read_model[notes_table]).values(
+                position=event.position, text=event.data["text"]
+            )
+        )
+        if event.data["text"] in fail_on:
+            raise ValueError(f"cannot take {event.data['text']!r}")
+
+    return projection
+
+
+def notes(store: EventStore, *texts: str) -> list[int]:
+    return [store.append("notebook-1", [NewEvent("Note", {"text": t})]).positions[0] for t in texts]

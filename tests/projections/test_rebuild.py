@@ -11,7 +11,17 @@ import sqlalchemy as sa
 from eventstore import EventStore, NewEvent
 from projections import DefinitionError, ProjectionRunner, Subscription
 
-from .models import append_history, applied_table, audit, balances, balances_table, rows
+from .models import (
+    append_history,
+    applied_table,
+    audit,
+    balances,
+    balances_table,
+    flaky,
+    notes,
+    notes_table,
+    rows,
+)
 
 
 def physical_tables(runner: ProjectionRunner) -> set[str]:
@@ -77,8 +87,6 @@ def test_a_subscription_cannot_be_rebuilt(store: EventStore) -> None:
 
 
 def test_a_rebuild_that_fails_swaps_nothing(store: EventStore) -> None:
-    from .test_runner import flaky, notes, notes_table
-
     broken: set[str] = set()
     first, second = notes(store, "a", "b")
     with ProjectionRunner(store, [flaky("skip", broken)]) as runner:

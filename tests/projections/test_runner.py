@@ -9,54 +9,28 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from eventstore import EventStore, NewEvent, RecordedEvent
+from eventstore import EventStore, NewEvent, RecordedEvent, UnsupportedStoreURL
 from projections import (
     ErrorPolicy,
     ParkedEventNotFound,
-    Projection,
     ProjectionRunner,
     ProjectionStopped,
     ProjectionTimeout,
-    ReadModel,
     Subscription,
     UnknownProjection,
 )
 
-from .models import append_history, applied_table, audit, balances, balances_table, rows
-
-metadata = sa.MetaData()
-notes_table = sa.Table(
-    "notes",
-    metadata,
-    sa.Column("position", sa.BigInteger, primary_key=True),
-    sa.Column("text", sa.Text, nullable=False),
+from .models import (
+    append_history,
+    applied_table,
+    audit,
+    balances,
+    balances_table,
+    flaky,
+    notes,
+    notes_table,
+    rows,
 )
-
-
-def flaky(then: str, fail_on: set[str]) -> Projection:
-    """Writes a note per event, and raises on the texts in `fail_on`."""
-    projection = Projection(
-        f"notes-{then}",
-        tables=[notes_table],
-        on_error=ErrorPolicy(attempts=3, backoff=0, then=then),  # type: ignore[arg-type]
-    )
-
-    @projection.on("Note")
-    def note(read_model: ReadModel, event: RecordedEvent) -> None:
-        # Written before failing: a failed event must leave no half of it behind.
-        read_model.execute(
-            sa.insert(read_model[notes_table]).values(
-                position=event.position, text=event.data["text"]
-            )
-        )
-        if event.data["text"] in fail_on:
-            raise ValueError(f"cannot take {event.data['text']!r}")
-
-    return projection
-
-
-def notes(store: EventStore, *texts: str) -> list[int]:
-    return [store.append("notebook-1", [NewEvent("Note", {"text": t})]).positions[0] for t in texts]
 
 
 def test_catching_up_applies_every_event_once(store: EventStore) -> None:
@@ -254,3 +228,8 @@ def test_a_read_model_can_live_in_another_database(store: EventStore, tmp_path: 
         names = sa.inspect(connection).get_table_names()
         assert "eventcraft_projections" in names and "eventcraft_events" not in names
     engine.dispose()
+
+
+def test_a_read_model_url_with_an_unusable_schema_is_refused(store: EventStore) -> None:
+    with pytest.raises(UnsupportedStoreURL, match="schema must be letters"):
+        ProjectionRunner(store, [balances], database="postgresql://u@h/db?schema=x;drop")
