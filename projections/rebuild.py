@@ -1,11 +1,8 @@
 """Rebuild a read model from position 0 into new tables, then swap them in.
 
 The old generation keeps serving queries, and the live projector keeps it
-current, while the new one fills. The swap is one transaction that holds
-the checkpoint row: it applies what arrived since the replay's last page,
-points the views at the new tables, sets the checkpoint and drops the old
-tables. The live projector then carries on from the new checkpoint, in the
-new tables, without missing or repeating an event.
+current, while the new one fills; `swap.py` hands over without missing or
+repeating an event.
 
 A fold is replayed in memory (one dict of rows) and written once; handler
 projections are replayed in transactions of `batch_size` events. A failing
@@ -27,7 +24,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from eventstore import EventStore, RecordedEvent
 
-from . import checkpoint, generations
 from .database import Database
 from .definition import Definition
 from .errors import DefinitionError
@@ -35,6 +31,7 @@ from .fold import Fold, State
 from .projector import read_batch
 from .read_model import ReadModel
 from .subscription import Subscription
+from .swap import new_generation, swap_in
 
 _INSERT_CHUNK = 5000
 
@@ -63,14 +60,10 @@ def rebuild(
         raise DefinitionError(f"{definition.name}: a subscription has no read model to rebuild")
     started = time.perf_counter()
     name = definition.name
-    with database.transaction() as connection:
-        generation = checkpoint.claim_generation(connection, name)
-        generations.create(connection, definition, generation)
-    tables = generations.tables_of(definition, generation)
-    # Replay up to the head as it is now: writers may outrun any replay, and
-    # what they add meanwhile is the live projector's to apply.
-    target = store.high_water_mark()
-    try:
+    with new_generation(database, definition) as (generation, tables):
+        # Replay up to the head as it is now: writers may outrun any replay, and
+        # what they add meanwhile is the live projector's to apply.
+        target = store.high_water_mark()
         with _bar(progress, name, target) as advance:
             if isinstance(definition, Fold):
                 position, count = _fold_in_memory(
@@ -80,27 +73,18 @@ def rebuild(
                 position, count = _replay(
                     store, database, definition, tables, target, batch_size, advance
                 )
-            with database.transaction() as connection:
-                row = checkpoint.read(connection, name, lock=True)
-                assert row is not None, "the runner creates the row before any rebuild"
-                # No projector moves while we hold the row: catch up to where it
-                # got, then swap; it carries on from there in the new tables.
-                read_model = ReadModel(connection, tables)
-                while position < row.position:
-                    events, upto = read_batch(store, definition, position, batch_size)
-                    definition.apply(read_model, events)
-                    position, count = upto, count + len(events)
-                    advance(position)
-                checkpoint.serve(connection, name, generation, position)
-                generations.serve(connection, definition, generation)
-                if row.generation != generation:
-                    generations.drop(connection, definition, row.generation)
-    except BaseException:
-        # Leave no half-filled generation behind; the old one never stopped serving.
-        with database.transaction() as connection:
-            generations.drop(connection, definition, generation)
-        raise
-    return RebuildReport(name, generation, position, count, time.perf_counter() - started)
+            position, caught_up = swap_in(
+                store,
+                database,
+                definition,
+                generation,
+                position,
+                batch_size=batch_size,
+                advance=advance,
+            )
+    return RebuildReport(
+        name, generation, position, count + caught_up, time.perf_counter() - started
+    )
 
 
 def _replay(
