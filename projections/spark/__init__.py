@@ -1,0 +1,23 @@
+"""projections.spark: the log replayed as Spark jobs, for rebuilds and ad-hoc questions.
+
+Imports pyspark: install the `spark` extra (`pip install eventcraft[spark]`).
+"""
+
+from .archive import Archive, ArchiveError, ExportReport, Segment
+from .events import read_events
+from .replay import ReplayReport, replay
+from .session import LOCAL_SETTINGS, spark_session
+from .typed import EventTypes
+
+__all__ = [
+    "LOCAL_SETTINGS",
+    "Archive",
+    "ArchiveError",
+    "EventTypes",
+    "ExportReport",
+    "ReplayReport",
+    "Segment",
+    "read_events",
+    "replay",
+    "spark_session",
+]

@@ -1,0 +1,143 @@
+"""A Parquet archive of the log, extended by export runs, read by replays.
+
+The archive is a directory of segments, each one export run:
+`from-<first position>-to-<last position>/`, Parquet files of
+`rows.EVENT_SCHEMA` (zstd). Spark writes a segment's `_SUCCESS` marker
+when its job commits; a segment without one is what a crashed export left
+and is ignored, then removed by the next export. Committed segments chain
+without gap or overlap from position 1, which the reader checks.
+
+Paths go through Hadoop's FileSystem API, so the archive may live on any
+filesystem the cluster mounts (file:, hdfs:, s3a:).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from eventstore import EventStore
+
+from ..errors import ProjectionError
+from .rows import EVENT_DDL
+from .source import check_readable, read_store
+
+_SEGMENT = re.compile(r"from-(\d+)-to-(\d+)")
+
+
+class ArchiveError(ProjectionError):
+    """The archive's segments do not make one log (overlap or gap)."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    first: int
+    last: int
+    path: str
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    path: str
+    after: int
+    """The archive's last position before this export."""
+    upto: int
+    """Its last position now."""
+    events: int
+    """Events this export wrote."""
+
+
+class Archive:
+    """The Parquet archive at `path` (a local path or any Hadoop filesystem URL)."""
+
+    def __init__(self, path: str) -> None:
+        if not isinstance(path, str) or not path:
+            raise ArchiveError(f"an archive path is a non-empty string, not {path!r}")
+        self.path = path.rstrip("/")
+
+    def __repr__(self) -> str:
+        return f"Archive({self.path!r})"
+
+    def segments(self, spark: SparkSession) -> list[Segment]:
+        """The committed segments in position order, checked to chain from position 1."""
+        found = sorted(
+            (segment for segment, committed in self._listing(spark) if committed),
+            key=lambda segment: segment.first,
+        )
+        expected = 1
+        for segment in found:
+            if segment.first != expected:
+                what = "overlaps the one before" if segment.first < expected else "leaves a gap"
+                raise ArchiveError(
+                    f"{self.path}: segment {segment.path} {what} "
+                    f"(it starts at {segment.first}, the log continues at {expected})"
+                )
+            expected = segment.last + 1
+        return found
+
+    def last_position(self, spark: SparkSession) -> int:
+        """The highest position the archive holds; 0 when it is empty."""
+        segments = self.segments(spark)
+        return segments[-1].last if segments else 0
+
+    def read(self, spark: SparkSession, *, after: int = 0) -> DataFrame:
+        """The archived events with position > `after`, as a DataFrame of the event schema."""
+        paths = [s.path for s in self.segments(spark) if s.last > after]
+        if not paths:
+            return spark.createDataFrame([], EVENT_DDL)
+        frame = spark.read.schema(EVENT_DDL).parquet(*paths)
+        return frame.where(frame.position > after) if after else frame
+
+    def export(self, spark: SparkSession, store_url: str) -> ExportReport:
+        """Append the store's events since the last export as a new segment.
+
+        Runs read the store up to its high-water mark, so a segment never
+        misses an event that commits later with a lower position. Two
+        exports must not run at once: the second's segment would overlap
+        the first's, and readers refuse an archive that overlaps.
+        """
+        check_readable(store_url)
+        self._remove_uncommitted(spark)
+        after = self.last_position(spark)
+        with EventStore.open(store_url) as store:
+            upto = store.high_water_mark()
+        if upto <= after:
+            return ExportReport(self.path, after, after, 0)
+        events = read_store(spark, store_url, after=after, upto=upto)
+        target = f"{self.path}/from-{after + 1:015d}-to-{upto:015d}"
+        events.write.mode("errorifexists").option("compression", "zstd").parquet(target)
+        written = spark.read.parquet(target).count()
+        return ExportReport(self.path, after, upto, written)
+
+    def _listing(self, spark: SparkSession) -> list[tuple[Segment, bool]]:
+        filesystem, root = _filesystem(spark, self.path)
+        if not filesystem.exists(root):
+            return []
+        listed = []
+        for status in filesystem.listStatus(root):
+            name = status.getPath().getName()
+            match = _SEGMENT.fullmatch(name)
+            if not status.isDirectory() or match is None:
+                continue
+            path = status.getPath().toString()
+            committed = bool(filesystem.exists(status.getPath().suffix("/_SUCCESS")))
+            segment = Segment(int(match.group(1)), int(match.group(2)), path)
+            listed.append((segment, committed))
+        return listed
+
+    def _remove_uncommitted(self, spark: SparkSession) -> None:
+        filesystem, _ = _filesystem(spark, self.path)
+        jvm: Any = spark._jvm
+        for segment, committed in self._listing(spark):
+            if not committed:
+                filesystem.delete(jvm.org.apache.hadoop.fs.Path(segment.path), True)
+
+
+def _filesystem(spark: SparkSession, path: str) -> tuple[Any, Any]:
+    jvm: Any = spark._jvm
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    configuration = spark._jsc.hadoopConfiguration()
+    return hadoop_path.getFileSystem(configuration), hadoop_path

@@ -1,0 +1,144 @@
+"""Rebuild a fold's read model from the whole log as a Spark job, then swap it in.
+
+The job: the log as a DataFrame (read by the executors from the store or
+the archive, up to a fixed position H), each event keyed by the fold's
+`key`, `repartition(key)` and `sortWithinPartitions(key, position)` so
+each task holds whole keys in log order, then the fold's `apply` run per
+key in `mapInArrow`, each task inserting its rows into a new generation
+of the read model (`folding.py`). The driver only sees one count per task.
+
+The new generation is then swapped in with the checkpoint set to H, in
+the same transaction that catches up with any live projector that moved
+beyond H meanwhile (`projections/swap.py`): the incremental runner carries
+on from there, missing and repeating nothing, however long the job took
+and however many writers appended while it ran.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from eventstore import EventStore
+
+from ..definition import Definition
+from ..errors import DefinitionError
+from ..fold import Fold
+from ..runner import ProjectionRunner
+from ..swap import new_generation, swap_in
+from .archive import Archive, ArchiveError
+from .folding import KEYED_DDL, WRITTEN_DDL, FoldTask, fold_and_write, keyed
+from .progress import stage_progress
+from .rows import EVENT_DDL
+from .source import check_readable, read_store
+
+_SWAP_BATCH = 10_000
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    name: str
+    generation: int
+    """The generation now serving."""
+    replayed_to: int
+    """H: the last position the Spark job read."""
+    position: int
+    """The checkpoint the swap set: H, or where a live projector had got beyond it."""
+    events: int
+    """Events the job folded."""
+    rows: int
+    """Rows it wrote."""
+    caught_up: int
+    """Events applied in the swap, beyond H."""
+    seconds: float
+
+
+def replay(
+    fold: Definition,
+    store_url: str,
+    *,
+    spark: SparkSession,
+    source: Archive | None = None,
+    database: str | None = None,
+    partitions: int | None = None,
+    progress: bool = False,
+) -> ReplayReport:
+    """Rebuild `fold`'s read model in Spark from `source` (the store itself by default).
+
+    `database` is the read model's database URL when it is not the
+    store's; the executors connect to it, so it must be one they reach.
+    `partitions` is how many tasks fold and write (the cores by default).
+    """
+    if not isinstance(fold, Fold):
+        raise DefinitionError(
+            f"{fold!r}: a Spark replay runs a Fold (key, initial, apply); "
+            "handler projections are rebuilt in process with ProjectionRunner.rebuild"
+        )
+    check_readable(store_url)
+    database_url = check_readable(database) if database is not None else store_url
+    if source is not None and not isinstance(source, Archive):
+        raise DefinitionError(f"source is an Archive or None (the store), not {source!r}")
+    started = time.perf_counter()
+    tasks = partitions or spark.sparkContext.defaultParallelism
+    with (
+        EventStore.open(store_url) as store,
+        ProjectionRunner(store, [fold], database=database_url, lease_ttl=None) as runner,
+        new_generation(runner.database, fold) as (generation, tables),
+    ):
+        head = store.high_water_mark()
+        if source is None:
+            upto = head
+            events = read_store(
+                spark,
+                store_url,
+                after=0,
+                upto=upto,
+                categories=fold.categories,
+                types=fold.types,
+                partitions=partitions,
+            )
+        else:
+            upto = source.last_position(spark)
+            if upto > head:
+                raise ArchiveError(
+                    f"{source.path} holds events up to position {upto}, but the store "
+                    f"{store!r} ends at {head}: it is not an archive of this store"
+                )
+            events = _selected(source.read(spark), fold)
+        task = FoldTask.of(fold, tables[fold.table.fullname], database_url)
+        stages = ("read and key events", "fold and write rows")
+        with stage_progress(spark, progress, f"replay {fold.name}", stages):
+            written = _fold_job(events, task, tasks).collect()
+        position, caught_up = swap_in(
+            store, runner.database, fold, generation, upto, batch_size=_SWAP_BATCH
+        )
+    return ReplayReport(
+        name=fold.name,
+        generation=generation,
+        replayed_to=upto,
+        position=position,
+        events=sum(row["events"] for row in written),
+        rows=sum(row["rows"] for row in written),
+        caught_up=caught_up,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _fold_job(events: DataFrame, task: FoldTask, partitions: int) -> DataFrame:
+    with_keys = events.mapInArrow(functools.partial(keyed, task), f"{EVENT_DDL}, {KEYED_DDL}")
+    by_key = with_keys.repartition(partitions, "key").sortWithinPartitions("key", "position")
+    return by_key.mapInArrow(functools.partial(fold_and_write, task), WRITTEN_DDL)
+
+
+def _selected(events: DataFrame, fold: Fold) -> DataFrame:
+    """The fold's categories and types, as the store's filters would pick them."""
+    if fold.categories is not None:
+        category = F.substring_index(events.stream_id, "-", 1)
+        events = events.where(category.isin(list(fold.categories)))
+    if fold.types is not None:
+        events = events.where(events.type.isin(list(fold.types)))
+    return events

@@ -1,0 +1,117 @@
+"""Where a replay reads the log from: the live store, or its Parquet archive.
+
+Either way the log arrives as a DataFrame of `rows.EVENT_SCHEMA`, read by
+the executors in parallel by global position range; no event passes
+through the driver. A store is read through its public `read_all`, one
+connection per task, and only up to a high-water mark the driver fixed
+before the job: below it the log can no longer change, so a task retried
+by Spark reads exactly what the first attempt read.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from eventstore import EventStore
+
+from ..errors import DefinitionError
+from .rows import EVENT_DDL, to_batch
+
+_ROWS_PER_BATCH = 10_000
+_EVENTS_PER_RANGE = 250_000
+"""Big enough to amortise a connection, small enough to balance the cores."""
+
+
+def check_readable(url: str) -> str:
+    """Executors open the store themselves, so it must be a database they can reach."""
+    if not isinstance(url, str) or url.split("://", 1)[0].lower() not in (
+        "sqlite",
+        "postgresql",
+        "postgres",
+        "postgresql+psycopg",
+    ):
+        raise DefinitionError(
+            f"Spark reads the log from its executors, which cannot see {url!r}: "
+            "give a sqlite:/// or postgresql:// store URL"
+        )
+    return url
+
+
+def ranges(after: int, upto: int, parts: int) -> list[tuple[int, int]]:
+    """(after, upto] cut into at most `parts` consecutive (lo, hi] ranges."""
+    span = upto - after
+    if span <= 0:
+        return []
+    parts = max(1, min(parts, span))
+    step, extra = divmod(span, parts)
+    bounds, lo = [], after
+    for index in range(parts):
+        hi = lo + step + (1 if index < extra else 0)
+        bounds.append((lo, hi))
+        lo = hi
+    return bounds
+
+
+def read_store(
+    spark: SparkSession,
+    url: str,
+    *,
+    after: int,
+    upto: int,
+    categories: Sequence[str] | None = None,
+    types: Sequence[str] | None = None,
+    partitions: int | None = None,
+) -> DataFrame:
+    """Events with `after < position <= upto`, read by the executors, one range a task.
+
+    `upto` must be at most the store's high-water mark when the job starts.
+    """
+    check_readable(url)
+    if partitions is None:
+        cores = spark.sparkContext.defaultParallelism
+        partitions = max(cores, -(-(upto - after) // _EVENTS_PER_RANGE))
+    bounds = ranges(after, upto, partitions)
+    if not bounds:
+        return spark.createDataFrame([], EVENT_DDL)
+    read = functools.partial(
+        _read_ranges,
+        url,
+        tuple(bounds),
+        tuple(categories) if categories is not None else None,
+        tuple(types) if types is not None else None,
+    )
+    # One range index per partition, so each range is one task.
+    plan = spark.range(0, len(bounds), 1, numPartitions=len(bounds))
+    return plan.mapInArrow(read, EVENT_DDL)
+
+
+def _read_ranges(
+    url: str,
+    bounds: tuple[tuple[int, int], ...],
+    categories: tuple[str, ...] | None,
+    types: tuple[str, ...] | None,
+    plans: Iterator[pa.RecordBatch],
+) -> Iterator[pa.RecordBatch]:
+    """Executor side: the (lo, hi] ranges whose indexes `plans` holds, read with `read_all`."""
+    with EventStore.open(url) as store:
+        for plan in plans:
+            for index in plan.column("id").to_pylist():
+                lo, hi = bounds[index]
+                chunk = []
+                # Positions may have gaps (rolled-back appends), so hi - lo bounds
+                # the count; the position check ends the range.
+                for event in store.read_all(
+                    after=lo, limit=hi - lo, categories=categories, types=types
+                ):
+                    if event.position > hi:
+                        break
+                    chunk.append(event)
+                    if len(chunk) == _ROWS_PER_BATCH:
+                        yield to_batch(chunk)
+                        chunk = []
+                if chunk:
+                    yield to_batch(chunk)
