@@ -6,6 +6,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -61,3 +62,17 @@ def shared_store_url(request: pytest.FixtureRequest) -> str:
 def store(store_url: str) -> Iterator[EventStore]:
     with EventStore.open(store_url) as opened:
         yield opened
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The test run's one SparkSession (local, two cores, settings for fast start)."""
+    try:
+        from projections.spark import LOCAL_SETTINGS, spark_session
+    except ImportError as error:
+        if IN_CI:
+            pytest.fail(f"pyspark is not installed: {error} (CI must run the Spark tests)")
+        pytest.skip(f"pyspark is not installed: {error} (`make test` installs it)")
+    session = spark_session("local[2]", app_name="eventcraft-tests", settings=LOCAL_SETTINGS)
+    yield session
+    session.stop()
