@@ -5,7 +5,7 @@ Imports pyspark: install the `spark` extra (`pip install eventcraft[spark]`).
 
 from .archive import Archive, ArchiveError, ExportReport, Segment
 from .events import read_events
-from .replay import ReplayReport, replay
+from .replay import ReplayFailed, ReplayReport, replay
 from .session import LOCAL_SETTINGS, spark_session
 from .typed import EventTypes
 
@@ -15,6 +15,7 @@ __all__ = [
     "ArchiveError",
     "EventTypes",
     "ExportReport",
+    "ReplayFailed",
     "ReplayReport",
     "Segment",
     "read_events",

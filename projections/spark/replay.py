@@ -20,13 +20,14 @@ import functools
 import time
 from dataclasses import dataclass
 
+from pyspark.errors import PythonException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from eventstore import EventStore
 
 from ..definition import Definition
-from ..errors import DefinitionError
+from ..errors import DefinitionError, ProjectionError
 from ..fold import Fold
 from ..runner import ProjectionRunner
 from ..swap import new_generation, swap_in
@@ -112,7 +113,11 @@ def replay(
         task = FoldTask.of(fold, tables[fold.table.fullname], database_url)
         stages = ("read and key events", "fold and write rows")
         with stage_progress(spark, progress, f"replay {fold.name}", stages):
-            written = _fold_job(events, task, tasks).collect()
+            try:
+                written = _fold_job(events, task, tasks).collect()
+            except PythonException as error:
+                # The executor's traceback is the useful part; Spark's wrapping is not.
+                raise ReplayFailed(fold.name, _last_line(error)) from error
         position, caught_up = swap_in(
             store, runner.database, fold, generation, upto, batch_size=_SWAP_BATCH
         )
@@ -126,6 +131,24 @@ def replay(
         caught_up=caught_up,
         seconds=time.perf_counter() - started,
     )
+
+
+class ReplayFailed(ProjectionError):
+    """The fold's own code failed on an executor; nothing was swapped in."""
+
+    def __init__(self, name: str, cause: str) -> None:
+        super().__init__(f"replay of {name!r} failed on an executor: {cause}")
+        self.name = name
+        self.cause = cause
+
+
+def _last_line(error: PythonException) -> str:
+    """The Python exception the executor raised, as its traceback's last line says."""
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    for line in reversed(lines):
+        if not line.startswith((" ", "\t", "Traceback", "JVM stacktrace")) and ":" in line:
+            return line.strip()
+    return lines[-1] if lines else repr(error)
 
 
 def _fold_job(events: DataFrame, task: FoldTask, partitions: int) -> DataFrame:

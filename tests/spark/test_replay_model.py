@@ -30,7 +30,10 @@ from .histories import append, balance_rows, fresh_store_url, histories
     from_archive=st.booleans(),
 )
 def test_spark_replay_equals_the_incremental_projector(
-    spark: Any, kind: str, history: list[list[tuple[int, str, int]]], batch_size: int,
+    spark: Any,
+    kind: str,
+    history: list[list[tuple[int, str, int]]],
+    batch_size: int,
     from_archive: bool,
 ) -> None:
     from projections.spark import Archive, replay

@@ -1,0 +1,144 @@
+"""The Spark replay benchmark: `python -m benchmarks.spark` (in `make bench`).
+
+A balance-per-account fold replayed over logs of 1,000,000 and 10,000,000
+events (20 per account), generated into PostgreSQL and exported into the
+Parquet archive, in one run:
+
+- the in-process rebuild (`ProjectionRunner.rebuild`), the reference;
+- Spark in local mode with 1 and then 2 cores, reading the archive, then
+  reading the store; each replay end to end (read, fold, write, swap with
+  the checkpoint), the session's start reported apart.
+
+Prints events/s, seconds, the speed-up from 1 to 2 cores, and the number
+of cores at which Spark overtakes the in-process rebuild (measured, or
+extrapolated from the per-core rate when two cores are not enough).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+from eventstore import EventStore, NewEvent
+from projections import ProjectionRunner
+from projections.spark import Archive, replay, spark_session
+
+from .contenders import PG, payload
+from .projections import balances
+
+PER_ACCOUNT = 20
+WRITERS = 3
+ARCHIVES = Path(__file__).resolve().parent.parent / ".bench" / "archives"
+
+
+def settings(cores: int) -> dict[str, str]:
+    """Spark's defaults, but for the UI and a driver (in local mode, the executor) of 4 GB."""
+    return {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.memory": "4g",
+        "spark.sql.shuffle.partitions": str(cores),
+        "spark.default.parallelism": str(cores),
+    }
+
+
+def _write(url: str, accounts: int) -> None:
+    with EventStore.open(url) as store:
+        for _ in range(accounts):
+            batch = [NewEvent("Deposited", payload(n)) for n in range(PER_ACCOUNT)]
+            store.append(f"account-{uuid.uuid4().hex}", batch, 0)
+
+
+def fill(url: str, events: int) -> None:
+    """Top the log up to `events`, with writer processes (one append per account)."""
+    with EventStore.open(url) as store:
+        missing = events - store.high_water_mark()
+    if missing <= 0:
+        return
+    accounts = -(-missing // PER_ACCOUNT)
+    started = time.perf_counter()
+    context = multiprocessing.get_context("spawn")
+    share = [accounts // WRITERS + (1 if i < accounts % WRITERS else 0) for i in range(WRITERS)]
+    writers = [context.Process(target=_write, args=(url, n)) for n in share]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+        assert writer.exitcode == 0, "a writer failed"
+    print(f"  generated {missing:,} events in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000000,10000000", help="log sizes, comma-separated")
+    parser.add_argument("--cores", default="1,2", help="local Spark cores, comma-separated")
+    parser.add_argument("--fresh", action="store_true", help="regenerate logs and archives")
+    args = parser.parse_args()
+    cores_list = [int(c) for c in args.cores.split(",")]
+    print("replay of a balance-per-account fold (PostgreSQL 15; Spark in local mode)")
+    for size in (int(s) for s in args.sizes.split(",")):
+        schema = f"bench_spark_{size}"
+        url = f"{PG}?schema={schema}"
+        archive_path = ARCHIVES / schema
+        if args.fresh:
+            from .contenders import reset_schema
+
+            reset_schema(schema)
+            shutil.rmtree(archive_path, ignore_errors=True)
+        print(f"\n{size:,} events", flush=True)
+        fill(url, size)
+        rates: dict[str, float] = {}
+        with EventStore.open(url) as store, ProjectionRunner(store, [balances]) as runner:
+            started = time.perf_counter()
+            events = runner.rebuild(balances.name).events
+            seconds = time.perf_counter() - started
+        rates["in-process"] = events / seconds
+        print(f"  {'in-process rebuild':<34} {seconds:>7.1f} s {rates['in-process']:>10,.0f} ev/s")
+        for cores in cores_list:
+            started = time.perf_counter()
+            spark = spark_session(f"local[{cores}]", settings=settings(cores))
+            spark.range(1).count()
+            print(f"  spark local[{cores}]: session start {time.perf_counter() - started:.1f} s")
+            archive = Archive(str(archive_path))
+            started = time.perf_counter()
+            exported = archive.export(spark, url)
+            if exported.events:
+                took = time.perf_counter() - started
+                print(
+                    f"    {'export to the archive':<32} {took:>7.1f} s "
+                    f"{exported.events / took:>10,.0f} ev/s"
+                )
+            for label, source in (("from the Parquet archive", archive), ("from PostgreSQL", None)):
+                report = replay(balances, url, spark=spark, source=source)
+                rate = report.events / report.seconds
+                rates[f"{cores} {label}"] = rate
+                print(f"    replay {label:<25} {report.seconds:>7.1f} s {rate:>10,.0f} ev/s")
+            spark.stop()
+        _summary(rates, cores_list)
+
+
+def _summary(rates: dict[str, float], cores_list: list[int]) -> None:
+    reference = rates["in-process"]
+    for label in ("from the Parquet archive", "from PostgreSQL"):
+        by_cores = {c: rates[f"{c} {label}"] for c in cores_list}
+        line = f"  {label}: "
+        if 1 in by_cores and 2 in by_cores:
+            line += f"1 -> 2 cores x{by_cores[2] / by_cores[1]:.2f}; "
+        overtakes = [c for c in sorted(by_cores) if by_cores[c] > reference]
+        if overtakes:
+            line += f"overtakes the in-process rebuild at {overtakes[0]} core(s)"
+        else:
+            most = max(by_cores)
+            needed = math.ceil(reference / (by_cores[most] / most))
+            line += f"overtakes the in-process rebuild at ~{needed} cores (extrapolated)"
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
