@@ -19,7 +19,7 @@ import uuid
 import sqlalchemy as sa
 
 from eventstore import EventStore, NewEvent, RecordedEvent
-from projections import Fold, ProjectionRunner, State
+from projections import Fold, ProjectionRunner, State, StreamKey
 
 from .contenders import PG, Raw, payload, reset_schema
 
@@ -42,7 +42,7 @@ def _add(state: State, event: RecordedEvent) -> State:
 balances = Fold(
     "bench-balances",
     table=balances_table,
-    key=lambda event: event.stream_id,
+    key=StreamKey(),
     initial=lambda key: {"account_id": key, "balance": 0},
     apply=_add,
 )

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from eventstore import RecordedEvent
 from examples.bank import AccountClosed, AccountOpened, MoneyDeposited, MoneyWithdrawn, bank_events
 from examples.orders import LineAdded, OrderPlaced, order_events
-from projections import Fold, Projection, ReadModel, State
+from projections import Fold, Projection, ReadModel, State, StreamKey
 
 metadata = sa.MetaData()
 
@@ -27,10 +27,6 @@ balances = sa.Table(
     sa.Column("balance_cents", sa.BigInteger, nullable=False),
     sa.Column("is_open", sa.Boolean, nullable=False),
 )
-
-
-def _account_of(event: RecordedEvent) -> str:
-    return event.stream_id.removeprefix("account-")
 
 
 def _opened(account_id: Any) -> State:
@@ -55,7 +51,7 @@ account_balances = Fold(
     table=balances,
     categories="account",
     types=sorted(bank_events.types),
-    key=_account_of,
+    key=StreamKey("account-"),  # a key Spark computes without calling Python
     initial=_opened,
     apply=_evolve_balance,
 )

@@ -11,6 +11,7 @@ from .errors import (
     UnknownProjection,
 )
 from .fold import Fold, State
+from .keys import StreamKey
 from .parking import ParkedEvent
 from .policy import ErrorPolicy
 from .projection import Handler, Projection
@@ -38,6 +39,7 @@ __all__ = [
     "ReadModel",
     "RebuildReport",
     "State",
+    "StreamKey",
     "Subscription",
     "UnknownProjection",
 ]

@@ -108,6 +108,8 @@ class Archive:
             return ExportReport(self.path, after, after, 0)
         events = read_store(spark, store_url, after=after, upto=upto)
         target = f"{self.path}/from-{after + 1:015d}-to-{upto:015d}"
+        # Microsecond timestamps, not Spark's legacy INT96: any Parquet reader can read them.
+        spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         events.write.mode("errorifexists").option("compression", "zstd").parquet(target)
         written = spark.read.parquet(target).count()
         return ExportReport(self.path, after, upto, written)

@@ -26,7 +26,8 @@ from eventstore import RecordedEvent
 from ..database import Database, engine_for
 from ..errors import DefinitionError
 from ..fold import Fold, State
-from .rows import events_of
+from ..keys import StreamKey
+from .rows import events_of, probes_of
 
 KEYED_DDL = "key string"
 """The column the keying stage adds to the event schema."""
@@ -49,18 +50,27 @@ class FoldTask:
     table: sa.Table
     """The table of the generation being filled."""
     database_url: str
+    json_keys: bool
+    """Keys arrive as JSON text (from `keyed`), not as the key itself (a `StreamKey`)."""
 
     @classmethod
     def of(cls, fold: Fold, table: sa.Table, database_url: str) -> FoldTask:
         return cls(
-            fold.name, fold.key, fold.initial, fold.evolve, fold.key_column, table, database_url
+            fold.name,
+            fold.key,
+            fold.initial,
+            fold.evolve,
+            fold.key_column,
+            table,
+            database_url,
+            json_keys=not isinstance(fold.key, StreamKey),
         )
 
 
 def keyed(task: FoldTask, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Stage 1: each event with its key; events the fold does not key are dropped."""
     for batch in batches:
-        keys = [_encoded(task, task.key(event)) for event in events_of(batch)]
+        keys = [_encoded(task, task.key(event)) for event in probes_of(batch)]
         with_keys = batch.append_column("key", pa.array(keys, pa.string()))
         yield with_keys.filter(pc.is_valid(with_keys.column("key")))
 
@@ -77,12 +87,13 @@ def fold_and_write(task: FoldTask, batches: Iterator[pa.RecordBatch]) -> Iterato
     key: Any = None
     state: State | None = None
     initial, evolve, column = task.initial, task.evolve, task.key_column
+    decode = orjson.loads if task.json_keys else str
     for batch in batches:
         for encoded, event in zip(batch.column("key").to_pylist(), events_of(batch), strict=True):
             if encoded != current:
                 if state is not None:
                     rows.append({**state, column: key})
-                current, key, state = encoded, orjson.loads(encoded), None
+                current, key, state = encoded, decode(encoded), None
             if state is None:
                 state = initial(key)
             state = evolve(state, event)

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 
 from pyspark.errors import PythonException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from eventstore import EventStore
@@ -29,6 +29,7 @@ from eventstore import EventStore
 from ..definition import Definition
 from ..errors import DefinitionError, ProjectionError
 from ..fold import Fold
+from ..keys import StreamKey
 from ..runner import ProjectionRunner
 from ..swap import new_generation, swap_in
 from .archive import Archive, ArchiveError
@@ -114,7 +115,7 @@ def replay(
         stages = ("read and key events", "fold and write rows")
         with stage_progress(spark, progress, f"replay {fold.name}", stages):
             try:
-                written = _fold_job(events, task, tasks).collect()
+                written = _fold_job(events, fold, task, tasks).collect()
             except PythonException as error:
                 # The executor's traceback is the useful part; Spark's wrapping is not.
                 raise ReplayFailed(fold.name, _last_line(error)) from error
@@ -151,10 +152,24 @@ def _last_line(error: PythonException) -> str:
     return lines[-1] if lines else repr(error)
 
 
-def _fold_job(events: DataFrame, task: FoldTask, partitions: int) -> DataFrame:
-    with_keys = events.mapInArrow(functools.partial(keyed, task), f"{EVENT_DDL}, {KEYED_DDL}")
+def _fold_job(events: DataFrame, fold: Fold, task: FoldTask, partitions: int) -> DataFrame:
+    if isinstance(fold.key, StreamKey):
+        with_keys = events.withColumn("key", _stream_key(fold.key))
+    else:
+        keying = functools.partial(keyed, task)
+        with_keys = events.mapInArrow(keying, f"{EVENT_DDL}, {KEYED_DDL}")
     by_key = with_keys.repartition(partitions, "key").sortWithinPartitions("key", "position")
     return by_key.mapInArrow(functools.partial(fold_and_write, task), WRITTEN_DDL)
+
+
+def _stream_key(key: StreamKey) -> Column:
+    """`StreamKey.__call__` as a column: `str.removeprefix` on `stream_id`."""
+    stream_id = F.col("stream_id")
+    if not key.prefix:
+        return stream_id
+    # substring counts characters (code points), as Python's slicing does.
+    rest = F.substring(stream_id, len(key.prefix) + 1, 1 << 30)
+    return F.when(stream_id.startswith(key.prefix), rest).otherwise(stream_id)
 
 
 def _selected(events: DataFrame, fold: Fold) -> DataFrame:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -35,6 +36,7 @@ EVENT_DDL = (
 """`EVENT_SCHEMA` as Spark declares it."""
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROS = pa.timestamp("us", tz="UTC")
 
 
 def to_batch(events: Sequence[RecordedEvent]) -> pa.RecordBatch:
@@ -58,7 +60,7 @@ def events_of(batch: pa.RecordBatch) -> Iterator[RecordedEvent]:
     column = batch.column
     # Timestamps as integers: to_pylist() of a timestamp column builds a
     # datetime through the zone database per row, ten times slower.
-    micros = column("recorded_at").cast(pa.int64()).to_pylist()
+    micros = column("recorded_at").cast(_MICROS).cast(pa.int64()).to_pylist()
     for position, stream_id, version, type_, id_, data, metadata, at in zip(
         column("position").to_pylist(),
         column("stream_id").to_pylist(),
@@ -84,3 +86,58 @@ def events_of(batch: pa.RecordBatch) -> Iterator[RecordedEvent]:
 
 def _at(micros: int) -> datetime:
     return _EPOCH + timedelta(microseconds=micros)  # exact, unlike a float timestamp
+
+
+class _Probe(RecordedEvent):
+    """A `RecordedEvent` that decodes a field only when it is read.
+
+    Keying reads one or two fields of each event (often just `stream_id`);
+    decoding all of them there would double the replay's Python work, since
+    the fold decodes every event again after the shuffle.
+    """
+
+    __slots__ = ("_row",)
+    _row: tuple[Any, ...]
+
+    def __init__(self, row: tuple[Any, ...]) -> None:
+        object.__setattr__(self, "_row", row)
+
+    @property
+    def position(self) -> int:
+        return int(self._row[0])
+
+    @property
+    def stream_id(self) -> str:
+        return str(self._row[1])
+
+    @property
+    def version(self) -> int:
+        return int(self._row[2])
+
+    @property
+    def type(self) -> str:
+        return str(self._row[3])
+
+    @property
+    def id(self) -> uuid.UUID:
+        return uuid.UUID(self._row[4])
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return orjson.loads(self._row[5])  # type: ignore[no-any-return]
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return orjson.loads(self._row[6])  # type: ignore[no-any-return]
+
+    @property
+    def recorded_at(self) -> datetime:
+        return _at(self._row[7])
+
+
+def probes_of(batch: pa.RecordBatch) -> Iterator[RecordedEvent]:
+    """The batch's rows as events that decode their fields lazily (for keying)."""
+    column = batch.column
+    micros = column("recorded_at").cast(_MICROS).cast(pa.int64()).to_pylist()
+    names = ("position", "stream_id", "version", "type", "id", "data", "metadata")
+    return map(_Probe, zip(*(column(name).to_pylist() for name in names), micros, strict=True))

@@ -12,9 +12,9 @@ import psycopg
 import sqlalchemy as sa
 from hypothesis import strategies as st
 
-from eventstore import ANY, EventStore, NewEvent
-from examples.read_models import balances
-from projections import ProjectionRunner
+from eventstore import ANY, EventStore, NewEvent, RecordedEvent
+from examples.read_models import account_balances, balances
+from projections import Fold, ProjectionRunner, StreamKey
 
 EVENT_VERSION = "event_version"
 
@@ -78,3 +78,19 @@ def fresh_store_url(kind: str, pg_base: str, directory: Path) -> Iterator[str]:
     finally:
         with psycopg.connect(pg_base, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def account_of(event: RecordedEvent) -> str:
+    return event.stream_id.removeprefix("account-")
+
+
+python_keyed_balances = Fold(
+    account_balances.name,
+    table=balances,
+    categories=account_balances.categories,
+    types=account_balances.types,
+    key=account_of,  # what StreamKey("account-") states, as a function Spark must call
+    initial=account_balances.initial,
+    apply=account_balances.evolve,
+)
+assert isinstance(account_balances.key, StreamKey)

@@ -15,7 +15,7 @@ from examples.read_models import account_balances
 from projections import ProjectionRunner
 from tests.conftest import PG_URL, _need_postgres
 
-from .histories import append, balance_rows, fresh_store_url, histories
+from .histories import append, balance_rows, fresh_store_url, histories, python_keyed_balances
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
@@ -28,6 +28,7 @@ from .histories import append, balance_rows, fresh_store_url, histories
     history=histories,
     batch_size=st.integers(1, 50),
     from_archive=st.booleans(),
+    python_key=st.booleans(),
 )
 def test_spark_replay_equals_the_incremental_projector(
     spark: Any,
@@ -35,6 +36,7 @@ def test_spark_replay_equals_the_incremental_projector(
     history: list[list[tuple[int, str, int]]],
     batch_size: int,
     from_archive: bool,
+    python_key: bool,
 ) -> None:
     from projections.spark import Archive, replay
 
@@ -53,7 +55,8 @@ def test_spark_replay_equals_the_incremental_projector(
         if from_archive:
             source = Archive(str(Path(directory) / "archive"))
             source.export(spark, url)
-        report = replay(account_balances, url, spark=spark, source=source, partitions=3)
+        fold = python_keyed_balances if python_key else account_balances
+        report = replay(fold, url, spark=spark, source=source, partitions=3)
         head = store.high_water_mark()
         with ProjectionRunner(store, [account_balances]) as runner:
             assert balance_rows(runner) == incremental
@@ -63,3 +66,20 @@ def test_spark_replay_equals_the_incremental_projector(
         assert report.rows == len(incremental)
         assert report.replayed_to == report.position == status.position == head
         assert status.generation == report.generation > 1
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    prefix=st.text(max_size=4),
+    stream_ids=st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=20),
+)
+def test_a_stream_key_computed_by_spark_is_the_one_python_computes(
+    spark: Any, prefix: str, stream_ids: list[str]
+) -> None:
+    from projections import StreamKey
+    from projections.spark.replay import _stream_key
+
+    key = StreamKey(prefix)
+    frame = spark.createDataFrame([(s,) for s in stream_ids], "stream_id string")
+    computed = [row.key for row in frame.select(_stream_key(key).alias("key")).collect()]
+    assert computed == [s.removeprefix(prefix) for s in stream_ids]
