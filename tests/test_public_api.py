@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGES = ["eventstore", "domain", "projections", "sagas"]
+PACKAGES = ["eventstore", "domain", "projections", "projections.spark", "sagas"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)
