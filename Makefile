@@ -34,6 +34,7 @@ bench: $(STAMP) services
 	$(BIN)/python -m benchmarks.eventstore
 	$(BIN)/python -m benchmarks.aggregates
 	$(BIN)/python -m benchmarks.projections
+	$(BIN)/python -m benchmarks.spark
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -13,6 +13,7 @@ filesystem the cluster mounts (file:, hdfs:, s3a:).
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +57,10 @@ class Archive:
     def __init__(self, path: str) -> None:
         if not isinstance(path, str) or not path:
             raise ArchiveError(f"an archive path is a non-empty string, not {path!r}")
-        self.path = path.rstrip("/")
+        # Spark resolves a relative path against the JVM's directory, which
+        # need not be ours: a plain path is made absolute here.
+        plain = "://" not in path and not path.startswith("file:")
+        self.path = os.path.abspath(path) if plain else path.rstrip("/")
 
     def __repr__(self) -> str:
         return f"Archive({self.path!r})"
@@ -99,7 +103,7 @@ class Archive:
         exports must not run at once: the second's segment would overlap
         the first's, and readers refuse an archive that overlaps.
         """
-        check_readable(store_url)
+        store_url = check_readable(store_url)
         self._remove_uncommitted(spark)
         after = self.last_position(spark)
         with EventStore.open(store_url) as store:
@@ -109,8 +113,16 @@ class Archive:
         events = read_store(spark, store_url, after=after, upto=upto)
         target = f"{self.path}/from-{after + 1:015d}-to-{upto:015d}"
         # Microsecond timestamps, not Spark's legacy INT96: any Parquet reader can read them.
-        spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-        events.write.mode("errorifexists").option("compression", "zstd").parquet(target)
+        setting = "spark.sql.parquet.outputTimestampType"
+        before = spark.conf.get(setting, None)
+        spark.conf.set(setting, "TIMESTAMP_MICROS")
+        try:
+            events.write.mode("errorifexists").option("compression", "zstd").parquet(target)
+        finally:
+            if before is None:
+                spark.conf.unset(setting)
+            else:
+                spark.conf.set(setting, before)
         written = spark.read.parquet(target).count()
         return ExportReport(self.path, after, upto, written)
 

@@ -46,7 +46,7 @@ def read_events(
     if isinstance(source, Archive):
         events = source.read(spark)
     elif isinstance(source, str):
-        check_readable(source)
+        source = check_readable(source)
         with EventStore.open(source) as store:
             upto = store.high_water_mark()
         events = read_store(spark, source, after=0, upto=upto, partitions=partitions)

@@ -80,7 +80,7 @@ def replay(
             f"{fold!r}: a Spark replay runs a Fold (key, initial, apply); "
             "handler projections are rebuilt in process with ProjectionRunner.rebuild"
         )
-    check_readable(store_url)
+    store_url = check_readable(store_url)
     database_url = check_readable(database) if database is not None else store_url
     if source is not None and not isinstance(source, Archive):
         raise DefinitionError(f"source is an Archive or None (the store), not {source!r}")

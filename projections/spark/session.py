@@ -43,11 +43,14 @@ def spark_session(
 
     `settings` are Spark configuration keys; settings that size the JVM
     (driver memory, Java options) count only before the first session.
-    The Python workers run the interpreter running this, so the fold's
-    code is found wherever the driver finds it.
+    In local mode the Python workers run the interpreter running this, so
+    the fold's code is found wherever the driver finds it.
     """
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if master.startswith("local"):
+        # Local workers run this interpreter, so they import what the driver
+        # imports; a cluster's executors use their own Python.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in (settings or {}).items():
         builder = builder.config(key, value)

@@ -11,6 +11,7 @@ by Spark reads exactly what the first attempt read.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
@@ -27,17 +28,22 @@ _EVENTS_PER_RANGE = 250_000
 
 
 def check_readable(url: str) -> str:
-    """Executors open the store themselves, so it must be a database they can reach."""
-    if not isinstance(url, str) or url.split("://", 1)[0].lower() not in (
-        "sqlite",
-        "postgresql",
-        "postgres",
-        "postgresql+psycopg",
-    ):
+    """`url` as the executors must be given it; refused if they could not reach it.
+
+    Executors open the store themselves, in processes (and on machines) of
+    their own: a relative SQLite path would name another file there, so it
+    is made absolute here, against the driver's working directory.
+    """
+    scheme = url.split("://", 1)[0].lower() if isinstance(url, str) and "://" in url else ""
+    path, _, query = url[len(scheme) + len(":///") :].partition("?") if scheme else ("", "", "")
+    in_memory = scheme == "sqlite" and (not path or path.startswith(":memory:"))
+    if in_memory or scheme not in ("sqlite", "postgresql", "postgres", "postgresql+psycopg"):
         raise DefinitionError(
             f"Spark reads the log from its executors, which cannot see {url!r}: "
             "give a sqlite:/// or postgresql:// store URL"
         )
+    if scheme == "sqlite" and not path.startswith("/"):
+        return f"sqlite:///{os.path.abspath(path)}" + (f"?{query}" if query else "")
     return url
 
 
@@ -70,7 +76,7 @@ def read_store(
 
     `upto` must be at most the store's high-water mark when the job starts.
     """
-    check_readable(url)
+    url = check_readable(url)
     if partitions is None:
         cores = spark.sparkContext.defaultParallelism
         partitions = max(cores, -(-(upto - after) // _EVENTS_PER_RANGE))

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from pyspark.sql.functions import unix_micros
 
 from eventstore import EventStore
 from examples.bank import bank_events
 
 from .histories import append
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 HISTORY = [[(n % 5, kind, 100 + n)] for n, kind in enumerate(["open", "deposit_v1", "deposit"] * 8)]
 
 
@@ -38,6 +43,14 @@ def test_exports_extend_the_archive_with_what_the_store_added_since(
         archived = sorted(ids(read_events(spark, archive)))
         assert archived == [(e.position, str(e.id)) for e in store.read_all()]
         assert sorted(ids(read_events(spark, shared_store_url))) == archived
+        micros = read_events(spark, archive).select("position", unix_micros("recorded_at"))
+        assert sorted(map(tuple, micros.collect())) == [
+            (e.position, (e.recorded_at - EPOCH) // timedelta(microseconds=1))
+            for e in store.read_all()
+        ]
+    segment = archive.segments(spark)[0].path.removeprefix("file:")
+    (part, *_) = Path(segment).glob("*.parquet")
+    assert pq.read_schema(part).field("recorded_at").type == pa.timestamp("us", tz="UTC")
 
 
 def test_a_segment_a_crashed_export_left_is_ignored_then_replaced(
