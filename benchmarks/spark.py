@@ -130,11 +130,11 @@ def main() -> None:
             cpu, started = cpu_seconds(), time.perf_counter()
             events = runner.rebuild(balances.name).events
             seconds = time.perf_counter() - started
-            busy = (cpu_seconds() - cpu) / seconds
+            cpus = (cpu_seconds() - cpu) / seconds
         rates["in-process"] = events / seconds
         print(
             f"  {'in-process rebuild':<34} {seconds:>7.1f} s {rates['in-process']:>10,.0f} ev/s "
-            f"{busy:>5.2f} CPUs busy (and PostgreSQL's)"
+            f"{cpus:>5.2f} CPUs busy (and PostgreSQL's)"
         )
         for cores in cores_list:
             started = time.perf_counter()
