@@ -1,3 +1,32 @@
-"""sagas: durable orchestration with compensation (coming: issue 6)."""
+"""sagas: durable orchestration with compensation, recorded in the event store."""
 
-__all__: list[str] = []
+from .context import StepContext
+from .definition import Action, RetryPolicy, Saga, Step
+from .errors import (
+    SagaDefinitionError,
+    SagaError,
+    SagaNotFound,
+    SagaNotParked,
+    StepTimedOut,
+    UnknownSaga,
+)
+from .orchestrator import Orchestrator, stream_of
+from .state import InFlight, SagaState
+
+__all__ = [
+    "Action",
+    "InFlight",
+    "Orchestrator",
+    "RetryPolicy",
+    "Saga",
+    "SagaDefinitionError",
+    "SagaError",
+    "SagaNotFound",
+    "SagaNotParked",
+    "SagaState",
+    "Step",
+    "StepContext",
+    "StepTimedOut",
+    "UnknownSaga",
+    "stream_of",
+]

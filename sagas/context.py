@@ -1,0 +1,23 @@
+"""What an action or compensation is told about the call it serves."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class StepContext:
+    saga_id: str
+    step: str
+    attempt: int
+    """1 for the first try; a try after a crash or a failure counts up."""
+    idempotency_key: str
+    """The same for every try of this step's action (or compensation): a service
+    that honours it applies the step once, however often it is retried."""
+    correlation_id: str
+    """The saga instance's conversation id, for the services' own events."""
+    results: Mapping[str, Any]
+    """Results of the steps that succeeded so far, by step name."""
+    compensating: bool = False

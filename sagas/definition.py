@@ -1,0 +1,113 @@
+"""What a service developer declares: a saga's durable name and its ordered steps."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .context import StepContext
+from .errors import SagaDefinitionError
+
+Action = Callable[[dict[str, Any], StepContext], Any | Awaitable[Any]]
+"""`action(data, context) -> result`: plain or async; the result must be JSON-encodable."""
+
+_NAME = re.compile(r"[A-Za-z0-9_.]{1,80}")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often a failing action or compensation is tried, and how long to wait between."""
+
+    attempts: int = 1
+    """Tries in all, the first included."""
+    backoff: float = 0.0
+    """Seconds before the second try, doubled before each try after it."""
+
+    def __post_init__(self) -> None:
+        if (
+            isinstance(self.attempts, bool)
+            or not isinstance(self.attempts, int)
+            or self.attempts < 1
+        ):
+            raise SagaDefinitionError(f"attempts must be an int >= 1, not {self.attempts!r}")
+        if not isinstance(self.backoff, int | float) or self.backoff < 0:
+            raise SagaDefinitionError(f"backoff must be seconds >= 0, not {self.backoff!r}")
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait before try `attempt + 1`."""
+        return float(self.backoff * 2 ** (attempt - 1))
+
+
+def _always(error: BaseException) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: an action, and the compensation that undoes it.
+
+    A step without a compensation has nothing to undo (a check, a read).
+    `retryable(error)` says whether a failure is worth another try; a
+    `timeout` bounds each try, and a try that runs past it counts as failed
+    with an unknown outcome, so the step is compensated too.
+    """
+
+    name: str
+    action: Action
+    compensation: Action | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    compensation_retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(3, 0.1))
+    timeout: float | None = None
+    retryable: Callable[[BaseException], bool] = _always
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
+            raise SagaDefinitionError(
+                f"a step name is 1-80 letters, digits, _ and . characters, not {self.name!r}"
+            )
+        for what, function in (("action", self.action), ("compensation", self.compensation)):
+            if function is not None and not callable(function):
+                raise SagaDefinitionError(f"step {self.name!r}: {what} must be callable")
+        if self.timeout is not None and (
+            not isinstance(self.timeout, int | float) or self.timeout <= 0
+        ):
+            raise SagaDefinitionError(
+                f"step {self.name!r}: timeout must be seconds > 0, not {self.timeout!r}"
+            )
+
+
+class Saga:
+    """A durable name and its steps, run in order; compensated in reverse on failure.
+
+    The name is stored with every instance: renaming a saga orphans the
+    instances under the old name.
+    """
+
+    def __init__(self, name: str, steps: Sequence[Step], *, timeout: float | None = None) -> None:
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise SagaDefinitionError(
+                f"a saga name is 1-80 letters, digits, _ and . characters, not {name!r}"
+            )
+        steps = tuple(steps)
+        if not steps or not all(isinstance(step, Step) for step in steps):
+            raise SagaDefinitionError(f"saga {name!r}: steps must be a non-empty list of Step")
+        names = [step.name for step in steps]
+        if len(set(names)) != len(names):
+            raise SagaDefinitionError(f"saga {name!r}: step names must be unique, got {names}")
+        if timeout is not None and (not isinstance(timeout, int | float) or timeout <= 0):
+            raise SagaDefinitionError(f"saga {name!r}: timeout must be seconds > 0")
+        self.name = name
+        self.steps = steps
+        self.timeout = timeout
+        self._index = {step.name: index for index, step in enumerate(steps)}
+
+    def step(self, name: str) -> Step:
+        return self.steps[self._index[name]]
+
+    def index(self, name: str) -> int:
+        return self._index[name]
+
+    def __repr__(self) -> str:
+        return f"Saga({self.name!r}, steps={[s.name for s in self.steps]})"

@@ -1,0 +1,44 @@
+"""The sagas package's exceptions.
+
+SagaError
+ ├── SagaDefinitionError (TypeError)   a saga or step declared wrongly
+ ├── SagaNotFound (LookupError)        no saga instance with that id
+ ├── UnknownSaga (LookupError)         the orchestrator was not given that definition
+ ├── SagaNotParked                     retry/resolve of a saga that is not parked
+ └── StepTimedOut (TimeoutError)       a step ran past its timeout (recorded as its failure)
+"""
+
+from __future__ import annotations
+
+
+class SagaError(Exception):
+    """Base of every sagas error."""
+
+
+class SagaDefinitionError(SagaError, TypeError):
+    """A saga or one of its steps is declared wrongly."""
+
+
+class SagaNotFound(SagaError, LookupError):
+    def __init__(self, name: str, saga_id: str) -> None:
+        super().__init__(f"no {name!r} saga with id {saga_id!r}")
+        self.name = name
+        self.saga_id = saga_id
+
+
+class UnknownSaga(SagaError, LookupError):
+    """The stream names a saga definition this orchestrator does not hold."""
+
+
+class SagaNotParked(SagaError):
+    def __init__(self, stream_id: str, status: str) -> None:
+        super().__init__(f"{stream_id} is {status}, not parked")
+        self.stream_id = stream_id
+        self.status = status
+
+
+class StepTimedOut(SagaError, TimeoutError):
+    def __init__(self, step: str, seconds: float) -> None:
+        super().__init__(f"step {step!r} ran past its timeout of {seconds} s")
+        self.step = step
+        self.seconds = seconds

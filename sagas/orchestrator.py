@@ -1,0 +1,352 @@
+"""Run saga instances to their end, durably: record each transition, then act on it.
+
+Every move is an append to the instance's stream (`saga-<name>:<id>`) that
+expects the version the move was decided on. Two orchestrators that decide
+at once cannot both record: the loser reloads and finds the other's move.
+An action or compensation is called only after its start is recorded, with
+a lease saying how long its owner may take; a start that no outcome
+follows (its process died) is taken over by anyone once the lease lapses,
+and retried with the same idempotency key. Deadlines are stored in the
+stream too, so they hold across restarts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from eventstore import NO_STREAM, EventStore, InvalidEvent, NewEvent, WrongExpectedVersion
+
+from . import state as S
+from .calls import call
+from .context import StepContext
+from .definition import Saga, Step
+from .errors import SagaDefinitionError, SagaNotFound, SagaNotParked, StepTimedOut, UnknownSaga
+from .state import SagaState
+
+log = logging.getLogger("eventcraft.sagas")
+
+CATEGORY = "saga"
+_MAX_ID = 200
+
+
+def stream_of(name: str, saga_id: str) -> str:
+    return f"{CATEGORY}-{name}:{saga_id}"
+
+
+class Orchestrator:
+    """Starts and advances instances of `sagas`, kept in `store`.
+
+    ::
+
+        orchestrator = Orchestrator(store, [fulfilment])
+        orchestrator.start(fulfilment, {"order_id": "42"}, saga_id="42")
+        orchestrator.run_pending()     # or run(stop) in a service's main loop
+
+    `lease` bounds how long a step without a timeout may run before another
+    orchestrator presumes its owner dead and retries it.
+    """
+
+    def __init__(
+        self,
+        store: EventStore,
+        sagas: Iterable[Saga],
+        *,
+        lease: float = 30.0,
+        owner: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.sagas = {saga.name: saga for saga in sagas}
+        if not all(isinstance(s, Saga) for s in self.sagas.values()):
+            raise SagaDefinitionError("an orchestrator runs Saga definitions")
+        if not isinstance(lease, int | float) or lease <= 0:
+            raise SagaDefinitionError(f"lease must be seconds > 0, not {lease!r}")
+        self.lease = float(lease)
+        self.owner = owner or f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.clock = clock
+
+    # --- starting and reading ---------------------------------------------------
+
+    def start(
+        self,
+        saga: Saga,
+        data: dict[str, Any],
+        *,
+        saga_id: str | None = None,
+        correlation_id: str | None = None,
+    ) -> str:
+        """Record a new instance and return its id; starting an existing id does nothing."""
+        self._definition(saga.name)
+        saga_id = uuid.uuid4().hex if saga_id is None else saga_id
+        if not isinstance(saga_id, str) or not saga_id or len(saga_id) > _MAX_ID:
+            raise SagaDefinitionError(f"a saga id is a str of 1-{_MAX_ID} characters")
+        if not isinstance(data, dict):
+            raise SagaDefinitionError(f"saga data is a JSON-encodable dict, not {data!r}")
+        stream = stream_of(saga.name, saga_id)
+        deadline = None if saga.timeout is None else self.clock() + saga.timeout
+        started = NewEvent(
+            S.STARTED,
+            {
+                "saga": saga.name,
+                "data": data,
+                "deadline": deadline,
+                "correlation_id": correlation_id or saga_id,
+            },
+            {"correlation_id": correlation_id or saga_id},
+            # The same id for every start of this instance: the store's own
+            # retry rule turns a second start into a no-op.
+            id=uuid.uuid5(uuid.NAMESPACE_URL, f"eventcraft:{stream}:started"),
+        )
+        with contextlib.suppress(WrongExpectedVersion):  # started before, by an earlier call
+            self.store.append(stream, [started], expected_version=NO_STREAM)
+        return saga_id
+
+    def state(self, name: str, saga_id: str) -> SagaState:
+        found = self._load(stream_of(name, saga_id))
+        if found is None:
+            raise SagaNotFound(name, saga_id)
+        return found
+
+    def instances(self) -> Iterator[SagaState]:
+        """Every instance in the store, of any saga, in stream order."""
+        for info in self.store.list_streams(category=CATEGORY):
+            found = self._load(info.stream_id)
+            if found is not None:
+                yield found
+
+    def parked(self) -> list[SagaState]:
+        return [s for s in self.instances() if s.status == "parked"]
+
+    # --- running ------------------------------------------------------------------
+
+    def run_pending(self) -> int:
+        """Advance every unfinished instance as far as it goes now; how many remain unfinished.
+
+        Those that remain are parked, waiting for a retry's back-off, or
+        being run by another orchestrator.
+        """
+        remaining = 0
+        for found in list(self.instances()):
+            if found.finished:
+                continue
+            if not self.advance(found.name, found.saga_id).finished:
+                remaining += 1
+        return remaining
+
+    def run(self, stop: threading.Event, *, poll: float = 0.2) -> None:
+        """Keep advancing instances until `stop` is set (a service's main loop)."""
+        while not stop.is_set():
+            self.run_pending()
+            stop.wait(poll)
+
+    def advance(self, name: str, saga_id: str) -> SagaState:
+        """Drive one instance until it finishes, parks, or another owner holds it."""
+        saga = self._definition(name)
+        stream = stream_of(name, saga_id)
+        while True:
+            current = self._load(stream)
+            if current is None:
+                raise SagaNotFound(name, saga_id)
+            if current.finished or current.status == "parked":
+                return current
+            flight = current.in_flight
+            if flight and flight.owner != self.owner and flight.lease_until > self.clock():
+                return current  # its owner is (presumably) alive and at it
+            if current.status == "running":
+                self._forward(saga, current)
+            else:
+                self._backward(saga, current)
+
+    # --- the error store ----------------------------------------------------------
+
+    def retry(self, name: str, saga_id: str) -> SagaState:
+        """Try a parked instance's compensations again, from where they stopped."""
+        current = self.state(name, saga_id)
+        if current.status != "parked":
+            raise SagaNotParked(current.stream_id, current.status)
+        self._record(current, [NewEvent(S.RETRIED, {})])
+        return self.advance(name, saga_id)
+
+    def resolve(self, name: str, saga_id: str, note: str) -> SagaState:
+        """Mark a parked instance settled by hand; nothing runs for it again."""
+        current = self.state(name, saga_id)
+        if current.status != "parked":
+            raise SagaNotParked(current.stream_id, current.status)
+        self._record(current, [NewEvent(S.RESOLVED, {"note": str(note)})])
+        return self.state(name, saga_id)
+
+    # --- moves ----------------------------------------------------------------------
+
+    def _forward(self, saga: Saga, current: SagaState) -> None:
+        now = self.clock()
+        if len(current.succeeded) == len(saga.steps):
+            self._record(current, [NewEvent(S.COMPLETED, {})])
+            return
+        step = saga.steps[len(current.succeeded)]
+        attempt = current.attempts.get(step.name, 0) + 1
+        flight = current.in_flight
+        saga_late = current.deadline is not None and now >= current.deadline
+        if flight is not None and (saga_late or (flight.deadline or now + 1) <= now):
+            # It was under way when its owner died, and its time is up.
+            self._fail(current, step, attempt - 1, "timed out", "unknown", final=True)
+        elif saga_late:
+            self._record(current, [_failed(f"the saga ran past its timeout at step {step.name}")])
+        elif attempt > step.retry.attempts:
+            outcome = "unknown" if flight is not None else "failed"
+            self._fail(current, step, attempt - 1, "no tries left", outcome, final=True)
+        else:
+            self._try(saga, current, step, attempt)
+
+    def _try(self, saga: Saga, current: SagaState, step: Step, attempt: int) -> None:
+        now = self.clock()
+        timeout = step.timeout
+        if current.deadline is not None:
+            timeout = min(timeout or self.lease, max(current.deadline - now, 0.001))
+        started = NewEvent(
+            S.STEP_STARTED,
+            {
+                "step": step.name,
+                "attempt": attempt,
+                "owner": self.owner,
+                "lease_until": now + (timeout or self.lease),
+                "deadline": None if timeout is None else now + timeout,
+            },
+        )
+        if not self._record(current, [started]):
+            return
+        current.version += 1
+        context = self._context(current, step, attempt, compensating=False)
+        try:
+            result = call(step.action, current.data, context, timeout)
+        except StepTimedOut as error:
+            final = attempt >= step.retry.attempts
+            self._fail(current, step, attempt, str(error), "unknown", final=final)
+            return
+        except Exception as error:
+            final = attempt >= step.retry.attempts or not step.retryable(error)
+            if self._fail(current, step, attempt, repr(error), "failed", final=final) and not final:
+                time.sleep(step.retry.delay(attempt))
+            return
+        try:
+            self._record(
+                current, [NewEvent(S.STEP_SUCCEEDED, {"step": step.name, "result": result})]
+            )
+        except InvalidEvent as error:
+            # It took effect but its result cannot be kept: undo it.
+            self._fail(current, step, attempt, f"unstorable result: {error}", "unknown", final=True)
+
+    def _fail(
+        self, current: SagaState, step: Step, attempt: int, error: str, outcome: str, *, final: bool
+    ) -> bool:
+        failed = NewEvent(
+            S.STEP_FAILED,
+            {
+                "step": step.name,
+                "attempt": attempt,
+                "error": error,
+                "outcome": outcome,
+                "final": final,
+            },
+        )
+        reason = f"step {step.name} failed: {error}"
+        return self._record(current, [failed, _failed(reason)] if final else [failed])
+
+    def _backward(self, saga: Saga, current: SagaState) -> None:
+        names = [s.name for s in saga.steps]
+        undo = [n for n in current.to_compensate(names) if saga.step(n).compensation is not None]
+        if not undo:
+            self._record(current, [NewEvent(S.COMPENSATED, {"reason": current.failure})])
+            return
+        step = saga.step(undo[0])
+        attempt = current.compensation_attempts.get(step.name, 0) + 1
+        policy = step.compensation_retry
+        if attempt > policy.attempts:
+            error = f"compensation of {step.name} failed {policy.attempts} times"
+            self._record(current, [NewEvent(S.PARKED, {"step": step.name, "error": error})])
+            return
+        now = self.clock()
+        started = NewEvent(
+            S.COMPENSATION_STARTED,
+            {
+                "step": step.name,
+                "attempt": attempt,
+                "owner": self.owner,
+                "lease_until": now + (step.timeout or self.lease),
+            },
+        )
+        if not self._record(current, [started]):
+            return
+        current.version += 1
+        context = self._context(current, step, attempt, compensating=True)
+        assert step.compensation is not None
+        try:
+            call(step.compensation, current.data, context, step.timeout)
+        except Exception as error:
+            final = attempt >= policy.attempts
+            failed = NewEvent(
+                S.COMPENSATION_FAILED,
+                {"step": step.name, "attempt": attempt, "error": repr(error), "final": final},
+            )
+            parked = NewEvent(S.PARKED, {"step": step.name, "error": repr(error)})
+            if self._record(current, [failed, parked] if final else [failed]) and not final:
+                time.sleep(policy.delay(attempt))
+            return
+        self._record(current, [NewEvent(S.COMPENSATION_SUCCEEDED, {"step": step.name})])
+
+    # --- plumbing -------------------------------------------------------------------
+
+    def _context(
+        self, current: SagaState, step: Step, attempt: int, *, compensating: bool
+    ) -> StepContext:
+        suffix = "/compensation" if compensating else ""
+        return StepContext(
+            saga_id=current.saga_id,
+            step=step.name,
+            attempt=attempt,
+            idempotency_key=f"{current.stream_id}/{step.name}{suffix}",
+            correlation_id=current.correlation_id,
+            results=dict(current.results),
+            compensating=compensating,
+        )
+
+    def _record(self, current: SagaState, events: list[NewEvent]) -> bool:
+        """Append `events` if the stream is still at `current.version`; False if it moved."""
+        stamped = [
+            NewEvent(e.type, e.data, {"correlation_id": current.correlation_id}, e.id)
+            for e in events
+        ]
+        try:
+            self.store.append(current.stream_id, stamped, expected_version=current.version)
+        except WrongExpectedVersion:
+            log.info("%s moved on under %s; reloading", current.stream_id, self.owner)
+            return False
+        return True
+
+    def _load(self, stream: str) -> SagaState | None:
+        events = iter(self.store.read_stream(stream))
+        first = next(events, None)
+        if first is None:
+            return None
+        name, _, saga_id = stream.removeprefix(f"{CATEGORY}-").partition(":")
+        current = SagaState(name=name, saga_id=saga_id, stream_id=stream)
+        current.evolve(first)
+        for event in events:
+            current.evolve(event)
+        return current
+
+    def _definition(self, name: str) -> Saga:
+        saga = self.sagas.get(name)
+        if saga is None:
+            raise UnknownSaga(f"this orchestrator does not run saga {name!r}")
+        return saga
+
+
+def _failed(reason: str) -> NewEvent:
+    return NewEvent(S.FAILED, {"reason": reason})

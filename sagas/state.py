@@ -1,0 +1,126 @@
+"""A saga instance's state, rebuilt from the transitions in its stream.
+
+Each transition is an event appended before the orchestrator acts on it,
+so the stream alone says what was done, what was under way when a process
+died, and what is left: `evolve` is the only place that knows how.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from eventstore import RecordedEvent
+
+STARTED = "SagaStarted"
+STEP_STARTED = "StepStarted"
+STEP_SUCCEEDED = "StepSucceeded"
+STEP_FAILED = "StepFailed"
+FAILED = "SagaFailed"
+COMPENSATION_STARTED = "CompensationStarted"
+COMPENSATION_SUCCEEDED = "CompensationSucceeded"
+COMPENSATION_FAILED = "CompensationFailed"
+COMPLETED = "SagaCompleted"
+COMPENSATED = "SagaCompensated"
+PARKED = "SagaParked"
+RETRIED = "SagaRetried"
+RESOLVED = "SagaResolved"
+
+FINISHED = frozenset({"completed", "compensated", "resolved"})
+"""Statuses no orchestrator acts on again."""
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """An action or compensation recorded as started and not yet as ended."""
+
+    step: str
+    attempt: int
+    owner: str
+    lease_until: float
+    """Until when its owner may still be running it; after, another may retry it."""
+    deadline: float | None
+    """When this try times out (the step's timeout from its start)."""
+    compensating: bool
+
+
+@dataclass
+class SagaState:
+    name: str
+    saga_id: str
+    stream_id: str
+    version: int = 0
+    """The stream's version this state was built from (the next append expects it)."""
+    status: str = "running"
+    """running, compensating, completed, compensated, parked or resolved."""
+    data: dict[str, Any] = field(default_factory=dict)
+    correlation_id: str = ""
+    deadline: float | None = None
+    """When the whole saga times out, if it has a timeout."""
+    results: dict[str, Any] = field(default_factory=dict)
+    succeeded: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    """Steps whose last try timed out: they may have taken effect, so they are compensated."""
+    compensated: list[str] = field(default_factory=list)
+    attempts: dict[str, int] = field(default_factory=dict)
+    compensation_attempts: dict[str, int] = field(default_factory=dict)
+    in_flight: InFlight | None = None
+    failure: str | None = None
+    """Why it is compensating (or was compensated)."""
+    parked_because: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINISHED
+
+    def evolve(self, event: RecordedEvent) -> None:
+        d = event.data
+        self.version = event.version
+        kind = event.type
+        if kind == STARTED:
+            self.data = d["data"]
+            self.correlation_id = d["correlation_id"]
+            self.deadline = d["deadline"]
+        elif kind in (STEP_STARTED, COMPENSATION_STARTED):
+            compensating = kind == COMPENSATION_STARTED
+            tries = self.compensation_attempts if compensating else self.attempts
+            tries[d["step"]] = d["attempt"]
+            self.in_flight = InFlight(
+                d["step"],
+                d["attempt"],
+                d["owner"],
+                d["lease_until"],
+                d.get("deadline"),
+                compensating,
+            )
+        elif kind == STEP_SUCCEEDED:
+            self.in_flight = None
+            self.succeeded.append(d["step"])
+            self.results[d["step"]] = d["result"]
+        elif kind == STEP_FAILED:
+            self.in_flight = None
+            if d["final"] and d["outcome"] == "unknown":
+                self.unknown.append(d["step"])
+        elif kind == FAILED:
+            self.status, self.failure = "compensating", d["reason"]
+        elif kind == COMPENSATION_SUCCEEDED:
+            self.in_flight = None
+            self.compensated.append(d["step"])
+        elif kind == COMPENSATION_FAILED:
+            self.in_flight = None
+        elif kind == COMPLETED:
+            self.status = "completed"
+        elif kind == COMPENSATED:
+            self.status = "compensated"
+        elif kind == PARKED:
+            self.status, self.parked_because, self.in_flight = "parked", d["error"], None
+        elif kind == RETRIED:
+            self.status, self.parked_because = "compensating", None
+            self.compensation_attempts.clear()
+        elif kind == RESOLVED:
+            self.status = "resolved"
+
+    def to_compensate(self, steps: list[str]) -> list[str]:
+        """Steps that may have taken effect and are not yet undone, last first."""
+        done = set(self.succeeded) | set(self.unknown)
+        return [s for s in reversed(steps) if s in done and s not in self.compensated]

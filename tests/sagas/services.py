@@ -1,0 +1,65 @@
+"""Fake services for the saga tests: they record calls, honour idempotency keys, fail on cue."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from sagas import RetryPolicy, Saga, Step, StepContext
+
+
+class Ledger:
+    """Effects kept in a JSON-lines file, so that several processes share them.
+
+    Each applied effect is a line {"key", "effect"}; a key already present is
+    not applied again, as a real service honouring idempotency keys would.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def apply(self, key: str, effect: str) -> None:
+        if key in self.keys():
+            return
+        with self.path.open("a") as file:
+            file.write(json.dumps({"key": key, "effect": effect}) + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+
+    def keys(self) -> set[str]:
+        return {line["key"] for line in self.lines()}
+
+    def lines(self) -> list[dict[str, str]]:
+        if not self.path.exists():
+            return []
+        return [json.loads(line) for line in self.path.read_text().splitlines() if line]
+
+    def effects(self) -> list[str]:
+        return [line["effect"] for line in self.lines()]
+
+
+def fulfilment(ledger: Path, *, fail: str | None = None, crash_in: str | None = None) -> Saga:
+    """Reserve, charge, ship; `fail` names a step whose action raises,
+    `crash_in` one whose action or compensation kills the process (SIGKILL)."""
+    book = Ledger(ledger)
+
+    def effect(name: str) -> Any:
+        def run(data: dict[str, Any], context: StepContext) -> dict[str, str]:
+            what = f"{name}:{data['order']}"
+            if crash_in == what.split(":")[0]:
+                os.kill(os.getpid(), signal.SIGKILL)
+            if fail == name:
+                raise RuntimeError(f"{name} refused")
+            book.apply(context.idempotency_key, what)
+            return {"done": what}
+
+        return run
+
+    steps = [
+        Step(n, effect(n), compensation=effect(u), retry=RetryPolicy(attempts=2))
+        for n, u in (("reserve", "release"), ("charge", "refund"), ("ship", "cancel"))
+    ]
+    return Saga("fulfilment", steps)

@@ -1,0 +1,127 @@
+"""A saga runs its steps in order, or undoes the ones done, in reverse, and records each move."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eventstore import EventStore
+from sagas import Orchestrator, RetryPolicy, Saga, Step, StepContext
+
+from .services import Ledger, fulfilment
+
+
+def test_a_saga_whose_steps_succeed_completes_and_feeds_results_forward(
+    store: EventStore, tmp_path: Path
+) -> None:
+    saga = fulfilment(tmp_path / "ledger")
+    orchestrator = Orchestrator(store, [saga])
+    orchestrator.start(saga, {"order": "42"}, saga_id="42")
+    assert orchestrator.run_pending() == 0
+    done = orchestrator.state("fulfilment", "42")
+    assert done.status == "completed"
+    assert Ledger(tmp_path / "ledger").effects() == ["reserve:42", "charge:42", "ship:42"]
+    assert done.results["charge"] == {"done": "charge:42"}
+    types = [e.type for e in store.read_stream("saga-fulfilment:42")]
+    assert types == [
+        "SagaStarted",
+        *["StepStarted", "StepSucceeded"] * 3,
+        "SagaCompleted",
+    ]
+
+
+def test_a_failing_step_is_retried_then_the_done_steps_are_compensated_in_reverse(
+    store: EventStore, tmp_path: Path
+) -> None:
+    saga = fulfilment(tmp_path / "ledger", fail="ship")
+    orchestrator = Orchestrator(store, [saga])
+    orchestrator.start(saga, {"order": "7"}, saga_id="7")
+    orchestrator.run_pending()
+    final = orchestrator.state("fulfilment", "7")
+    assert final.status == "compensated"
+    assert final.attempts["ship"] == 2
+    assert "ship refused" in (final.failure or "")
+    assert Ledger(tmp_path / "ledger").effects() == [
+        "reserve:7",
+        "charge:7",
+        "refund:7",
+        "release:7",
+    ]
+
+
+def test_starting_an_instance_twice_starts_it_once(store: EventStore, tmp_path: Path) -> None:
+    saga = fulfilment(tmp_path / "ledger")
+    orchestrator = Orchestrator(store, [saga])
+    assert orchestrator.start(saga, {"order": "1"}, saga_id="1") == "1"
+    assert orchestrator.start(saga, {"order": "1"}, saga_id="1") == "1"
+    assert store.stream_version("saga-fulfilment:1") == 1
+
+
+def test_a_compensation_that_keeps_failing_parks_the_saga_until_retried(
+    store: EventStore, tmp_path: Path
+) -> None:
+    calls: list[str] = []
+    healthy = {"refund": False}
+
+    def refund(data: dict[str, object], context: StepContext) -> None:
+        calls.append(context.idempotency_key)
+        if not healthy["refund"]:
+            raise ConnectionError("payments is down")
+
+    def refuse(data: dict[str, object], context: StepContext) -> None:
+        raise RuntimeError("no courier")
+
+    saga = Saga(
+        "checkout",
+        [
+            Step("charge", lambda d, c: None, refund, compensation_retry=RetryPolicy(2)),
+            Step("ship", refuse),
+        ],
+    )
+    orchestrator = Orchestrator(store, [saga])
+    orchestrator.start(saga, {}, saga_id="9")
+    assert orchestrator.run_pending() == 1
+    (parked,) = orchestrator.parked()
+    assert parked.status == "parked" and "payments is down" in (parked.parked_because or "")
+    assert calls == ["saga-checkout:9/charge/compensation"] * 2
+    healthy["refund"] = True
+    assert orchestrator.retry("checkout", "9").status == "compensated"
+    assert orchestrator.parked() == []
+
+
+def test_a_step_past_its_timeout_fails_and_is_compensated_as_possibly_done(
+    store: EventStore,
+) -> None:
+    undone: list[str] = []
+
+    def slow(data: dict[str, object], context: StepContext) -> None:
+        import time
+
+        time.sleep(2)
+
+    saga = Saga(
+        "slow",
+        [Step("call", slow, lambda d, c: undone.append(c.step), timeout=0.2)],
+    )
+    orchestrator = Orchestrator(store, [saga])
+    orchestrator.start(saga, {}, saga_id="1")
+    orchestrator.run_pending()
+    final = orchestrator.state("slow", "1")
+    assert final.status == "compensated" and final.unknown == ["call"]
+    assert undone == ["call"]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_async_actions_run_too(store: EventStore, asynchronous: bool) -> None:
+    async def async_action(data: dict[str, object], context: StepContext) -> int:
+        return context.attempt
+
+    def plain_action(data: dict[str, object], context: StepContext) -> int:
+        return context.attempt
+
+    saga = Saga("tiny", [Step("one", async_action if asynchronous else plain_action)])
+    orchestrator = Orchestrator(store, [saga])
+    orchestrator.start(saga, {}, saga_id="a")
+    orchestrator.run_pending()
+    assert orchestrator.state("tiny", "a").results == {"one": 1}
