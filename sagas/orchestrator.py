@@ -33,6 +33,8 @@ from .state import SagaState
 log = logging.getLogger("eventcraft.sagas")
 
 CATEGORY = "saga"
+MAX_CRASHES = 5
+"""Tries of one step that may end with no outcome (their process died) before it is failed."""
 _MAX_ID = 200
 
 
@@ -198,10 +200,13 @@ class Orchestrator:
             self._fail(current, step, attempt - 1, "timed out", "unknown", final=True)
         elif saga_late:
             self._record(current, [_failed(f"the saga ran past its timeout at step {step.name}")])
-        elif attempt > step.retry.attempts:
-            outcome = "unknown" if flight is not None else "failed"
-            self._fail(current, step, attempt - 1, "no tries left", outcome, final=True)
+        elif attempt - current.failures.get(step.name, 0) > MAX_CRASHES:
+            # Every try so far died with its process: a poison step, not bad luck.
+            error = f"{MAX_CRASHES} tries ended with no outcome"
+            self._fail(current, step, attempt - 1, error, "unknown", final=True)
         else:
+            # A try cut short by a crash is tried again with the same key; only
+            # recorded failures use up the retry policy's tries.
             self._try(saga, current, step, attempt)
 
     def _try(self, saga: Saga, current: SagaState, step: Step, attempt: int) -> None:
@@ -226,13 +231,14 @@ class Orchestrator:
         try:
             result = call(step.action, current.data, context, timeout)
         except StepTimedOut as error:
-            final = attempt >= step.retry.attempts
+            final = current.failures.get(step.name, 0) + 1 >= step.retry.attempts
             self._fail(current, step, attempt, str(error), "unknown", final=final)
             return
         except Exception as error:
-            final = attempt >= step.retry.attempts or not step.retryable(error)
+            failures = current.failures.get(step.name, 0) + 1
+            final = failures >= step.retry.attempts or not step.retryable(error)
             if self._fail(current, step, attempt, repr(error), "failed", final=final) and not final:
-                time.sleep(step.retry.delay(attempt))
+                time.sleep(step.retry.delay(failures))
             return
         try:
             self._record(
@@ -266,9 +272,10 @@ class Orchestrator:
             return
         step = saga.step(undo[0])
         attempt = current.compensation_attempts.get(step.name, 0) + 1
+        failures = current.compensation_failures.get(step.name, 0)
         policy = step.compensation_retry
-        if attempt > policy.attempts:
-            error = f"compensation of {step.name} failed {policy.attempts} times"
+        if attempt - failures > MAX_CRASHES:
+            error = f"{MAX_CRASHES} tries of the compensation of {step.name} ended with no outcome"
             self._record(current, [NewEvent(S.PARKED, {"step": step.name, "error": error})])
             return
         now = self.clock()
@@ -289,14 +296,14 @@ class Orchestrator:
         try:
             call(step.compensation, current.data, context, step.timeout)
         except Exception as error:
-            final = attempt >= policy.attempts
+            final = failures + 1 >= policy.attempts
             failed = NewEvent(
                 S.COMPENSATION_FAILED,
                 {"step": step.name, "attempt": attempt, "error": repr(error), "final": final},
             )
             parked = NewEvent(S.PARKED, {"step": step.name, "error": repr(error)})
             if self._record(current, [failed, parked] if final else [failed]) and not final:
-                time.sleep(policy.delay(attempt))
+                time.sleep(policy.delay(failures + 1))
             return
         self._record(current, [NewEvent(S.COMPENSATION_SUCCEEDED, {"step": step.name})])
 

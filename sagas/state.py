@@ -63,7 +63,11 @@ class SagaState:
     """Steps whose last try timed out: they may have taken effect, so they are compensated."""
     compensated: list[str] = field(default_factory=list)
     attempts: dict[str, int] = field(default_factory=dict)
+    """The last try's number, by step: tries cut short by a crash count too."""
+    failures: dict[str, int] = field(default_factory=dict)
+    """Tries that ended in a recorded failure, by step: what the retry policy counts."""
     compensation_attempts: dict[str, int] = field(default_factory=dict)
+    compensation_failures: dict[str, int] = field(default_factory=dict)
     in_flight: InFlight | None = None
     failure: str | None = None
     """Why it is compensating (or was compensated)."""
@@ -99,6 +103,7 @@ class SagaState:
             self.results[d["step"]] = d["result"]
         elif kind == STEP_FAILED:
             self.in_flight = None
+            self.failures[d["step"]] = self.failures.get(d["step"], 0) + 1
             if d["final"] and d["outcome"] == "unknown":
                 self.unknown.append(d["step"])
         elif kind == FAILED:
@@ -108,6 +113,7 @@ class SagaState:
             self.compensated.append(d["step"])
         elif kind == COMPENSATION_FAILED:
             self.in_flight = None
+            self.compensation_failures[d["step"]] = self.compensation_failures.get(d["step"], 0) + 1
         elif kind == COMPLETED:
             self.status = "completed"
         elif kind == COMPENSATED:
@@ -116,7 +122,7 @@ class SagaState:
             self.status, self.parked_because, self.in_flight = "parked", d["error"], None
         elif kind == RETRIED:
             self.status, self.parked_because = "compensating", None
-            self.compensation_attempts.clear()
+            self.compensation_failures.clear()
         elif kind == RESOLVED:
             self.status = "resolved"
 

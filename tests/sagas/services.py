@@ -42,18 +42,19 @@ class Ledger:
 
 
 def fulfilment(ledger: Path, *, fail: str | None = None, crash_in: str | None = None) -> Saga:
-    """Reserve, charge, ship; `fail` names a step whose action raises,
-    `crash_in` one whose action or compensation kills the process (SIGKILL)."""
+    """Reserve, charge, ship; `fail` names a step whose action raises, `crash_in` an
+    action or compensation that kills the process (SIGKILL) after taking effect."""
     book = Ledger(ledger)
 
     def effect(name: str) -> Any:
         def run(data: dict[str, Any], context: StepContext) -> dict[str, str]:
             what = f"{name}:{data['order']}"
-            if crash_in == what.split(":")[0]:
-                os.kill(os.getpid(), signal.SIGKILL)
             if fail == name:
                 raise RuntimeError(f"{name} refused")
             book.apply(context.idempotency_key, what)
+            if crash_in == name and context.attempt == 1:
+                # Done, but the orchestrator never hears of it.
+                os.kill(os.getpid(), signal.SIGKILL)
             return {"done": what}
 
         return run
