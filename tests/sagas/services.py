@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -61,6 +62,50 @@ def fulfilment(ledger: Path, *, fail: str | None = None, crash_in: str | None = 
 
     steps = [
         Step(n, effect(n), compensation=effect(u), retry=RetryPolicy(attempts=2))
+        for n, u in (("reserve", "release"), ("charge", "refund"), ("ship", "cancel"))
+    ]
+    return Saga("fulfilment", steps)
+
+
+def _roll(*parts: object) -> float:
+    """A number in [0, 1) fixed by `parts`, the same in every process."""
+    digest = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def flaky_fulfilment(ledger: Path, calls: Path) -> Saga:
+    """Fulfilment whose services fail at random (decided by saga id, step and try).
+
+    charge fails a first try 30% of the time (the retry succeeds), ship fails
+    for good 25% of the time (the saga compensates), refund fails for good 10%
+    of the time (the saga parks). Every call is logged in `calls` with its
+    process id, to count how often each step ran.
+    """
+    book = Ledger(ledger)
+
+    def service(name: str) -> Any:
+        def run(data: dict[str, Any], context: StepContext) -> None:
+            with calls.open("a") as file:  # one short line per write: atomic with O_APPEND
+                record = {"key": context.idempotency_key, "try": context.attempt}
+                file.write(json.dumps({**record, "pid": os.getpid()}) + "\n")
+            roll = _roll(context.saga_id, name, context.attempt)
+            odds = {"ship": 0.25, "refund": 0.4}.get(name, 0.0)  # refund: 40% of failed ships
+            if (name == "charge" and context.attempt == 1 and roll < 0.3) or (
+                _roll(context.saga_id, name) < odds
+            ):
+                raise RuntimeError(f"{name} failed")
+            book.apply(context.idempotency_key, f"{name}:{data['order']}")
+
+        return run
+
+    steps = [
+        Step(
+            n,
+            service(n),
+            compensation=service(u),
+            retry=RetryPolicy(attempts=2),
+            compensation_retry=RetryPolicy(attempts=2),
+        )
         for n, u in (("reserve", "release"), ("charge", "refund"), ("ship", "cancel"))
     ]
     return Saga("fulfilment", steps)

@@ -11,7 +11,7 @@ from typing import Any, cast
 from eventstore import ANY, AppendResult, EventStore, ExpectedVersion, NewEvent
 from sagas import Orchestrator
 
-from .services import fulfilment
+from .services import flaky_fulfilment, fulfilment
 
 
 class CrashingStore:
@@ -48,3 +48,12 @@ def run_and_crash(
         orchestrator = Orchestrator(store, [saga], lease=5.0)
         orchestrator.start(saga, {"order": "1"}, saga_id="1")
         orchestrator.run_pending()
+
+
+def orchestrate_until_settled(url: str, ledger: str, calls: str, ready: Any) -> None:
+    """Run every pending saga, with another process doing the same, until none is left."""
+    with EventStore.open(url) as store:
+        orchestrator = Orchestrator(store, [flaky_fulfilment(Path(ledger), Path(calls))])
+        ready.wait()
+        while any(not (s.finished or s.status == "parked") for s in orchestrator.instances()):
+            orchestrator.run_pending()
