@@ -3,7 +3,8 @@
 Bank accounts and orders as aggregates: commands that keep their rules,
 a lost race retried, snapshots and an old event upcast on load; then the
 log they left, read by stream, by category and as a whole; then two read
-models (balances, orders by customer and status) kept live by projections.
+models (balances, orders by customer and status) kept live by projections;
+then order fulfilment as a saga, once completed and once compensated.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import sqlalchemy as sa
 from domain import EVENT_VERSION, DomainError, Repository, caused_by, command_context
 from eventstore import EventStore, NewEvent, WrongExpectedVersion
 from examples.bank import BankAccount
+from examples.fulfilment import inventory, order_fulfilment, payments, shipping
 from examples.orders import Order
 from examples.read_models import READ_MODELS, balances, orders
 from projections import ProjectionRunner
+from sagas import Orchestrator
 
 DEFAULT_DB = Path("var/demo/events.db")
 
@@ -96,6 +99,7 @@ def main(db: Path = DEFAULT_DB) -> None:
         print(f"\nstreams: {streams}")
         print(f"high-water mark: {store.high_water_mark()}  (stored in {db})")
         show_read_models(store, accounts)
+        show_sagas(store)
 
 
 def show_read_models(store: EventStore, accounts: Repository[BankAccount]) -> None:
@@ -127,6 +131,26 @@ def show_read_models(store: EventStore, accounts: Repository[BankAccount]) -> No
             f"rebuilt {report.name} from {report.events} events into generation "
             f"{report.generation}, checkpoint {report.position}"
         )
+
+
+def show_sagas(store: EventStore) -> None:
+    """Orchestration: each move recorded in the saga's stream before it is made."""
+    orchestrator = Orchestrator(store, [order_fulfilment])
+    order = {"sku": "book-1", "qty": 2, "cents": 1600, "address": "1 Main St"}
+    orchestrator.start(order_fulfilment, order, saga_id="order-42")
+    orchestrator.run_pending()
+    shipping.fail = 1  # the courier refuses order 43: the saga undoes what it did
+    orchestrator.start(order_fulfilment, {**order, "address": "nowhere"}, saga_id="order-43")
+    orchestrator.run_pending()
+    print()
+    for saga_id in ("order-42", "order-43"):
+        state = orchestrator.state(order_fulfilment.name, saga_id)
+        why = f" because {state.failure}" if state.failure else ""
+        print(f"saga {saga_id}: {state.status}{why}")
+        moves = [e.type for e in store.read_stream(state.stream_id)]
+        print(f"  {len(moves)} transitions: {' > '.join(moves)}")
+    for service in (inventory, payments, shipping):
+        print(f"  {service.name} was asked: {'; '.join(service.calls)}")
 
 
 if __name__ == "__main__":

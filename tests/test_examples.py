@@ -29,6 +29,11 @@ def test_the_demo_runs_end_to_end_on_sqlite(
     assert "bob   shipped    order 42 (2 lines, 1600 cents)" in out
     assert "projection orders-by-customer: checkpoint 16 of 16, lag 0 events" in out
     assert "rebuilt account-balances from 9 events into generation 2, checkpoint 16" in out
+    # Order fulfilment as a saga: one completes, one is undone in reverse.
+    assert "saga order-42: completed" in out
+    assert "saga order-43: compensated because step arrange_shipping failed" in out
+    assert "payments was asked: charge {'cents': 1600, 'for_': 'reserve-1'}" in out
+    assert "refund {'cents': 1600}" in out
     demo.main(tmp_path / "events.db")  # runs again from an empty log
     assert "high-water mark: 14" in capsys.readouterr().out
 
