@@ -78,6 +78,29 @@ class Step:
             )
 
 
+@dataclass(frozen=True)
+class Awaiting:
+    """The action of a step that waits for an event to be signalled into the saga."""
+
+    event_type: str
+
+    def __call__(self, data: dict[str, Any], context: StepContext) -> Any:
+        raise SagaDefinitionError("a waiting step is completed by a signal, never called")
+
+
+def wait_for(
+    name: str, event_type: str, *, timeout: float | None = None, compensation: Action | None = None
+) -> Step:
+    """A step that completes when `event_type` is signalled into the instance.
+
+    Its result is the signalled event's data. With a `timeout` it fails once
+    the time passes with no signal, and the saga compensates.
+    """
+    if not isinstance(event_type, str) or not event_type:
+        raise SagaDefinitionError(f"step {name!r}: event_type must be a non-empty str")
+    return Step(name, Awaiting(event_type), compensation, timeout=timeout)
+
+
 class Saga:
     """A durable name and its steps, run in order; compensated in reverse on failure.
 

@@ -42,3 +42,13 @@ class StepTimedOut(SagaError, TimeoutError):
         super().__init__(f"step {step!r} ran past its timeout of {seconds} s")
         self.step = step
         self.seconds = seconds
+
+
+class ReplyTimeout(SagaError, TimeoutError):
+    def __init__(
+        self, command: str, command_id: str, reply_types: list[str], seconds: float
+    ) -> None:
+        super().__init__(
+            f"no {' or '.join(reply_types)} replied to {command} {command_id} within {seconds} s"
+        )
+        self.command_id = command_id

@@ -21,12 +21,20 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from eventstore import NO_STREAM, EventStore, InvalidEvent, NewEvent, WrongExpectedVersion
+from eventstore import (
+    NO_STREAM,
+    DuplicateEventId,
+    EventStore,
+    InvalidEvent,
+    NewEvent,
+    RecordedEvent,
+    WrongExpectedVersion,
+)
 
 from . import state as S
 from .calls import call
 from .context import StepContext
-from .definition import Saga, Step
+from .definition import Awaiting, Saga, Step
 from .errors import SagaDefinitionError, SagaNotFound, SagaNotParked, StepTimedOut, UnknownSaga
 from .state import SagaState
 
@@ -85,7 +93,7 @@ class Orchestrator:
         correlation_id: str | None = None,
     ) -> str:
         """Record a new instance and return its id; starting an existing id does nothing."""
-        self._definition(saga.name)
+        self.definition(saga.name)
         saga_id = uuid.uuid4().hex if saga_id is None else saga_id
         if not isinstance(saga_id, str) or not saga_id or len(saga_id) > _MAX_ID:
             raise SagaDefinitionError(f"a saga id is a str of 1-{_MAX_ID} characters")
@@ -150,7 +158,7 @@ class Orchestrator:
 
     def advance(self, name: str, saga_id: str) -> SagaState:
         """Drive one instance until it finishes, parks, or another owner holds it."""
-        saga = self._definition(name)
+        saga = self.definition(name)
         stream = stream_of(name, saga_id)
         while True:
             current = self._load(stream)
@@ -161,10 +169,42 @@ class Orchestrator:
             flight = current.in_flight
             if flight and flight.owner != self.owner and flight.lease_until > self.clock():
                 return current  # its owner is (presumably) alive and at it
-            if current.status == "running":
-                self._forward(saga, current)
-            else:
-                self._backward(saga, current)
+            try:
+                if current.status == "running":
+                    self._forward(saga, current)
+                else:
+                    self._backward(saga, current)
+            except _Waiting:
+                return self._load(stream) or current
+
+    # --- events from outside ------------------------------------------------------
+
+    def signal(self, name: str, saga_id: str, event: RecordedEvent) -> bool:
+        """Hand `event` to the instance, for a step waiting on its type; False if finished.
+
+        Signalling the same event again records nothing (its id is kept).
+        """
+        current = self.state(name, saga_id)
+        if current.finished:
+            return False
+        signalled = NewEvent(
+            S.SIGNALLED,
+            {"type": event.type, "data": event.data, "event_id": str(event.id)},
+            {"correlation_id": current.correlation_id, "causation_id": str(event.id)},
+            id=uuid.uuid5(uuid.NAMESPACE_URL, f"eventcraft:{current.stream_id}:{event.id}"),
+        )
+        with contextlib.suppress(DuplicateEventId):
+            self.store.append(current.stream_id, [signalled])
+        return True
+
+    def cancel(self, name: str, saga_id: str, reason: str) -> bool:
+        """Stop a running instance and compensate what it did; False if it was not running."""
+        while True:
+            current = self.state(name, saga_id)
+            if current.status != "running":
+                return False
+            if self._record(current, [_failed(f"cancelled: {reason}")]):
+                return True
 
     # --- the error store ----------------------------------------------------------
 
@@ -195,7 +235,12 @@ class Orchestrator:
         attempt = current.attempts.get(step.name, 0) + 1
         flight = current.in_flight
         saga_late = current.deadline is not None and now >= current.deadline
-        if flight is not None and (saga_late or (flight.deadline or now + 1) <= now):
+        waiting = isinstance(step.action, Awaiting)
+        if (
+            flight is not None
+            and not waiting
+            and (saga_late or (flight.deadline or now + 1) <= now)
+        ):
             # It was under way when its owner died, and its time is up.
             self._fail(current, step, attempt - 1, "timed out", "unknown", final=True)
         elif saga_late:
@@ -204,10 +249,35 @@ class Orchestrator:
             # Every try so far died with its process: a poison step, not bad luck.
             error = f"{MAX_CRASHES} tries ended with no outcome"
             self._fail(current, step, attempt - 1, error, "unknown", final=True)
+        elif isinstance(step.action, Awaiting):
+            self._wait(current, step, attempt)
         else:
             # A try cut short by a crash is tried again with the same key; only
             # recorded failures use up the retry policy's tries.
             self._try(saga, current, step, attempt)
+
+    def _wait(self, current: SagaState, step: Step, attempt: int) -> None:
+        assert isinstance(step.action, Awaiting)
+        signal = current.signals.get(step.action.event_type)
+        now = self.clock()
+        if current.in_flight is None:
+            # Recorded so that its deadline holds across restarts; no one owns a wait.
+            deadline = None if step.timeout is None else now + step.timeout
+            started = {"step": step.name, "attempt": attempt, "owner": "", "lease_until": now}
+            if not self._record(
+                current, [NewEvent(S.STEP_STARTED, {**started, "deadline": deadline})]
+            ):
+                return
+            current.version += 1
+        if signal is not None:
+            self._record(
+                current, [NewEvent(S.STEP_SUCCEEDED, {"step": step.name, "result": signal})]
+            )
+        elif current.in_flight is not None and (current.in_flight.deadline or now + 1) <= now:
+            error = f"no {step.action.event_type} within {step.timeout} s"
+            self._fail(current, step, attempt, error, "failed", final=True)
+        else:
+            raise _Waiting
 
     def _try(self, saga: Saga, current: SagaState, step: Step, attempt: int) -> None:
         now = self.clock()
@@ -348,11 +418,16 @@ class Orchestrator:
             current.evolve(event)
         return current
 
-    def _definition(self, name: str) -> Saga:
+    def definition(self, name: str) -> Saga:
+        """The definition of saga `name`; `UnknownSaga` if this orchestrator lacks it."""
         saga = self.sagas.get(name)
         if saga is None:
             raise UnknownSaga(f"this orchestrator does not run saga {name!r}")
         return saga
+
+
+class _Waiting(Exception):
+    """The instance rests until a signal or its deadline."""
 
 
 def _failed(reason: str) -> NewEvent:

@@ -25,6 +25,7 @@ COMPENSATED = "SagaCompensated"
 PARKED = "SagaParked"
 RETRIED = "SagaRetried"
 RESOLVED = "SagaResolved"
+SIGNALLED = "SagaSignalled"
 
 FINISHED = frozenset({"completed", "compensated", "resolved"})
 """Statuses no orchestrator acts on again."""
@@ -72,6 +73,8 @@ class SagaState:
     failure: str | None = None
     """Why it is compensating (or was compensated)."""
     parked_because: str | None = None
+    signals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The data of the latest event of each type signalled into the instance."""
 
     @property
     def finished(self) -> bool:
@@ -125,6 +128,8 @@ class SagaState:
             self.compensation_failures.clear()
         elif kind == RESOLVED:
             self.status = "resolved"
+        elif kind == SIGNALLED:
+            self.signals[d["type"]] = d["data"]
 
     def to_compensate(self, steps: list[str]) -> list[str]:
         """Steps that may have taken effect and are not yet undone, last first."""

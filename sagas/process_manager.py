@@ -1,0 +1,96 @@
+"""React to the log: start, continue or cancel saga instances from the events that concern them.
+
+A process manager is a set of routes, each an event type (and a test of
+its data) and what it does to the saga instance the event names:
+
+    manager = ProcessManager("fulfilment-pm", orchestrator, [
+        Route("OrderPlaced", order_fulfilment, "start", saga_id=lambda e: e.data["order_id"],
+              data=lambda e: e.data),
+        Route("PaymentReceived", order_fulfilment, "signal", saga_id=lambda e: e.data["order_id"]),
+        Route("OrderCancelled", order_fulfilment, "cancel", saga_id=lambda e: e.data["order_id"]),
+    ])
+    runner = ProjectionRunner(store, [manager.subscription()])
+
+It reads the log through a projections `Subscription` (its own checkpoint,
+at-least-once delivery), which is safe because every route is idempotent:
+a start is keyed by the saga id, a signal by the event's id, and a cancel
+of an instance no longer running does nothing. The orchestrator's own loop
+(`Orchestrator.run`) then carries the instances forward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from eventstore import RecordedEvent
+from projections import Subscription
+
+from .definition import Saga
+from .errors import SagaDefinitionError
+from .orchestrator import Orchestrator
+
+Action = Literal["start", "signal", "cancel"]
+
+
+def _always(event: RecordedEvent) -> bool:
+    return True
+
+
+def _the_data(event: RecordedEvent) -> dict[str, Any]:
+    return dict(event.data)
+
+
+@dataclass(frozen=True)
+class Route:
+    """Events of `event_type` for which `when(event)` holds do `action` to the saga instance
+    with id `saga_id(event)`; a start gives it `data(event)` (the event's data by default)."""
+
+    event_type: str
+    saga: Saga
+    action: Action
+    saga_id: Callable[[RecordedEvent], str]
+    when: Callable[[RecordedEvent], bool] = _always
+    data: Callable[[RecordedEvent], dict[str, Any]] = _the_data
+
+    def __post_init__(self) -> None:
+        if self.action not in ("start", "signal", "cancel"):
+            raise SagaDefinitionError(f"a route starts, signals or cancels, not {self.action!r}")
+        if not isinstance(self.saga, Saga):
+            raise SagaDefinitionError(f"a route leads to a Saga, not {self.saga!r}")
+
+
+class ProcessManager:
+    def __init__(self, name: str, orchestrator: Orchestrator, routes: Sequence[Route]) -> None:
+        self.name = name
+        self.orchestrator = orchestrator
+        self.routes = tuple(routes)
+        if not self.routes:
+            raise SagaDefinitionError(f"process manager {name!r} needs at least one route")
+        for route in self.routes:
+            orchestrator.definition(route.saga.name)  # fail now, not at the first event
+
+    def subscription(self) -> Subscription:
+        """The subscription to run in a `projections.ProjectionRunner`."""
+        types = sorted({route.event_type for route in self.routes})
+        return Subscription(self.name, self.handle, types=types)
+
+    def handle(self, event: RecordedEvent) -> None:
+        """Apply every route `event` matches, in their declared order."""
+        for route in self.routes:
+            if route.event_type != event.type or not route.when(event):
+                continue
+            saga_id = route.saga_id(event)
+            name = route.saga.name
+            if route.action == "start":
+                correlation = event.metadata.get("correlation_id") or str(event.id)
+                self.orchestrator.start(
+                    route.saga, route.data(event), saga_id=saga_id, correlation_id=str(correlation)
+                )
+            elif route.action == "signal":
+                self.orchestrator.signal(name, saga_id, event)
+            else:
+                self.orchestrator.cancel(
+                    name, saga_id, f"{event.type} at position {event.position}"
+                )

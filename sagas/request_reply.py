@@ -1,0 +1,40 @@
+"""Request-reply over the log: send a command, wait for the event that answers it.
+
+The reply is the first event of one of `reply_types`, appended after the
+command, whose `causation_id` is the command's id (what
+`domain.caused_by(command)` gives a handler's events). The wait sleeps on
+the store's own wake-up (`wait_for_events`), never on a fixed interval.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from eventstore import ANY, EventStore, NewEvent, RecordedEvent
+
+from .errors import ReplyTimeout
+
+
+def request(
+    store: EventStore,
+    stream_id: str,
+    command: NewEvent,
+    *,
+    reply_types: Sequence[str],
+    timeout: float,
+) -> RecordedEvent:
+    """Append `command` to `stream_id`, then return its reply; `ReplyTimeout` when it is late."""
+    metadata = {"correlation_id": str(command.id), **command.metadata}
+    sent = NewEvent(command.type, command.data, metadata, command.id)
+    after = store.append(stream_id, [sent], expected_version=ANY).positions[0]
+    wanted = str(command.id)
+    deadline = time.monotonic() + timeout
+    while True:
+        for event in store.read_all(after=after, types=list(reply_types)):
+            if event.metadata.get("causation_id") == wanted:
+                return event
+            after = event.position
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not store.wait_for_events(after, remaining):
+            raise ReplyTimeout(command.type, wanted, list(reply_types), timeout)
