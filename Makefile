@@ -35,6 +35,7 @@ bench: $(STAMP) services
 	$(BIN)/python -m benchmarks.aggregates
 	$(BIN)/python -m benchmarks.projections
 	$(BIN)/python -m benchmarks.spark
+	$(BIN)/python -m benchmarks.sagas
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
