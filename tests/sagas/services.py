@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,14 @@ class Ledger:
         return [line["effect"] for line in self.lines()]
 
 
-def fulfilment(ledger: Path, *, fail: str | None = None, crash_in: str | None = None) -> Saga:
+def fulfilment(
+    ledger: Path,
+    *,
+    fail: str | None = None,
+    crash_in: str | None = None,
+    hang_in: str | None = None,
+    timeout: float | None = None,
+) -> Saga:
     """Reserve, charge, ship; `fail` names a step whose action raises, `crash_in` an
     action or compensation that kills the process (SIGKILL) after taking effect."""
     book = Ledger(ledger)
@@ -53,6 +61,10 @@ def fulfilment(ledger: Path, *, fail: str | None = None, crash_in: str | None = 
             if fail == name:
                 raise RuntimeError(f"{name} refused")
             book.apply(context.idempotency_key, what)
+            if hang_in == name:
+                # Done, then stuck: the marker tells the test it may kill us now.
+                (ledger.parent / "hanging").touch()
+                threading.Event().wait()
             if crash_in == name and context.attempt == 1:
                 # Done, but the orchestrator never hears of it.
                 os.kill(os.getpid(), signal.SIGKILL)
@@ -61,7 +73,7 @@ def fulfilment(ledger: Path, *, fail: str | None = None, crash_in: str | None = 
         return run
 
     steps = [
-        Step(n, effect(n), compensation=effect(u), retry=RetryPolicy(attempts=2))
+        Step(n, effect(n), compensation=effect(u), retry=RetryPolicy(attempts=2), timeout=timeout)
         for n, u in (("reserve", "release"), ("charge", "refund"), ("ship", "cancel"))
     ]
     return Saga("fulfilment", steps)

@@ -4,6 +4,7 @@ and each service's effect is applied once."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ from eventstore import EventStore
 from sagas import Orchestrator
 
 from .services import Ledger, fulfilment
-from .workers import run_and_crash
+from .workers import run_and_crash, run_until_hung
 
 SPAWN = multiprocessing.get_context("spawn")
 HAPPY = ["reserve:1", "charge:1", "ship:1"]
@@ -73,3 +74,30 @@ def test_a_step_done_but_not_recorded_is_retried_with_its_key_and_takes_effect_o
     status = crash_then_recover(shared_store_url, ledger, fail, 0, crash_in)
     assert status == ("completed" if fail is None else "compensated")
     assert Ledger(ledger).effects() == (HAPPY if fail is None else UNDONE)
+
+
+def test_a_step_that_hangs_when_its_process_dies_times_out_after_the_restart(
+    shared_store_url: str, tmp_path: Path
+) -> None:
+    """The deadline is in the stream: the next orchestrator fails the step once it passes,
+    and compensates it with the others, since it may have taken effect (it did)."""
+    ledger = tmp_path / "ledger"
+    worker = SPAWN.Process(
+        target=run_until_hung, args=(shared_store_url, str(ledger), "charge", 30)
+    )
+    worker.start()
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "hanging").exists():
+        assert worker.is_alive() and time.monotonic() < deadline, "the worker never hung"
+        time.sleep(0.01)
+    os.kill(worker.pid or 0, signal.SIGKILL)
+    worker.join()
+    with EventStore.open(shared_store_url) as store:
+        saga = fulfilment(ledger, timeout=30)
+        before_deadline = Orchestrator(store, [saga], clock=lambda: time.time() + 10)
+        assert before_deadline.advance("fulfilment", "1").status == "running"  # its lease holds
+        after_deadline = Orchestrator(store, [saga], clock=lambda: time.time() + 31)
+        final = after_deadline.advance("fulfilment", "1")
+    assert final.status == "compensated" and final.unknown == ["charge"]
+    assert "timed out" in (final.failure or "")
+    assert Ledger(ledger).effects() == UNDONE

@@ -57,3 +57,12 @@ def orchestrate_until_settled(url: str, ledger: str, calls: str, ready: Any) -> 
         ready.wait()
         while any(not (s.finished or s.status == "parked") for s in orchestrator.instances()):
             orchestrator.run_pending()
+
+
+def run_until_hung(url: str, ledger: str, hang_in: str, timeout: float) -> None:
+    """Run order 1 with steps of `timeout` seconds; the step `hang_in` never returns."""
+    with EventStore.open(url) as store:
+        saga = fulfilment(Path(ledger), hang_in=hang_in, timeout=timeout)
+        orchestrator = Orchestrator(store, [saga])
+        orchestrator.start(saga, {"order": "1"}, saga_id="1")
+        orchestrator.run_pending()
