@@ -18,7 +18,13 @@ import sqlalchemy as sa
 from domain import EVENT_VERSION, DomainError, Repository, caused_by, command_context
 from eventstore import EventStore, NewEvent, WrongExpectedVersion
 from examples.bank import BankAccount
-from examples.fulfilment import inventory, order_fulfilment, payments, shipping
+from examples.fulfilment import (
+    inventory,
+    order_fulfilment,
+    payments,
+    reset_services,
+    shipping,
+)
 from examples.orders import Order
 from examples.read_models import READ_MODELS, balances, orders
 from projections import ProjectionRunner
@@ -135,11 +141,12 @@ def show_read_models(store: EventStore, accounts: Repository[BankAccount]) -> No
 
 def show_sagas(store: EventStore) -> None:
     """Orchestration: each move recorded in the saga's stream before it is made."""
+    reset_services()
     orchestrator = Orchestrator(store, [order_fulfilment])
     order = {"sku": "book-1", "qty": 2, "cents": 1600, "address": "1 Main St"}
     orchestrator.start(order_fulfilment, order, saga_id="order-42")
     orchestrator.run_pending()
-    shipping.fail = 1  # the courier refuses order 43: the saga undoes what it did
+    shipping.refuse = "book"  # the courier refuses order 43: the saga undoes what it did
     orchestrator.start(order_fulfilment, {**order, "address": "nowhere"}, saga_id="order-43")
     orchestrator.run_pending()
     print()

@@ -236,13 +236,14 @@ class Orchestrator:
         flight = current.in_flight
         saga_late = current.deadline is not None and now >= current.deadline
         waiting = isinstance(step.action, Awaiting)
-        if (
-            flight is not None
-            and not waiting
-            and (saga_late or (flight.deadline or now + 1) <= now)
-        ):
-            # It was under way when its owner died, and its time is up.
-            self._fail(current, step, attempt - 1, "timed out", "unknown", final=True)
+        if flight is not None and not waiting and saga_late:
+            self._fail(current, step, attempt - 1, "the saga timed out", "unknown", final=True)
+        elif flight is not None and not waiting and (flight.deadline or now + 1) <= now:
+            # Under way when its owner died, and past its timeout: a try that
+            # timed out, as if its owner had lived to see it. Retried (with the
+            # same key) while the policy allows; possibly done, if not.
+            final = current.failures.get(step.name, 0) + 1 >= step.retry.attempts
+            self._fail(current, step, attempt - 1, "timed out", "unknown", final=final)
         elif saga_late:
             self._record(current, [_failed(f"the saga ran past its timeout at step {step.name}")])
         elif attempt - current.failures.get(step.name, 0) > MAX_CRASHES:
@@ -281,17 +282,22 @@ class Orchestrator:
 
     def _try(self, saga: Saga, current: SagaState, step: Step, attempt: int) -> None:
         now = self.clock()
-        timeout = step.timeout
-        if current.deadline is not None:
-            timeout = min(timeout or self.lease, max(current.deadline - now, 0.001))
+        # The try's own deadline is the step's timeout; the saga's deadline, if
+        # sooner, also cuts the call short, and is checked apart on recovery.
+        own_deadline = None if step.timeout is None else now + step.timeout
+        cut_off = min((d for d in (own_deadline, current.deadline) if d is not None), default=None)
+        timeout = None if cut_off is None else max(cut_off - now, 0.001)
+        # The owner gives up at the step's timeout; a step without one is
+        # presumed abandoned after `lease` (a longer step should declare a timeout).
+        lease_until = min(now + (step.timeout or self.lease), cut_off or float("inf"))
         started = NewEvent(
             S.STEP_STARTED,
             {
                 "step": step.name,
                 "attempt": attempt,
                 "owner": self.owner,
-                "lease_until": now + (timeout or self.lease),
-                "deadline": None if timeout is None else now + timeout,
+                "lease_until": lease_until,
+                "deadline": own_deadline,
             },
         )
         if not self._record(current, [started]):

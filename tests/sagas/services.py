@@ -50,6 +50,7 @@ def fulfilment(
     crash_in: str | None = None,
     hang_in: str | None = None,
     timeout: float | None = None,
+    attempts: int = 2,
 ) -> Saga:
     """Reserve, charge, ship; `fail` names a step whose action raises, `crash_in` an
     action or compensation that kills the process (SIGKILL) after taking effect."""
@@ -73,7 +74,7 @@ def fulfilment(
         return run
 
     steps = [
-        Step(n, effect(n), compensation=effect(u), retry=RetryPolicy(attempts=2), timeout=timeout)
+        Step(n, effect(n), effect(u), retry=RetryPolicy(attempts=attempts), timeout=timeout)
         for n, u in (("reserve", "release"), ("charge", "refund"), ("ship", "cancel"))
     ]
     return Saga("fulfilment", steps)

@@ -36,20 +36,6 @@ class CrashingStore:
         return getattr(self.store, name)
 
 
-def run_and_crash(
-    url: str, ledger: str, fail: str | None, crash_after: int, crash_in: str | None
-) -> None:
-    """Start order 1 and run it; die after the `crash_after`-th transition (0: never),
-    or inside the action or compensation named `crash_in`, after its effect."""
-    with EventStore.open(url) as opened:
-        store = cast(EventStore, CrashingStore(opened, crash_after))
-
-        saga = fulfilment(Path(ledger), fail=fail, crash_in=crash_in)
-        orchestrator = Orchestrator(store, [saga], lease=5.0)
-        orchestrator.start(saga, {"order": "1"}, saga_id="1")
-        orchestrator.run_pending()
-
-
 def orchestrate_until_settled(url: str, ledger: str, calls: str, ready: Any) -> None:
     """Run every pending saga, with another process doing the same, until none is left."""
     with EventStore.open(url) as store:
@@ -59,10 +45,39 @@ def orchestrate_until_settled(url: str, ledger: str, calls: str, ready: Any) -> 
             orchestrator.run_pending()
 
 
-def run_until_hung(url: str, ledger: str, hang_in: str, timeout: float) -> None:
+def run_until_hung(url: str, ledger: str, hang_in: str, timeout: float, attempts: int) -> None:
     """Run order 1 with steps of `timeout` seconds; the step `hang_in` never returns."""
     with EventStore.open(url) as store:
-        saga = fulfilment(Path(ledger), hang_in=hang_in, timeout=timeout)
+        saga = fulfilment(Path(ledger), hang_in=hang_in, timeout=timeout, attempts=attempts)
         orchestrator = Orchestrator(store, [saga])
         orchestrator.start(saga, {"order": "1"}, saga_id="1")
+        orchestrator.run_pending()
+
+
+def use_journals(directory: Path, *, shipping_fails: bool) -> None:
+    """Point the example's fake services at journals in `directory` (effects outlive us)."""
+    from examples import fulfilment
+
+    fulfilment.reset_services(journals=directory)
+    if shipping_fails:
+        fulfilment.shipping.refuse = "book"  # the courier refuses, every time
+
+
+def run_example_and_crash(
+    url: str, directory: str, shipping_fails: bool, crash_after: int, crash_on: str | None
+) -> None:
+    """Run the example's order fulfilment for order 1; die after the `crash_after`-th
+    transition, or inside the service operation `crash_on` ("payments.refund") after it
+    took effect."""
+    from examples import fulfilment
+
+    use_journals(Path(directory), shipping_fails=shipping_fails)
+    if crash_on is not None:
+        service, operation = crash_on.split(".")
+        getattr(fulfilment, service).crash_on = operation
+    order = {"sku": "book-1", "qty": 1, "cents": 900, "address": "1 Main St"}
+    with EventStore.open(url) as opened:
+        store = cast(EventStore, CrashingStore(opened, crash_after))
+        orchestrator = Orchestrator(store, [fulfilment.order_fulfilment])
+        orchestrator.start(fulfilment.order_fulfilment, order, saga_id="1")
         orchestrator.run_pending()
