@@ -31,7 +31,7 @@ from eventstore import (
     WrongExpectedVersion,
 )
 
-from . import state as S
+from . import transitions as T
 from .calls import call
 from .context import StepContext
 from .definition import Awaiting, Saga, Step
@@ -101,19 +101,7 @@ class Orchestrator:
             raise SagaDefinitionError(f"saga data is a JSON-encodable dict, not {data!r}")
         stream = stream_of(saga.name, saga_id)
         deadline = None if saga.timeout is None else self.clock() + saga.timeout
-        started = NewEvent(
-            S.STARTED,
-            {
-                "saga": saga.name,
-                "data": data,
-                "deadline": deadline,
-                "correlation_id": correlation_id or saga_id,
-            },
-            {"correlation_id": correlation_id or saga_id},
-            # The same id for every start of this instance: the store's own
-            # retry rule turns a second start into a no-op.
-            id=uuid.uuid5(uuid.NAMESPACE_URL, f"eventcraft:{stream}:started"),
-        )
+        started = T.started(stream, saga.name, data, deadline, correlation_id or saga_id)
         with contextlib.suppress(WrongExpectedVersion):  # started before, by an earlier call
             self.store.append(stream, [started], expected_version=NO_STREAM)
         return saga_id
@@ -187,12 +175,7 @@ class Orchestrator:
         current = self.state(name, saga_id)
         if current.finished:
             return False
-        signalled = NewEvent(
-            S.SIGNALLED,
-            {"type": event.type, "data": event.data, "event_id": str(event.id)},
-            {"correlation_id": current.correlation_id, "causation_id": str(event.id)},
-            id=uuid.uuid5(uuid.NAMESPACE_URL, f"eventcraft:{current.stream_id}:{event.id}"),
-        )
+        signalled = T.signalled(current.stream_id, current.correlation_id, event)
         with contextlib.suppress(DuplicateEventId):
             self.store.append(current.stream_id, [signalled])
         return True
@@ -203,7 +186,7 @@ class Orchestrator:
             current = self.state(name, saga_id)
             if current.status != "running":
                 return False
-            if self._record(current, [_failed(f"cancelled: {reason}")]):
+            if self._record(current, [T.saga_failed(f"cancelled: {reason}")]):
                 return True
 
     # --- the error store ----------------------------------------------------------
@@ -213,7 +196,7 @@ class Orchestrator:
         current = self.state(name, saga_id)
         if current.status != "parked":
             raise SagaNotParked(current.stream_id, current.status)
-        self._record(current, [NewEvent(S.RETRIED, {})])
+        self._record(current, [T.retried()])
         return self.advance(name, saga_id)
 
     def resolve(self, name: str, saga_id: str, note: str) -> SagaState:
@@ -221,7 +204,7 @@ class Orchestrator:
         current = self.state(name, saga_id)
         if current.status != "parked":
             raise SagaNotParked(current.stream_id, current.status)
-        self._record(current, [NewEvent(S.RESOLVED, {"note": str(note)})])
+        self._record(current, [T.resolved(str(note))])
         return self.state(name, saga_id)
 
     # --- moves ----------------------------------------------------------------------
@@ -229,7 +212,7 @@ class Orchestrator:
     def _forward(self, saga: Saga, current: SagaState) -> None:
         now = self.clock()
         if len(current.succeeded) == len(saga.steps):
-            self._record(current, [NewEvent(S.COMPLETED, {})])
+            self._record(current, [T.completed()])
             return
         step = saga.steps[len(current.succeeded)]
         attempt = current.attempts.get(step.name, 0) + 1
@@ -245,7 +228,9 @@ class Orchestrator:
             final = current.failures.get(step.name, 0) + 1 >= step.retry.attempts
             self._fail(current, step, attempt - 1, "timed out", "unknown", final=final)
         elif saga_late:
-            self._record(current, [_failed(f"the saga ran past its timeout at step {step.name}")])
+            self._record(
+                current, [T.saga_failed(f"the saga ran past its timeout at step {step.name}")]
+            )
         elif attempt - current.failures.get(step.name, 0) > MAX_CRASHES:
             # Every try so far died with its process: a poison step, not bad luck.
             error = f"{MAX_CRASHES} tries ended with no outcome"
@@ -264,16 +249,11 @@ class Orchestrator:
         if current.in_flight is None:
             # Recorded so that its deadline holds across restarts; no one owns a wait.
             deadline = None if step.timeout is None else now + step.timeout
-            started = {"step": step.name, "attempt": attempt, "owner": "", "lease_until": now}
-            if not self._record(
-                current, [NewEvent(S.STEP_STARTED, {**started, "deadline": deadline})]
-            ):
+            if not self._record(current, [T.step_started(step.name, attempt, "", now, deadline)]):
                 return
             current.version += 1
         if signal is not None:
-            self._record(
-                current, [NewEvent(S.STEP_SUCCEEDED, {"step": step.name, "result": signal})]
-            )
+            self._record(current, [T.step_succeeded(step.name, signal)])
         elif current.in_flight is not None and (current.in_flight.deadline or now + 1) <= now:
             error = f"no {step.action.event_type} within {step.timeout} s"
             self._fail(current, step, attempt, error, "failed", final=True)
@@ -290,16 +270,7 @@ class Orchestrator:
         # The owner gives up at the step's timeout; a step without one is
         # presumed abandoned after `lease` (a longer step should declare a timeout).
         lease_until = min(now + (step.timeout or self.lease), cut_off or float("inf"))
-        started = NewEvent(
-            S.STEP_STARTED,
-            {
-                "step": step.name,
-                "attempt": attempt,
-                "owner": self.owner,
-                "lease_until": lease_until,
-                "deadline": own_deadline,
-            },
-        )
+        started = T.step_started(step.name, attempt, self.owner, lease_until, own_deadline)
         if not self._record(current, [started]):
             return
         current.version += 1
@@ -317,34 +288,28 @@ class Orchestrator:
                 time.sleep(step.retry.delay(failures))
             return
         try:
-            self._record(
-                current, [NewEvent(S.STEP_SUCCEEDED, {"step": step.name, "result": result})]
-            )
+            self._record(current, [T.step_succeeded(step.name, result)])
         except InvalidEvent as error:
             # It took effect but its result cannot be kept: undo it.
             self._fail(current, step, attempt, f"unstorable result: {error}", "unknown", final=True)
 
     def _fail(
-        self, current: SagaState, step: Step, attempt: int, error: str, outcome: str, *, final: bool
+        self,
+        current: SagaState,
+        step: Step,
+        attempt: int,
+        error: str,
+        outcome: T.Outcome,
+        *,
+        final: bool,
     ) -> bool:
-        failed = NewEvent(
-            S.STEP_FAILED,
-            {
-                "step": step.name,
-                "attempt": attempt,
-                "error": error,
-                "outcome": outcome,
-                "final": final,
-            },
-        )
-        reason = f"step {step.name} failed: {error}"
-        return self._record(current, [failed, _failed(reason)] if final else [failed])
+        return self._record(current, T.step_failed(step.name, attempt, error, outcome, final))
 
     def _backward(self, saga: Saga, current: SagaState) -> None:
         names = [s.name for s in saga.steps]
         undo = [n for n in current.to_compensate(names) if saga.step(n).compensation is not None]
         if not undo:
-            self._record(current, [NewEvent(S.COMPENSATED, {"reason": current.failure})])
+            self._record(current, [T.compensated(current.failure)])
             return
         step = saga.step(undo[0])
         attempt = current.compensation_attempts.get(step.name, 0) + 1
@@ -352,18 +317,11 @@ class Orchestrator:
         policy = step.compensation_retry
         if attempt - failures > MAX_CRASHES:
             error = f"{MAX_CRASHES} tries of the compensation of {step.name} ended with no outcome"
-            self._record(current, [NewEvent(S.PARKED, {"step": step.name, "error": error})])
+            self._record(current, [T.parked(step.name, error)])
             return
         now = self.clock()
-        started = NewEvent(
-            S.COMPENSATION_STARTED,
-            {
-                "step": step.name,
-                "attempt": attempt,
-                "owner": self.owner,
-                "lease_until": now + (step.timeout or self.lease),
-            },
-        )
+        lease_until = now + (step.timeout or self.lease)
+        started = T.compensation_started(step.name, attempt, self.owner, lease_until)
         if not self._record(current, [started]):
             return
         current.version += 1
@@ -373,15 +331,11 @@ class Orchestrator:
             call(step.compensation, current.data, context, step.timeout)
         except Exception as error:
             final = failures + 1 >= policy.attempts
-            failed = NewEvent(
-                S.COMPENSATION_FAILED,
-                {"step": step.name, "attempt": attempt, "error": repr(error), "final": final},
-            )
-            parked = NewEvent(S.PARKED, {"step": step.name, "error": repr(error)})
-            if self._record(current, [failed, parked] if final else [failed]) and not final:
+            failed = T.compensation_failed(step.name, attempt, repr(error), final)
+            if self._record(current, failed) and not final:
                 time.sleep(policy.delay(failures + 1))
             return
-        self._record(current, [NewEvent(S.COMPENSATION_SUCCEEDED, {"step": step.name})])
+        self._record(current, [T.compensation_succeeded(step.name)])
 
     # --- plumbing -------------------------------------------------------------------
 
@@ -434,7 +388,3 @@ class Orchestrator:
 
 class _Waiting(Exception):
     """The instance rests until a signal or its deadline."""
-
-
-def _failed(reason: str) -> NewEvent:
-    return NewEvent(S.FAILED, {"reason": reason})

@@ -1,0 +1,102 @@
+"""The events a saga instance's stream holds: one builder per transition.
+
+`state.py` reads them back; these say what each one records.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from eventstore import NewEvent, RecordedEvent
+
+from . import state as S
+
+Outcome = Literal["failed", "unknown"]
+"""Of a failed try: it did not take effect, or it may have (it timed out, or its process died)."""
+
+
+def started(
+    stream: str, name: str, data: dict[str, Any], deadline: float | None, correlation: str
+) -> NewEvent:
+    return NewEvent(
+        S.STARTED,
+        {"saga": name, "data": data, "deadline": deadline, "correlation_id": correlation},
+        {"correlation_id": correlation},
+        # The same id for every start of this instance: the store's own retry
+        # rule turns a second start into a no-op.
+        id=uuid.uuid5(uuid.NAMESPACE_URL, f"eventcraft:{stream}:started"),
+    )
+
+
+def step_started(
+    step: str, attempt: int, owner: str, lease_until: float, deadline: float | None
+) -> NewEvent:
+    data = {"step": step, "attempt": attempt, "owner": owner, "lease_until": lease_until}
+    return NewEvent(S.STEP_STARTED, {**data, "deadline": deadline})
+
+
+def step_succeeded(step: str, result: Any) -> NewEvent:
+    return NewEvent(S.STEP_SUCCEEDED, {"step": step, "result": result})
+
+
+def step_failed(
+    step: str, attempt: int, error: str, outcome: Outcome, final: bool
+) -> list[NewEvent]:
+    """The failed try, and the saga's failure with it when no try is left."""
+    failed = NewEvent(
+        S.STEP_FAILED,
+        {"step": step, "attempt": attempt, "error": error, "outcome": outcome, "final": final},
+    )
+    return [failed, saga_failed(f"step {step} failed: {error}")] if final else [failed]
+
+
+def saga_failed(reason: str) -> NewEvent:
+    return NewEvent(S.FAILED, {"reason": reason})
+
+
+def compensation_started(step: str, attempt: int, owner: str, lease_until: float) -> NewEvent:
+    data = {"step": step, "attempt": attempt, "owner": owner, "lease_until": lease_until}
+    return NewEvent(S.COMPENSATION_STARTED, data)
+
+
+def compensation_succeeded(step: str) -> NewEvent:
+    return NewEvent(S.COMPENSATION_SUCCEEDED, {"step": step})
+
+
+def compensation_failed(step: str, attempt: int, error: str, final: bool) -> list[NewEvent]:
+    """The failed try, and the saga parked with it when no try is left."""
+    failed = NewEvent(
+        S.COMPENSATION_FAILED, {"step": step, "attempt": attempt, "error": error, "final": final}
+    )
+    return [failed, parked(step, error)] if final else [failed]
+
+
+def parked(step: str, error: str) -> NewEvent:
+    return NewEvent(S.PARKED, {"step": step, "error": error})
+
+
+def completed() -> NewEvent:
+    return NewEvent(S.COMPLETED, {})
+
+
+def compensated(reason: str | None) -> NewEvent:
+    return NewEvent(S.COMPENSATED, {"reason": reason})
+
+
+def retried() -> NewEvent:
+    return NewEvent(S.RETRIED, {})
+
+
+def resolved(note: str) -> NewEvent:
+    return NewEvent(S.RESOLVED, {"note": note})
+
+
+def signalled(stream: str, correlation: str, event: RecordedEvent) -> NewEvent:
+    return NewEvent(
+        S.SIGNALLED,
+        {"type": event.type, "data": event.data, "event_id": str(event.id)},
+        {"correlation_id": correlation, "causation_id": str(event.id)},
+        # One id per (instance, event): delivering the event again records nothing.
+        id=uuid.uuid5(uuid.NAMESPACE_URL, f"eventcraft:{stream}:{event.id}"),
+    )
