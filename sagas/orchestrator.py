@@ -36,11 +36,11 @@ from .calls import call
 from .context import StepContext
 from .definition import Awaiting, Saga, Step
 from .errors import SagaDefinitionError, SagaNotFound, SagaNotParked, StepTimedOut, UnknownSaga
+from .index import CATEGORY, SagaIndex
 from .state import SagaState
 
 log = logging.getLogger("eventcraft.sagas")
 
-CATEGORY = "saga"
 MAX_CRASHES = 5
 """Tries of one step that may end with no outcome (their process died) before it is failed."""
 _MAX_ID = 200
@@ -81,6 +81,7 @@ class Orchestrator:
         self.lease = float(lease)
         self.owner = owner or f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.clock = clock
+        self._index = SagaIndex(store)
 
     # --- starting and reading ---------------------------------------------------
 
@@ -120,21 +121,27 @@ class Orchestrator:
                 yield found
 
     def parked(self) -> list[SagaState]:
-        return [s for s in self.instances() if s.status == "parked"]
+        """The instances of this orchestrator's sagas that are parked, in stream order."""
+        self._index.refresh()
+        found = (self._load(stream) for stream in sorted(self._index.parked) if self._runs(stream))
+        return [s for s in found if s is not None and s.status == "parked"]
 
     # --- running ------------------------------------------------------------------
 
     def run_pending(self) -> int:
         """Advance every unfinished instance as far as it goes now; how many remain unfinished.
 
-        Those that remain are parked, waiting for a retry's back-off, or
-        being run by another orchestrator.
+        Those that remain are parked, waiting (for a signal or a retry's
+        back-off), or being run by another orchestrator. Instances of sagas
+        this orchestrator was not given are left alone.
         """
-        remaining = 0
-        for found in list(self.instances()):
-            if found.finished:
-                continue
-            if not self.advance(found.name, found.saga_id).finished:
+        self._index.refresh()
+        remaining = sum(1 for stream in self._index.parked if self._runs(stream))
+        for stream in sorted(self._index.active):
+            if not self._runs(stream):
+                continue  # another service's saga, in the same store
+            name, saga_id = _parsed(stream)
+            if not self.advance(name, saga_id).finished:
                 remaining += 1
         return remaining
 
@@ -371,7 +378,7 @@ class Orchestrator:
         first = next(events, None)
         if first is None:
             return None
-        name, _, saga_id = stream.removeprefix(f"{CATEGORY}-").partition(":")
+        name, saga_id = _parsed(stream)
         current = SagaState(name=name, saga_id=saga_id, stream_id=stream)
         current.evolve(first)
         for event in events:
@@ -384,6 +391,15 @@ class Orchestrator:
         if saga is None:
             raise UnknownSaga(f"this orchestrator does not run saga {name!r}")
         return saga
+
+    def _runs(self, stream: str) -> bool:
+        return _parsed(stream)[0] in self.sagas
+
+
+def _parsed(stream: str) -> tuple[str, str]:
+    """(saga name, saga id) of an instance's stream."""
+    name, _, saga_id = stream.removeprefix(f"{CATEGORY}-").partition(":")
+    return name, saga_id
 
 
 class _Waiting(Exception):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from eventstore import EventStore
+from eventstore import EventStore, RecordedEvent
 from sagas import Orchestrator, RetryPolicy, Saga, Step, StepContext
 
 from .services import Ledger, fulfilment
@@ -125,3 +127,29 @@ def test_async_actions_run_too(store: EventStore, asynchronous: bool) -> None:
     orchestrator.start(saga, {}, saga_id="a")
     orchestrator.run_pending()
     assert orchestrator.state("tiny", "a").results == {"one": 1}
+
+
+def test_polling_reads_only_what_changed_and_leaves_other_services_sagas_alone(
+    store: EventStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ours = fulfilment(tmp_path / "ledger")
+    theirs = Saga("billing", [Step("invoice", lambda d, c: None)])
+    orchestrator = Orchestrator(store, [ours])
+    Orchestrator(store, [theirs]).start(theirs, {}, saga_id="b1")
+    for n in range(20):
+        orchestrator.start(ours, {"order": str(n)}, saga_id=str(n))
+    assert orchestrator.run_pending() == 0  # the billing saga is not ours to run
+    assert Orchestrator(store, [theirs]).state("billing", "b1").status == "running"
+    loads: list[str] = []
+    reading = store.read_stream
+
+    def counted(stream_id: str, *args: Any, **kwargs: Any) -> Iterator[RecordedEvent]:
+        loads.append(stream_id)
+        return reading(stream_id, *args, **kwargs)
+
+    monkeypatch.setattr(store, "read_stream", counted)
+    assert orchestrator.run_pending() == 0
+    assert loads == []  # 20 finished instances, none read again
+    orchestrator.start(ours, {"order": "new"}, saga_id="new")
+    assert orchestrator.run_pending() == 0
+    assert set(loads) == {"saga-fulfilment:new"}
