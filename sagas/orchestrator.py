@@ -19,7 +19,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
 from typing import Any
+
+import orjson
 
 from eventstore import (
     NO_STREAM,
@@ -155,8 +158,8 @@ class Orchestrator:
         """Drive one instance until it finishes, parks, or another owner holds it."""
         saga = self.definition(name)
         stream = stream_of(name, saga_id)
+        current = self._load(stream)
         while True:
-            current = self._load(stream)
             if current is None:
                 raise SagaNotFound(name, saga_id)
             if current.finished or current.status == "parked":
@@ -170,7 +173,9 @@ class Orchestrator:
                 else:
                     self._backward(saga, current)
             except _Waiting:
-                return self._load(stream) or current
+                return current
+            if current.stale:
+                current = self._load(stream)
 
     # --- events from outside ------------------------------------------------------
 
@@ -258,7 +263,6 @@ class Orchestrator:
             deadline = None if step.timeout is None else now + step.timeout
             if not self._record(current, [T.step_started(step.name, attempt, "", now, deadline)]):
                 return
-            current.version += 1
         if signal is not None:
             self._record(current, [T.step_succeeded(step.name, signal)])
         elif current.in_flight is not None and (current.in_flight.deadline or now + 1) <= now:
@@ -280,7 +284,6 @@ class Orchestrator:
         started = T.step_started(step.name, attempt, self.owner, lease_until, own_deadline)
         if not self._record(current, [started]):
             return
-        current.version += 1
         context = self._context(current, step, attempt, compensating=False)
         try:
             result = call(step.action, current.data, context, timeout)
@@ -331,7 +334,6 @@ class Orchestrator:
         started = T.compensation_started(step.name, attempt, self.owner, lease_until)
         if not self._record(current, [started]):
             return
-        current.version += 1
         context = self._context(current, step, attempt, compensating=True)
         assert step.compensation is not None
         try:
@@ -367,10 +369,31 @@ class Orchestrator:
             for e in events
         ]
         try:
-            self.store.append(current.stream_id, stamped, expected_version=current.version)
+            done = self.store.append(current.stream_id, stamped, expected_version=current.version)
         except WrongExpectedVersion:
             log.info("%s moved on under %s; reloading", current.stream_id, self.owner)
+            current.stale = True
             return False
+        # Evolve with what was just written rather than read the stream again:
+        # the same events, their JSON round-tripped as the store returns it.
+        now = datetime.now(UTC)
+        first = done.version - len(stamped) + 1
+        for version, position, event in zip(
+            range(first, done.version + 1), done.positions, stamped, strict=True
+        ):
+            stored = orjson.loads(orjson.dumps(event.data))
+            current.evolve(
+                RecordedEvent(
+                    event.id,
+                    current.stream_id,
+                    version,
+                    position,
+                    event.type,
+                    stored,
+                    dict(event.metadata),
+                    now,
+                )
+            )
         return True
 
     def _load(self, stream: str) -> SagaState | None:

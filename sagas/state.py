@@ -75,6 +75,8 @@ class SagaState:
     parked_because: str | None = None
     signals: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The data of the latest event of each type signalled into the instance."""
+    stale: bool = False
+    """Another orchestrator appended since this state was read: read it again."""
 
     @property
     def finished(self) -> bool:
