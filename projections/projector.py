@@ -63,6 +63,8 @@ class Projector:
         self.batch_size = batch_size
         self.lease_ttl = lease_ttl
         self.position = 0
+        self.fenced = 0
+        """Batches read but found applied by another process when about to commit."""
         """The checkpoint as last seen; the truth is the row."""
         self._stopping = stopping or threading.Event()
         self.on_commit: Callable[[], None] = lambda: None
@@ -207,6 +209,7 @@ class Projector:
             raise LookupError(f"projection {self.name!r} has no checkpoint row: call setup()")
         ours = self.lease_ttl is None or row.owner == self.owner
         if row.position != after or not ours:
+            self.fenced += 1
             self.position = row.position
             if not ours:
                 # Taken early by a runner whose clock runs ahead: ask the row next time.

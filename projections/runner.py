@@ -230,6 +230,14 @@ class ProjectionRunner:
                 self._progress.wait(min(pause, remaining))
             pause = min(pause * 2, _POLL_CEILING)
 
+    def fenced(self) -> dict[str, int]:
+        """Per projection, the batches this runner read but another process applied first.
+
+        Without leases, runners that share a projection race for each batch
+        and this counts the races lost; with leases it stays near zero.
+        """
+        return {name: projector.fenced for name, projector in self._projectors.items()}
+
     def status(self) -> list[ProjectionStatus]:
         return status.collect(self.store, self.database, self.definitions)
 

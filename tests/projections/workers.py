@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from eventstore import EventStore
@@ -26,8 +27,10 @@ def project_until_killed(url: str, trap_at: int, marker: str, batch_size: int) -
         runner.wait_until(store.high_water_mark(), timeout=120)
 
 
-def project_until(url: str, position: int, lease_ttl: float | None, barrier: Any) -> None:
-    """Follow the log until both projections have reached `position`."""
+def project_until(
+    url: str, position: int, lease_ttl: float | None, barrier: Any, fenced: Any
+) -> None:
+    """Follow the log until both projections have reached `position`; report the races lost."""
     with (
         EventStore.open(url) as store,
         ProjectionRunner(
@@ -37,3 +40,4 @@ def project_until(url: str, position: int, lease_ttl: float | None, barrier: Any
         barrier.wait()
         runner.start()
         runner.wait_until(position, timeout=120)
+        fenced[os.getpid()] = sum(runner.fenced().values())
