@@ -18,7 +18,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -159,23 +159,27 @@ class Orchestrator:
         saga = self.definition(name)
         stream = stream_of(name, saga_id)
         current = self._load(stream)
-        while True:
-            if current is None:
-                raise SagaNotFound(name, saga_id)
-            if current.finished or current.status == "parked":
-                return current
-            flight = current.in_flight
-            if flight and flight.owner != self.owner and flight.lease_until > self.clock():
-                return current  # its owner is (presumably) alive and at it
-            try:
-                if current.status == "running":
-                    self._forward(saga, current)
-                else:
-                    self._backward(saga, current)
-            except _Waiting:
-                return current
-            if current.stale:
-                current = self._load(stream)
+        try:
+            while True:
+                if current is None:
+                    raise SagaNotFound(name, saga_id)
+                if current.finished or current.status == "parked":
+                    return current
+                flight = current.in_flight
+                if flight and flight.owner != self.owner and flight.lease_until > self.clock():
+                    return current  # its owner is (presumably) alive and at it
+                try:
+                    if current.status == "running":
+                        self._forward(saga, current)
+                    else:
+                        self._backward(saga, current)
+                except _Waiting:
+                    return current
+                if current.stale:
+                    current = self._load(stream)
+        finally:
+            if current is not None and current.unsaved:
+                self._record(current, [])
 
     # --- events from outside ------------------------------------------------------
 
@@ -264,7 +268,7 @@ class Orchestrator:
             if not self._record(current, [T.step_started(step.name, attempt, "", now, deadline)]):
                 return
         if signal is not None:
-            self._record(current, [T.step_succeeded(step.name, signal)])
+            self._record(current, [T.step_succeeded(step.name, signal)], defer=True)
         elif current.in_flight is not None and (current.in_flight.deadline or now + 1) <= now:
             error = f"no {step.action.event_type} within {step.timeout} s"
             self._fail(current, step, attempt, error, "failed", final=True)
@@ -298,7 +302,10 @@ class Orchestrator:
                 time.sleep(step.retry.delay(failures))
             return
         try:
-            self._record(current, [T.step_succeeded(step.name, result)])
+            # Not appended alone: it goes with the next move (the next step's
+            # start), one append for both. Lost in a crash, it costs a retry
+            # with the same key, which the service answers as before.
+            self._record(current, [T.step_succeeded(step.name, result)], defer=True)
         except InvalidEvent as error:
             # It took effect but its result cannot be kept: undo it.
             self._fail(current, step, attempt, f"unstorable result: {error}", "unknown", final=True)
@@ -313,7 +320,8 @@ class Orchestrator:
         *,
         final: bool,
     ) -> bool:
-        return self._record(current, T.step_failed(step.name, attempt, error, outcome, final))
+        events = T.step_failed(step.name, attempt, error, outcome, final)
+        return self._record(current, events, defer=True)
 
     def _backward(self, saga: Saga, current: SagaState) -> None:
         names = [s.name for s in saga.steps]
@@ -341,10 +349,10 @@ class Orchestrator:
         except Exception as error:
             final = failures + 1 >= policy.attempts
             failed = T.compensation_failed(step.name, attempt, repr(error), final)
-            if self._record(current, failed) and not final:
+            if self._record(current, failed, defer=True) and not final:
                 time.sleep(policy.delay(failures + 1))
             return
-        self._record(current, [T.compensation_succeeded(step.name)])
+        self._record(current, [T.compensation_succeeded(step.name)], defer=True)
 
     # --- plumbing -------------------------------------------------------------------
 
@@ -362,31 +370,52 @@ class Orchestrator:
             compensating=compensating,
         )
 
-    def _record(self, current: SagaState, events: list[NewEvent]) -> bool:
-        """Append `events` if the stream is still at `current.version`; False if it moved."""
+    def _record(self, current: SagaState, events: list[NewEvent], *, defer: bool = False) -> bool:
+        """Append the deferred events and `events` if the stream is still where `current`
+        was read; False if another orchestrator moved it (`current` is then stale).
+
+        `defer` holds `events` back, to go with the next append: `current` evolves at
+        once, as if they were written.
+        """
         stamped = [
             NewEvent(e.type, e.data, {"correlation_id": current.correlation_id}, e.id)
             for e in events
         ]
+        if defer:
+            self._evolve(current, stamped, current.version + 1, [0] * len(stamped))
+            current.unsaved.extend(stamped)
+            return True
+        batch = [*current.unsaved, *stamped]
+        if not batch:
+            return True
         try:
-            done = self.store.append(current.stream_id, stamped, expected_version=current.version)
+            done = self.store.append(
+                current.stream_id, batch, expected_version=current.version - len(current.unsaved)
+            )
         except WrongExpectedVersion:
             log.info("%s moved on under %s; reloading", current.stream_id, self.owner)
             current.stale = True
             return False
-        # Evolve with what was just written rather than read the stream again:
-        # the same events, their JSON round-tripped as the store returns it.
+        finally:
+            current.unsaved.clear()
+        # Evolve with what was just written rather than read the stream again.
+        written = done.positions[len(done.positions) - len(stamped) :]
+        self._evolve(current, stamped, current.version + 1, written)
+        return True
+
+    @staticmethod
+    def _evolve(
+        current: SagaState, events: list[NewEvent], first: int, positions: Sequence[int]
+    ) -> None:
+        """`current` after `events`, their JSON round-tripped as the store returns it."""
         now = datetime.now(UTC)
-        first = done.version - len(stamped) + 1
-        for version, position, event in zip(
-            range(first, done.version + 1), done.positions, stamped, strict=True
-        ):
+        for offset, (event, position) in enumerate(zip(events, positions, strict=True)):
             stored = orjson.loads(orjson.dumps(event.data))
             current.evolve(
                 RecordedEvent(
                     event.id,
                     current.stream_id,
-                    version,
+                    first + offset,
                     position,
                     event.type,
                     stored,
@@ -394,7 +423,6 @@ class Orchestrator:
                     now,
                 )
             )
-        return True
 
     def _load(self, stream: str) -> SagaState | None:
         events = iter(self.store.read_stream(stream))

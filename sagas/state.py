@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from eventstore import RecordedEvent
+from eventstore import NewEvent, RecordedEvent
 
 STARTED = "SagaStarted"
 STEP_STARTED = "StepStarted"
@@ -77,6 +77,8 @@ class SagaState:
     """The data of the latest event of each type signalled into the instance."""
     stale: bool = False
     """Another orchestrator appended since this state was read: read it again."""
+    unsaved: list[NewEvent] = field(default_factory=list)
+    """Transitions already folded in here but not yet appended (they go with the next)."""
 
     @property
     def finished(self) -> bool:
