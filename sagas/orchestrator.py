@@ -159,27 +159,29 @@ class Orchestrator:
         saga = self.definition(name)
         stream = stream_of(name, saga_id)
         current = self._load(stream)
-        try:
-            while True:
-                if current is None:
-                    raise SagaNotFound(name, saga_id)
-                if current.finished or current.status == "parked":
-                    return current
-                flight = current.in_flight
-                if flight and flight.owner != self.owner and flight.lease_until > self.clock():
-                    return current  # its owner is (presumably) alive and at it
-                try:
-                    if current.status == "running":
-                        self._forward(saga, current)
-                    else:
-                        self._backward(saga, current)
-                except _Waiting:
-                    return current
-                if current.stale:
-                    current = self._load(stream)
-        finally:
-            if current is not None and current.unsaved:
-                self._record(current, [])
+        while True:
+            if current is None:
+                raise SagaNotFound(name, saga_id)
+            if current.finished or current.status == "parked":
+                return self._flushed(current)
+            flight = current.in_flight
+            if flight and flight.owner != self.owner and flight.lease_until > self.clock():
+                return self._flushed(current)  # its owner is (presumably) alive and at it
+            try:
+                if current.status == "running":
+                    self._forward(saga, current)
+                else:
+                    self._backward(saga, current)
+            except _Waiting:
+                return self._flushed(current)
+            if current.stale:
+                current = self._load(stream)
+
+    def _flushed(self, current: SagaState) -> SagaState:
+        """`current`, with the transitions held back for the next move appended now."""
+        if current.unsaved and not self._record(current, []):
+            return self._load(current.stream_id) or current  # what the other one made of it
+        return current
 
     # --- events from outside ------------------------------------------------------
 
