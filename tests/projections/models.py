@@ -65,7 +65,9 @@ balances = Fold(
 )
 
 TRAP: dict[str, Any] = {"position": None, "marker": None}
-"""Set in a worker: the audit handler announces `position` in `marker`, then hangs."""
+"""Set in a worker: the audit handler announces `position` in `marker`, then hangs.
+
+Only the process that creates `marker` hangs: of two racing workers, the first there."""
 
 audit = Projection("audit", tables=[applied_table], on_error=ErrorPolicy(attempts=1))
 
@@ -77,9 +79,19 @@ def _record(read_model: ReadModel, event: RecordedEvent) -> None:
             position=event.position, stream_id=event.stream_id, pid=os.getpid()
         )
     )
-    if TRAP["position"] == event.position:
-        Path(TRAP["marker"]).write_text(str(os.getpid()))
+    if TRAP["position"] == event.position and _first_at(Path(TRAP["marker"])):
         time.sleep(600)  # killed here, mid-batch, with rows written but not committed
+
+
+def _first_at(marker: Path) -> bool:
+    """Create `marker` holding our pid; False if another process created it first."""
+    try:
+        descriptor = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return False
+    with os.fdopen(descriptor, "w") as file:
+        file.write(str(os.getpid()))
+    return True
 
 
 def append_history(store: EventStore, accounts: int, per_account: int) -> int:

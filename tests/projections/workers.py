@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from eventstore import EventStore
@@ -28,9 +27,11 @@ def project_until_killed(url: str, trap_at: int, marker: str, batch_size: int) -
 
 
 def project_until(
-    url: str, position: int, lease_ttl: float | None, barrier: Any, fenced: Any
+    url: str, position: int, lease_ttl: float | None, barrier: Any, trap_at: int, marker: str
 ) -> None:
-    """Follow the log until both projections have reached `position`; report the races lost."""
+    """Follow the log until both projections have reached `position`; the first of the
+    workers to apply `trap_at` hangs there, to be killed."""
+    models.TRAP.update(position=trap_at, marker=marker)
     with (
         EventStore.open(url) as store,
         ProjectionRunner(
@@ -40,4 +41,3 @@ def project_until(
         barrier.wait()
         runner.start()
         runner.wait_until(position, timeout=120)
-        fenced[os.getpid()] = sum(runner.fenced().values())
