@@ -72,7 +72,7 @@ def spark() -> Iterator[Any]:
     except ImportError as error:
         if IN_CI:
             pytest.fail(f"pyspark is not installed: {error} (CI must run the Spark tests)")
-        pytest.skip(f"pyspark is not installed: {error} (`make test` installs it)")
+        pytest.skip(f"pyspark is not installed: {error} (`make test` installs it; CI fails here)")
     session = spark_session("local[2]", app_name="eventcraft-tests", settings=LOCAL_SETTINGS)
     yield session
     session.stop()
