@@ -40,7 +40,7 @@ from .context import StepContext
 from .definition import Awaiting, Saga, Step
 from .errors import SagaDefinitionError, SagaNotFound, SagaNotParked, StepTimedOut, UnknownSaga
 from .index import CATEGORY, SagaIndex
-from .state import SagaState
+from .state import SagaState, try_key
 
 log = logging.getLogger("eventcraft.sagas")
 
@@ -249,7 +249,7 @@ class Orchestrator:
             self._record(
                 current, [T.saga_failed(f"the saga ran past its timeout at step {step.name}")]
             )
-        elif attempt - current.failures.get(step.name, 0) > MAX_CRASHES:
+        elif current.lost_tries(step.name, compensating=False) >= MAX_CRASHES:
             # Every try so far died with its process: a poison step, not bad luck.
             error = f"{MAX_CRASHES} tries ended with no outcome"
             self._fail(current, step, attempt - 1, error, "unknown", final=True)
@@ -335,7 +335,7 @@ class Orchestrator:
         attempt = current.compensation_attempts.get(step.name, 0) + 1
         failures = current.compensation_failures.get(step.name, 0)
         policy = step.compensation_retry
-        if attempt - failures > MAX_CRASHES:
+        if current.lost_tries(step.name, compensating=True) >= MAX_CRASHES:
             error = f"{MAX_CRASHES} tries of the compensation of {step.name} ended with no outcome"
             self._record(current, [T.parked(step.name, error)])
             return
@@ -361,12 +361,11 @@ class Orchestrator:
     def _context(
         self, current: SagaState, step: Step, attempt: int, *, compensating: bool
     ) -> StepContext:
-        suffix = "/compensation" if compensating else ""
         return StepContext(
             saga_id=current.saga_id,
             step=step.name,
             attempt=attempt,
-            idempotency_key=f"{current.stream_id}/{step.name}{suffix}",
+            idempotency_key=f"{current.stream_id}/{try_key(step.name, compensating)}",
             correlation_id=current.correlation_id,
             results=dict(current.results),
             compensating=compensating,

@@ -69,6 +69,8 @@ class SagaState:
     """Tries that ended in a recorded failure, by step: what the retry policy counts."""
     compensation_attempts: dict[str, int] = field(default_factory=dict)
     compensation_failures: dict[str, int] = field(default_factory=dict)
+    lost: dict[str, int] = field(default_factory=dict)
+    """Tries that ended with no outcome (their process died), by `try_key`."""
     in_flight: InFlight | None = None
     failure: str | None = None
     """Why it is compensating (or was compensated)."""
@@ -96,6 +98,9 @@ class SagaState:
             compensating = kind == COMPENSATION_STARTED
             tries = self.compensation_attempts if compensating else self.attempts
             tries[d["step"]] = d["attempt"]
+            if self.in_flight is not None:  # the try before this one never ended
+                key = try_key(self.in_flight.step, self.in_flight.compensating)
+                self.lost[key] = self.lost.get(key, 0) + 1
             self.in_flight = InFlight(
                 d["step"],
                 d["attempt"],
@@ -130,12 +135,29 @@ class SagaState:
         elif kind == RETRIED:
             self.status, self.parked_because = "compensating", None
             self.compensation_failures.clear()
+            self.lost = {k: n for k, n in self.lost.items() if not k.endswith(_COMPENSATION)}
         elif kind == RESOLVED:
             self.status = "resolved"
         elif kind == SIGNALLED:
             self.signals[d["type"]] = d["data"]
 
+    def lost_tries(self, step: str, *, compensating: bool) -> int:
+        """Tries of `step` that died with their process, the one under way included."""
+        flight = self.in_flight
+        under_way = flight is not None and (flight.step, flight.compensating) == (
+            step,
+            compensating,
+        )
+        return self.lost.get(try_key(step, compensating), 0) + under_way
+
     def to_compensate(self, steps: list[str]) -> list[str]:
         """Steps that may have taken effect and are not yet undone, last first."""
         done = set(self.succeeded) | set(self.unknown)
         return [s for s in reversed(steps) if s in done and s not in self.compensated]
+
+
+_COMPENSATION = "/compensation"
+
+
+def try_key(step: str, compensating: bool) -> str:
+    return step + _COMPENSATION if compensating else step

@@ -10,6 +10,7 @@ import pytest
 
 from eventstore import EventStore, RecordedEvent
 from sagas import Orchestrator, RetryPolicy, Saga, Step, StepContext
+from sagas import transitions as T
 
 from .services import Ledger, fulfilment
 
@@ -153,3 +154,46 @@ def test_polling_reads_only_what_changed_and_leaves_other_services_sagas_alone(
     orchestrator.start(ours, {"order": "new"}, saga_id="new")
     assert orchestrator.run_pending() == 0
     assert set(loads) == {"saga-fulfilment:new"}
+
+
+def test_a_retried_parked_saga_gets_its_compensation_tries_afresh(store: EventStore) -> None:
+    tries: list[int] = []
+
+    def refund(data: dict[str, object], context: StepContext) -> None:
+        tries.append(context.attempt)
+        if len(tries) <= 6:
+            raise ConnectionError("payments is down")
+
+    def refuse(data: dict[str, object], context: StepContext) -> None:
+        raise RuntimeError("no courier")
+
+    saga = Saga(
+        "patient",
+        [
+            Step("charge", lambda d, c: None, refund, compensation_retry=RetryPolicy(6)),
+            Step("ship", refuse),
+        ],
+    )
+    orchestrator = Orchestrator(store, [saga])
+    orchestrator.start(saga, {}, saga_id="1")
+    orchestrator.run_pending()
+    assert orchestrator.state("patient", "1").status == "parked" and len(tries) == 6
+    # Six failed tries are failures, not tries that died with their process.
+    assert orchestrator.retry("patient", "1").status == "compensated"
+    assert tries == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_a_step_whose_tries_keep_dying_with_their_process_fails_as_possibly_done(
+    store: EventStore,
+) -> None:
+    undone: list[str] = []
+    saga = Saga("poison", [Step("call", lambda d, c: None, lambda d, c: undone.append(c.step))])
+    Orchestrator(store, [saga]).start(saga, {}, saga_id="1")
+    for attempt in range(1, 6):  # five orchestrators, each killed inside the step
+        store.append(
+            "saga-poison:1", [T.step_started("call", attempt, f"dead-{attempt}", 0.0, None)]
+        )
+    final = Orchestrator(store, [saga]).advance("poison", "1")
+    assert final.status == "compensated" and final.unknown == ["call"]
+    assert "5 tries ended with no outcome" in (final.failure or "")
+    assert undone == ["call"]
