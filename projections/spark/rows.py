@@ -57,21 +57,7 @@ def to_batch(events: Sequence[RecordedEvent]) -> pa.RecordBatch:
 def events_of(batch: pa.RecordBatch) -> Iterator[RecordedEvent]:
     """The batch's rows as the events the store would return."""
     loads = orjson.loads
-    column = batch.column
-    # Timestamps as integers: to_pylist() of a timestamp column builds a
-    # datetime through the zone database per row, ten times slower.
-    micros = column("recorded_at").cast(_MICROS).cast(pa.int64()).to_pylist()
-    for position, stream_id, version, type_, id_, data, metadata, at in zip(
-        column("position").to_pylist(),
-        column("stream_id").to_pylist(),
-        column("version").to_pylist(),
-        column("type").to_pylist(),
-        column("id").to_pylist(),
-        column("data").to_pylist(),
-        column("metadata").to_pylist(),
-        micros,
-        strict=True,
-    ):
+    for position, stream_id, version, type_, id_, data, metadata, at in _rows(batch):
         yield RecordedEvent(
             id=uuid.UUID(id_),
             stream_id=stream_id,
@@ -82,6 +68,18 @@ def events_of(batch: pa.RecordBatch) -> Iterator[RecordedEvent]:
             metadata=loads(metadata),
             recorded_at=_at(at),
         )
+
+
+def _rows(batch: pa.RecordBatch) -> Iterator[tuple[Any, ...]]:
+    """The batch's rows as plain tuples, in `_ROW` order, timestamps as microseconds."""
+    column = batch.column
+    # Timestamps as integers: to_pylist() of a timestamp column builds a
+    # datetime through the zone database per row, ten times slower.
+    micros = column("recorded_at").cast(_MICROS).cast(pa.int64()).to_pylist()
+    return zip(*(column(name).to_pylist() for name in _ROW), micros, strict=True)
+
+
+_ROW = ("position", "stream_id", "version", "type", "id", "data", "metadata")
 
 
 def _at(micros: int) -> datetime:
@@ -137,7 +135,4 @@ class _Probe(RecordedEvent):
 
 def probes_of(batch: pa.RecordBatch) -> Iterator[RecordedEvent]:
     """The batch's rows as events that decode their fields lazily (for keying)."""
-    column = batch.column
-    micros = column("recorded_at").cast(_MICROS).cast(pa.int64()).to_pylist()
-    names = ("position", "stream_id", "version", "type", "id", "data", "metadata")
-    return map(_Probe, zip(*(column(name).to_pylist() for name in names), micros, strict=True))
+    return map(_Probe, _rows(batch))
