@@ -31,7 +31,8 @@ from .definition import Saga
 from .errors import SagaDefinitionError
 from .orchestrator import Orchestrator
 
-Action = Literal["start", "signal", "cancel"]
+RouteAction = Literal["start", "signal", "cancel"]
+"""What a route does to its saga instance (not to be confused with a step's `Action`)."""
 
 
 def _always(event: RecordedEvent) -> bool:
@@ -49,7 +50,7 @@ class Route:
 
     event_type: str
     saga: Saga
-    action: Action
+    action: RouteAction
     saga_id: Callable[[RecordedEvent], str]
     when: Callable[[RecordedEvent], bool] = _always
     data: Callable[[RecordedEvent], dict[str, Any]] = _the_data
