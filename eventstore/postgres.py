@@ -2,8 +2,10 @@
 
 An append is one round trip: a call of the `eventcraft_append` function
 (`schema.py`) in autocommit, which checks the expected version, takes the
-positions and inserts the events in one transaction. Readers follow the
-ordering rule explained in `schema.py`; `_SAFE_HEAD` is that rule in SQL.
+positions and inserts the events in one transaction, followed by a NOTIFY
+for waiting readers (`postgres_wire.py` says how, and why not inside it).
+Readers follow the ordering rule explained in `schema.py`; `_SAFE_HEAD` is
+that rule in SQL.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
+import orjson
 import psycopg
 from psycopg.rows import RowMaker
 
@@ -23,6 +26,7 @@ from .paging import paged
 from .port import Backend
 from .postgres_connections import ConnectionPool, PostgresTarget
 from .postgres_listener import Listener
+from .postgres_wire import append_and_notify
 from .snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 
 PAGE = 2000
@@ -35,13 +39,17 @@ E = schema.EVENTS
 S = schema.STREAMS
 _COLUMNS = "id, stream_id, version, position, type, data, metadata, recorded_at"
 
-_APPEND = "SELECT eventcraft_append(%s, %s, %s, %s, %s, %s, %s)"
+APPEND = "SELECT eventcraft_append(%s, %s, %s, %s)"
+"""The append function's call through psycopg, for a caller that runs it in a transaction
+of its own (the ordering tests do); the last parameter is `batch_json(...).decode()`."""
 _STORED_IDS = f"SELECT id, stream_id, version, position FROM {E} WHERE id = ANY(%s)"
-_STREAM_VERSION = f"SELECT version FROM {S} WHERE stream_id = %s"
+_STREAM_VERSION = f"SELECT coalesce(max(version), 0) FROM {E} WHERE stream_id = %s"
+_ANY_TRIES = 100
+"""Appends at ANY that lose the race for the stream's next version before giving up."""
 # Saves only if the stream has reached the version; returns the stream's
 # version, so the caller can tell a refusal from an older snapshot kept.
 _SAVE_SNAPSHOT = f"""
-WITH stream AS (SELECT coalesce(max(version), 0) AS version FROM {S} WHERE stream_id = %(stream)s),
+WITH stream AS (SELECT coalesce(max(version), 0) AS version FROM {E} WHERE stream_id = %(stream)s),
 saved AS (
     INSERT INTO {schema.SNAPSHOTS} AS s
         (stream_id, version, type, schema_version, data, recorded_at)
@@ -118,8 +126,9 @@ class PostgresBackend(Backend):
                 row[0]
                 for row in conn.execute(
                     "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(t) IS NOT NULL "
-                    "UNION ALL SELECT %s WHERE to_regproc(%s) IS NOT NULL",
-                    (sorted(schema.TABLES), schema.NOTIFY_FUNCTION, schema.NOTIFY_FUNCTION),
+                    "UNION ALL SELECT %s FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+                    "AND attname = 'version' AND NOT attisdropped",
+                    (sorted(schema.TABLES), schema.EARLIER_LAYOUT, S),
                 )
             )
             for statement in schema.ddl("postgresql", existing):
@@ -133,30 +142,33 @@ class PostgresBackend(Backend):
         expected: int | StreamState,
     ) -> AppendResult:
         code = -1 if expected is ANY else 0 if expected is NO_STREAM else int(expected)  # type: ignore[arg-type]
-        params = (
-            stream_id,
-            category,
-            code,
-            [event.id for event in events],
-            [event.type for event in events],
-            [event.data.decode() for event in events],
-            [event.metadata.decode() for event in events],
-        )
+        params = (stream_id.encode(), category.encode(), b"%d" % code, batch_json(events))
 
         def attempt(conn: psycopg.Connection[Any]) -> AppendResult:
-            try:
-                row = conn.execute(_APPEND, params).fetchone()
-            except psycopg.errors.UniqueViolation as error:
-                return self._retried_or(conn, stream_id, events, error)
-            except psycopg.DatabaseError as error:
-                if error.sqlstate != schema.WRONG_EXPECTED_VERSION_SQLSTATE:
-                    raise
-                actual = int(error.diag.message_detail or 0)
-                conflict = WrongExpectedVersion(stream_id, expected, actual)
-                return self._retried_or(conn, stream_id, events, conflict)
-            assert row is not None
-            result: list[int] = row[0]
-            return AppendResult(version=result[0], positions=tuple(result[1:]))
+            for _ in range(_ANY_TRIES):
+                try:
+                    answer = append_and_notify(conn, params)
+                except psycopg.errors.UniqueViolation as error:
+                    return self._retried_or(conn, stream_id, events, error)
+                except psycopg.DatabaseError as error:
+                    if error.sqlstate != schema.WRONG_EXPECTED_VERSION_SQLSTATE:
+                        raise
+                    if expected is not ANY:
+                        actual = int(error.diag.message_detail or 0)
+                        conflict = WrongExpectedVersion(stream_id, expected, actual)
+                        return self._retried_or(conn, stream_id, events, conflict)
+                    # At ANY, another append took the version read: read it again,
+                    # unless this very batch is what took it.
+                    earlier = self._stored_result(conn, stream_id, events)
+                    if earlier is not None:
+                        return earlier
+                    continue
+                version, *positions = map(int, answer.split())
+                return AppendResult(version=version, positions=tuple(positions))
+            raise EventStoreError(
+                f"append to stream {stream_id!r} at ANY lost the race for the next version "
+                f"{_ANY_TRIES} times in a row"
+            )
 
         # Safe to resend after a dropped connection: a batch that did commit is
         # recognised by its event ids and answered with its original result.
@@ -169,13 +181,19 @@ class PostgresBackend(Backend):
         events: Sequence[PreparedEvent],
         error: Exception,
     ) -> AppendResult:
-        rows = conn.execute(_STORED_IDS, ([event.id for event in events],)).fetchall()
-        result = resolve_stored_ids(stream_id, events, [StoredId(*row) for row in rows])
+        """The original result if this append is a retry; otherwise raise `error`."""
+        result = self._stored_result(conn, stream_id, events)
         if result is not None:
             return result
         if isinstance(error, EventStoreError):
             raise error
         raise EventStoreError(f"append to stream {stream_id!r} failed: {error}") from error
+
+    def _stored_result(
+        self, conn: psycopg.Connection[Any], stream_id: str, events: Sequence[PreparedEvent]
+    ) -> AppendResult | None:
+        rows = conn.execute(_STORED_IDS, ([event.id for event in events],)).fetchall()
+        return resolve_stored_ids(stream_id, events, [StoredId(*row) for row in rows])
 
     def read_stream(
         self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None
@@ -239,7 +257,10 @@ class PostgresBackend(Backend):
     def list_streams(
         self, *, category: str | None, after: str | None, limit: int | None
     ) -> Iterator[StreamInfo]:
-        query = f"SELECT stream_id, version FROM {S} WHERE stream_id > %(after)s"
+        query = (
+            f"SELECT stream_id, (SELECT max(version) FROM {E} e WHERE e.stream_id = s.stream_id) "
+            f"FROM {S} s WHERE stream_id > %(after)s"
+        )
         if category is not None:
             query += " AND category = %(category)s"
         query += " ORDER BY stream_id LIMIT %(limit)s"
@@ -311,6 +332,21 @@ class PostgresBackend(Backend):
             except psycopg.Error as error:
                 raise EventStoreError(f"PostgreSQL event store: {error}") from error
         raise AssertionError("unreachable")
+
+
+def batch_json(events: Sequence[PreparedEvent]) -> bytes:
+    """The events as the append function takes them: one JSON array."""
+    return orjson.dumps(
+        [
+            {
+                "id": event.id,
+                "type": event.type,
+                "data": orjson.Fragment(event.data),
+                "metadata": orjson.Fragment(event.metadata),
+            }
+            for event in events
+        ]
+    )
 
 
 def _recorded_events(cursor: psycopg.Cursor[Any]) -> RowMaker[RecordedEvent]:

@@ -3,6 +3,9 @@
 A store needs only a few connections at once (one per thread appending or
 reading), so the pool is a list of idle ones: a connection broken by the
 server or the network is dropped on return and a new one opened next time.
+
+A connection may come back with a reply still to read (`postgres_wire.py`):
+it is read when the connection is next lent, by which time it has arrived.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import psycopg
 from psycopg.types.json import set_json_loads
 
 from .errors import StoreUnavailable, UnsupportedStoreURL
+from .postgres_wire import finish_outstanding
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
@@ -53,8 +57,10 @@ class PostgresTarget:
         return cls(conninfo, schema)
 
     def options(self) -> str:
-        # UTC so that recorded_at comes back the same whatever the server's zone.
-        options = "-c timezone=UTC"
+        # UTC so that recorded_at comes back the same whatever the server's zone;
+        # READ COMMITTED whatever the server's default, so that each statement
+        # of the append function sees what committed before it began.
+        options = "-c timezone=UTC -c default_transaction_isolation=read\\ committed"
         if self.schema is not None:
             options += f" -c search_path={self.schema}"
         return options
@@ -84,6 +90,11 @@ class ConnectionPool:
             if self._closed:
                 raise StoreUnavailable("the event store is closed")
             conn = self._idle.pop() if self._idle else None
+        if conn is not None:
+            try:
+                finish_outstanding(conn)
+            except psycopg.OperationalError:
+                conn = None
         if conn is None:
             conn = self.connect()
         try:
@@ -93,7 +104,12 @@ class ConnectionPool:
 
     def _give_back(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
         reusable = not conn.closed and not conn.broken
-        if reusable and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        # In pipeline mode, a reply waits for finish_outstanding: no transaction is open.
+        settled = reusable and (
+            conn.pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF
+            or conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        )
+        if reusable and not settled:
             try:
                 conn.rollback()
             except psycopg.Error:

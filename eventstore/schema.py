@@ -18,7 +18,9 @@ serializes all writers. Instead readers follow one rule (`_SAFE_HEAD` in
 The append function (below) does three things in this order: it takes its
 top-level xid (`pg_current_xact_id()`), takes its positions (`nextval`), and
 inserts its rows inside a subtransaction, so that each row's `xmin` is a
-subtransaction xid drawn *after* every position of the append.
+subtransaction xid drawn *after* every position of the append. (The xid is
+drawn by the first row written, not by `nextval`: a single row may take its
+position in the statement that inserts it.)
 
 Why this is correct. Let H hold a position g < p that is not visible yet.
 H had its top-level xid before it took g; the sequence hands out values in
@@ -60,9 +62,12 @@ EVENTS = "eventcraft_events"
 STREAMS = "eventcraft_streams"
 SNAPSHOTS = "eventcraft_snapshots"
 POSITION_SEQUENCE = "eventcraft_position_seq"
-NOTIFY_FUNCTION = "eventcraft_notify"
 NOTIFY_CHANNEL = "eventcraft_events"
 """PostgreSQL channel told of every committed append; the payload is the store's schema."""
+EARLIER_LAYOUT = f"{STREAMS}.version"
+"""In `ddl`'s `existing`: the store has the layout of earlier releases (see `ddl`)."""
+_EARLIER_NOTIFY_FUNCTION = "eventcraft_notify"
+_EARLIER_APPEND = "eventcraft_append(text, text, bigint, uuid[], text[], text[], text[])"
 
 WRONG_EXPECTED_VERSION_SQLSTATE = "EC001"
 """Raised by the PostgreSQL append function; the error's DETAIL is the actual version."""
@@ -100,12 +105,13 @@ events = sa.Table(
 sa.Index(f"{EVENTS}_category_position", events.c.category, events.c.position)
 sa.Index(f"{EVENTS}_type_position", events.c.type, events.c.position)
 
+# The catalogue of streams, for listing them: a row from a stream's first
+# event on. A stream's version is its last event's, read from the events.
 streams = sa.Table(
     STREAMS,
     metadata,
     sa.Column("stream_id", _name, primary_key=True),
     sa.Column("category", _name, nullable=False),
-    sa.Column("version", sa.BigInteger, nullable=False),
 )
 sa.Index(f"{STREAMS}_category", streams.c.category, streams.c.stream_id)
 
@@ -122,60 +128,81 @@ snapshots = sa.Table(
 )
 
 
-_POSTGRES_FUNCTIONS = [
-    f"""
-CREATE FUNCTION eventcraft_append(
-    p_stream text, p_category text, p_expected bigint,
-    p_ids uuid[], p_types text[], p_data text[], p_metadata text[]
-) RETURNS bigint[] LANGUAGE plpgsql AS $$
+_POSTGRES_STREAM_VERSION = f"""
+CREATE OR REPLACE FUNCTION eventcraft_stream_version(p_stream text) RETURNS bigint
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(max(version), 0) FROM {EVENTS} WHERE stream_id = p_stream
+$$"""
+
+_POSTGRES_APPEND = f"""
+CREATE OR REPLACE FUNCTION eventcraft_append(
+    p_stream text, p_category text, p_expected bigint, p_events text
+) RETURNS text LANGUAGE plpgsql AS $$
 -- p_expected: -1 for ANY, 0 for no stream, n for exactly version n.
--- Returns the stream's new version followed by the events' positions.
+-- p_events: a JSON array of {{"id", "type", "data", "metadata"}} objects, one
+-- parameter where arrays of each field cost the client far more to send.
+-- Returns the stream's new version and the events' positions, in a line
+-- of numbers separated by spaces.
+--
+-- No row is locked or updated to check the version: the stream is at n when
+-- its event n exists (n = 0: always) and n + 1 does not, which the unique
+-- (stream_id, version) index decides as the rows go in; of two appends at the
+-- same version the second waits for the first and fails on that index.
 DECLARE
-    n int := cardinality(p_ids);
-    new_version bigint;
+    batch jsonb := p_events::jsonb;
+    n int := jsonb_array_length(batch);
+    base bigint := p_expected;
     positions bigint[];
+    violated text;
 BEGIN
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
-        RAISE EXCEPTION 'eventcraft_append needs READ COMMITTED, not %',
-            current_setting('transaction_isolation');
-    END IF;
     -- The xid before any position: see the ordering rule in eventstore/schema.py.
     PERFORM pg_current_xact_id();
-    IF p_expected < 0 THEN
-        INSERT INTO {STREAMS} AS s (stream_id, category, version) VALUES (p_stream, p_category, n)
-        ON CONFLICT (stream_id) DO UPDATE SET version = s.version + n
-        RETURNING s.version INTO new_version;
-    ELSIF p_expected = 0 THEN
-        INSERT INTO {STREAMS} (stream_id, category, version) VALUES (p_stream, p_category, n)
-        ON CONFLICT (stream_id) DO NOTHING
-        RETURNING version INTO new_version;
-    ELSE
-        UPDATE {STREAMS} SET version = version + n
-        WHERE stream_id = p_stream AND version = p_expected
-        RETURNING version INTO new_version;
+    IF base < 0 THEN
+        base := eventcraft_stream_version(p_stream);
     END IF;
-    IF new_version IS NULL THEN
+    IF base = 0 THEN
+        INSERT INTO {STREAMS} (stream_id, category) VALUES (p_stream, p_category)
+        ON CONFLICT (stream_id) DO NOTHING;
+    ELSIF NOT EXISTS (SELECT FROM {EVENTS} WHERE stream_id = p_stream AND version = base) THEN
         RAISE EXCEPTION USING
             ERRCODE = '{WRONG_EXPECTED_VERSION_SQLSTATE}',
             MESSAGE = 'wrong expected version',
-            DETAIL = coalesce((SELECT version FROM {STREAMS} WHERE stream_id = p_stream), 0);
+            DETAIL = eventcraft_stream_version(p_stream);
     END IF;
-    SELECT array_agg(p ORDER BY p) INTO positions
-    FROM (SELECT nextval('{POSITION_SEQUENCE}') AS p FROM generate_series(1, n)) AS taken;
     -- The EXCEPTION clause makes this block a subtransaction: the rows' xmin is
-    -- an xid drawn after the positions above (the ordering rule in schema.py).
+    -- an xid drawn after every position they hold (the ordering rule). nextval
+    -- assigns no xid, the first row written does; so one row may take its
+    -- position as it goes in, several take theirs before the first goes in.
     BEGIN
-        INSERT INTO {EVENTS}
-            (position, stream_id, version, id, type, data, metadata, recorded_at, category)
-        SELECT positions[i], p_stream, new_version - n + i, p_ids[i], p_types[i],
-               p_data[i]::jsonb, p_metadata[i]::jsonb, now(), p_category
-        FROM generate_series(1, n) AS i;
+        IF n = 1 THEN
+            INSERT INTO {EVENTS}
+                (position, stream_id, version, id, type, data, metadata, recorded_at, category)
+            VALUES (nextval('{POSITION_SEQUENCE}'), p_stream, base + 1, (batch->0->>'id')::uuid,
+                    batch->0->>'type', batch->0->'data', batch->0->'metadata', now(), p_category)
+            RETURNING ARRAY[position] INTO positions;
+        ELSE
+            positions := ARRAY(SELECT nextval('{POSITION_SEQUENCE}') FROM generate_series(1, n));
+            INSERT INTO {EVENTS}
+                (position, stream_id, version, id, type, data, metadata, recorded_at, category)
+            SELECT positions[e.i], p_stream, base + e.i, (e.event->>'id')::uuid,
+                   e.event->>'type', e.event->'data', e.event->'metadata', now(), p_category
+            FROM jsonb_array_elements(batch) WITH ORDINALITY AS e(event, i);
+        END IF;
     EXCEPTION WHEN unique_violation THEN
+        GET STACKED DIAGNOSTICS violated = CONSTRAINT_NAME;
+        IF violated = '{EVENTS}_stream_version' THEN
+            RAISE EXCEPTION USING
+                ERRCODE = '{WRONG_EXPECTED_VERSION_SQLSTATE}',
+                MESSAGE = 'wrong expected version',
+                DETAIL = eventcraft_stream_version(p_stream);
+        END IF;
         RAISE;
     END;
-    RETURN new_version || positions;
+    RETURN array_to_string((base + n) || positions, ' ');
 END
-$$""",
+$$"""
+
+_POSTGRES_APPEND_ONLY = [
     f"""
 CREATE FUNCTION eventcraft_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -188,20 +215,6 @@ $$""",
     FOR EACH ROW EXECUTE FUNCTION eventcraft_refuse_change()""",
     f"""CREATE TRIGGER {EVENTS}_no_truncate BEFORE TRUNCATE ON {EVENTS}
     FOR EACH STATEMENT EXECUTE FUNCTION eventcraft_refuse_change()""",
-]
-
-# One notification per appending statement, sent when its transaction commits
-# (`postgres_listener.py`). A store made before these existed gains them on open.
-_POSTGRES_NOTIFY = [
-    f"""
-CREATE FUNCTION {NOTIFY_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_notify('{NOTIFY_CHANNEL}', TG_TABLE_SCHEMA);
-    RETURN NULL;
-END
-$$""",
-    f"""CREATE TRIGGER {EVENTS}_notify AFTER INSERT ON {EVENTS}
-    FOR EACH STATEMENT EXECUTE FUNCTION {NOTIFY_FUNCTION}()""",
 ]
 
 _SQLITE_TRIGGERS = [
@@ -219,14 +232,16 @@ DIALECTS: dict[str, Dialect] = {
 def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
     """Every statement that creates the schema, in order, but for the `existing` objects.
 
-    `existing` names the tables (and, on PostgreSQL, `NOTIFY_FUNCTION`) the
-    database holds. A store made by an older release lacks only newer
-    objects: opening it adds them and leaves the rest alone.
+    `existing` names the tables the database holds, and `EARLIER_LAYOUT` if
+    it was made by a release that kept each stream's version in the streams
+    table. A store made by an older release lacks only newer objects:
+    opening it adds them and brings the older ones up to date.
     """
     dialect = DIALECTS[dialect_name]
+    postgres = dialect_name == "postgresql"
     fresh = EVENTS not in existing
     statements: list[str] = []
-    if dialect_name == "postgresql" and fresh:
+    if postgres and fresh:
         statements.append(str(CreateSequence(position_sequence).compile(dialect=dialect)))
     for table in metadata.sorted_tables:
         if table.name in existing:
@@ -234,10 +249,17 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
         statements.append(str(CreateTable(table).compile(dialect=dialect)).strip())
         for index in sorted(table.indexes, key=lambda i: str(i.name)):
             statements.append(str(CreateIndex(index).compile(dialect=dialect)))
+    if EARLIER_LAYOUT in existing:
+        # Versions now come from the events themselves; the commit-time NOTIFY
+        # became the writer's own, sent after its commit (postgres_notify.py).
+        statements.append(f"ALTER TABLE {STREAMS} DROP COLUMN version")
+        if postgres:
+            statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_NOTIFY_FUNCTION}() CASCADE")
+            statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_APPEND}")
+    if postgres and (fresh or EARLIER_LAYOUT in existing):
+        statements += [_POSTGRES_STREAM_VERSION, _POSTGRES_APPEND]
     if fresh:
-        statements += _POSTGRES_FUNCTIONS if dialect_name == "postgresql" else _SQLITE_TRIGGERS
-    if dialect_name == "postgresql" and NOTIFY_FUNCTION not in existing:
-        statements += _POSTGRES_NOTIFY
+        statements += _POSTGRES_APPEND_ONLY if postgres else _SQLITE_TRIGGERS
     return statements
 
 

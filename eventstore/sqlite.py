@@ -34,14 +34,13 @@ E = schema.EVENTS
 S = schema.STREAMS
 _COLUMNS = "id, stream_id, version, position, type, data, metadata, recorded_at"
 
-_STREAM_VERSION = f"SELECT version FROM {S} WHERE stream_id = ?"
+_STREAM_VERSION = f"SELECT coalesce(max(version), 0) FROM {E} WHERE stream_id = ?"
 _NEXT_POSITION = f"SELECT coalesce(max(position), 0) + 1 FROM {E}"
 _INSERT_EVENT = (
     f"INSERT INTO {E} (position, stream_id, version, id, type, data, metadata, recorded_at, "
     "category) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_INSERT_STREAM = f"INSERT INTO {S} (stream_id, category, version) VALUES (?, ?, ?)"
-_UPDATE_STREAM = f"UPDATE {S} SET version = ? WHERE stream_id = ?"
+_INSERT_STREAM = f"INSERT INTO {S} (stream_id, category) VALUES (?, ?)"
 _HEAD = f"SELECT coalesce(max(position), 0) FROM {E}"
 _SAVE_SNAPSHOT = (
     f"INSERT INTO {schema.SNAPSHOTS} AS s "
@@ -94,7 +93,9 @@ class SQLiteBackend(Backend):
                 existing = frozenset(
                     row[0]
                     for row in self._conn.execute(
-                        "SELECT name FROM sqlite_master WHERE type = 'table'"
+                        "SELECT name FROM sqlite_master WHERE type = 'table' UNION ALL "
+                        "SELECT ? FROM pragma_table_info(?) WHERE name = 'version'",
+                        (schema.EARLIER_LAYOUT, S),
                     )
                 )
                 for statement in schema.ddl("sqlite", existing):
@@ -136,9 +137,7 @@ class SQLiteBackend(Backend):
                     )
                     version = actual + len(events)
                     if actual == 0:
-                        conn.execute(_INSERT_STREAM, (stream_id, category, version))
-                    else:
-                        conn.execute(_UPDATE_STREAM, (version, stream_id))
+                        conn.execute(_INSERT_STREAM, (stream_id, category))
             except sqlite3.IntegrityError as error:  # an event id already stored
                 conflict = error
             except BaseException:
@@ -239,7 +238,10 @@ class SQLiteBackend(Backend):
     def list_streams(
         self, *, category: str | None, after: str | None, limit: int | None
     ) -> Iterator[StreamInfo]:
-        query = f"SELECT stream_id, version FROM {S} WHERE stream_id > ?"
+        query = (
+            f"SELECT stream_id, (SELECT max(version) FROM {E} e WHERE e.stream_id = s.stream_id) "
+            f"FROM {S} s WHERE stream_id > ?"
+        )
         params: list[Any] = [after or ""]
         if category is not None:
             query += " AND category = ?"

@@ -4,7 +4,6 @@ must never pass a position that a running transaction may still fill."""
 from __future__ import annotations
 
 import multiprocessing
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -13,6 +12,8 @@ import psycopg
 import pytest
 
 from eventstore import EventStore, NewEvent
+from eventstore.encoding import prepare
+from eventstore.postgres import APPEND, batch_json
 from eventstore.postgres_connections import PostgresTarget
 
 from . import workers
@@ -36,12 +37,10 @@ def raw(pg_url: str) -> Iterator[psycopg.Connection[Any]]:
 
 
 def _append_uncommitted(conn: psycopg.Connection[Any], stream_id: str) -> int:
-    row = conn.execute(
-        "SELECT eventcraft_append(%s, %s, -1, %s, %s, %s, %s)",
-        (stream_id, stream_id.split("-")[0], [uuid.uuid4()], ["Held"], ["{}"], ["{}"]),
-    ).fetchone()
+    batch = batch_json(prepare(stream_id, [NewEvent("Held", {})])).decode()
+    row = conn.execute(APPEND, (stream_id, stream_id.split("-")[0], -1, batch)).fetchone()
     assert row is not None
-    return int(row[0][1])
+    return int(row[0].split()[1])
 
 
 def test_a_reader_waits_at_a_position_whose_transaction_is_still_open(

@@ -9,7 +9,7 @@ import uuid
 import psycopg
 import pytest
 
-from eventstore import EventStore, NewEvent, StoreUnavailable
+from eventstore import NO_STREAM, EventStore, NewEvent, StoreUnavailable
 from eventstore.postgres_connections import PostgresTarget
 
 from ..conftest import PG_URL
@@ -93,22 +93,46 @@ def test_a_store_made_before_snapshots_existed_gains_their_table(shared_store_ur
         assert [e.type for e in store.read_stream("account-1")] == ["Opened"]
 
 
-def test_a_store_made_before_notifications_existed_gains_them(pg_url: str) -> None:
-    with EventStore.open(pg_url) as store:
+def test_a_store_of_the_earlier_layout_is_brought_up_to_date(shared_store_url: str) -> None:
+    """Earlier releases kept each stream's version in the streams table and, on
+    PostgreSQL, sent the NOTIFY from a trigger inside the append."""
+    with EventStore.open(shared_store_url) as store:
         store.append("account-1", [NewEvent("Opened", {})])
-    _raw_sql(pg_url, "DROP FUNCTION eventcraft_notify() CASCADE")
-    with EventStore.open(pg_url) as reader, EventStore.open(pg_url) as writer:
+    _raw_sql(shared_store_url, "ALTER TABLE eventcraft_streams ADD COLUMN version BIGINT")
+    _raw_sql(shared_store_url, "UPDATE eventcraft_streams SET version = 1")
+    postgres = shared_store_url.startswith("postgresql")
+    if postgres:
+        _raw_sql(shared_store_url, "ALTER TABLE eventcraft_streams ALTER version SET NOT NULL")
+        _raw_sql(
+            shared_store_url,
+            "CREATE FUNCTION eventcraft_notify() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN PERFORM pg_notify('eventcraft_events', TG_TABLE_SCHEMA); RETURN NULL; END $$",
+        )
+        _raw_sql(
+            shared_store_url,
+            "CREATE TRIGGER eventcraft_events_notify AFTER INSERT ON eventcraft_events "
+            "FOR EACH STATEMENT EXECUTE FUNCTION eventcraft_notify()",
+        )
+    with EventStore.open(shared_store_url) as reader, EventStore.open(shared_store_url) as writer:
+        writer.append("account-1", [NewEvent("Deposited", {})], expected_version=1)
+        writer.append("account-2", [NewEvent("Opened", {})], expected_version=NO_STREAM)
+        assert [(s.stream_id, s.version) for s in reader.list_streams()] == [
+            ("account-1", 2),
+            ("account-2", 1),
+        ]
         waiting = threading.Event()
         answers: list[bool] = []
 
         def wait() -> None:
             waiting.set()
-            answers.append(reader.wait_for_events(after=1, timeout=30))
+            answers.append(reader.wait_for_events(after=3, timeout=30))
 
         thread = threading.Thread(target=wait)
         thread.start()
         waiting.wait()
-        writer.append("account-1", [NewEvent("Deposited", {})])
+        writer.append("account-1", [NewEvent("Deposited", {})], expected_version=2)
         thread.join(timeout=30)
         assert answers == [True]
-    _raw_sql(pg_url, "SELECT 'eventcraft_notify()'::regprocedure")
+    if postgres:
+        with pytest.raises(psycopg.Error, match="does not exist"):
+            _raw_sql(shared_store_url, "SELECT 'eventcraft_notify()'::regprocedure")

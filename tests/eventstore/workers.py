@@ -65,6 +65,8 @@ def slow_committer(url: str, writer: int, appends: int, seed: int) -> list[str]:
 
     import psycopg
 
+    from eventstore.encoding import prepare
+    from eventstore.postgres import APPEND, batch_json
     from eventstore.postgres_connections import PostgresTarget
 
     rng = random.Random(seed)
@@ -73,17 +75,8 @@ def slow_committer(url: str, writer: int, appends: int, seed: int) -> list[str]:
     with psycopg.connect(target.conninfo, options=target.options()) as conn:
         for n in range(appends):
             ids = [uuid.uuid4() for _ in range(rng.choice((1, 3)))]
-            conn.execute(
-                "SELECT eventcraft_append(%s, %s, -1, %s, %s, %s, %s)",
-                (
-                    f"slow-{writer}",
-                    "slow",
-                    ids,
-                    ["Slow"] * len(ids),
-                    [f'{{"n": {n}}}'] * len(ids),
-                    ["{}"] * len(ids),
-                ),
-            )
+            batch = prepare("slow", [NewEvent("Slow", {"n": n}, id=i) for i in ids])
+            conn.execute(APPEND, (f"slow-{writer}", "slow", -1, batch_json(batch).decode()))
             time.sleep(rng.random() * 0.01)  # the window in which later positions commit first
             if rng.random() < 0.2:
                 conn.rollback()

@@ -1,0 +1,128 @@
+"""The append's exchange with PostgreSQL, one level below psycopg's cursors.
+
+An append is the busiest call of the store, and at one event per append the
+client's own work is as long as the server's. So it talks to libpq directly:
+
+- its parameters go as text the store already holds (the events' JSON is
+  built once, by `postgres.batch_json`), where psycopg would adapt each one;
+- in the same write to the socket, after the append's Sync, goes a NOTIFY for
+  waiting readers (`postgres_listener.py`). A Sync ends the append's implicit
+  transaction, so the NOTIFY runs in a transaction of its own, after the
+  commit. Sent from inside the append, it would take PostgreSQL's
+  notification lock before the commit and keep it until the commit reached
+  the disk: appenders would commit one at a time.
+
+The append's reply is read at once; the NOTIFY's is left on the connection,
+which stays in pipeline mode until `finish_outstanding` reads it: the pool
+calls it before lending the connection again, and by then it has arrived.
+"""
+
+from __future__ import annotations
+
+import select
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg import pq
+from psycopg.errors import error_from_result
+
+from .schema import NOTIFY_CHANNEL
+
+REPLY_TIMEOUT = 60.0
+"""Longest wait for any reply, in seconds, before the connection is given up."""
+
+_STATEMENT = b"eventcraft_append_call"
+_PREPARE = (
+    f"PREPARE {_STATEMENT.decode()} (text, text, bigint, text) AS "
+    "SELECT eventcraft_append($1, $2, $3, $4)"
+)
+_NOTIFY = f"SELECT pg_notify('{NOTIFY_CHANNEL}', current_schema())".encode()
+_UNDEFINED_STATEMENT = b"26000"
+
+
+def append_and_notify(conn: psycopg.Connection[Any], params: Sequence[bytes]) -> str:
+    """Call the append function with `params`, then NOTIFY; the function's text result.
+
+    Raises the psycopg error the server answered with, or `OperationalError`
+    when the connection fails (it is closed then, and safe to retry on another).
+    """
+    finish_outstanding(conn)
+    result = _exchange(conn, params)
+    if result.error_field(pq.DiagnosticField.SQLSTATE) == _UNDEFINED_STATEMENT:
+        # A new session, or one that lost its prepared statements: prepare once.
+        finish_outstanding(conn)
+        conn.execute(_PREPARE)
+        result = _exchange(conn, params)
+    if result.status != pq.ExecStatus.TUPLES_OK:
+        finish_outstanding(conn)  # the caller will use the connection to look into the failure
+        raise error_from_result(result, encoding=conn.info.encoding)
+    value = result.get_value(0, 0)
+    assert value is not None
+    return bytes(value).decode()
+
+
+def finish_outstanding(conn: psycopg.Connection[Any]) -> None:
+    """Read what `append_and_notify` left unread on `conn`, if anything.
+
+    Raises `OperationalError` (and closes `conn`) if the connection fails.
+    """
+    pgconn = conn.pgconn
+    if pgconn.pipeline_status == pq.PipelineStatus.OFF:
+        return
+    with _closed_on_failure(conn):
+        while not _is_sync(_next_result(conn)):
+            pass  # the NOTIFY's result: nobody waits on its outcome
+        pgconn.exit_pipeline_mode()
+
+
+def _exchange(conn: psycopg.Connection[Any], params: Sequence[bytes]) -> pq.abc.PGresult:
+    pgconn = conn.pgconn
+    with _closed_on_failure(conn):
+        pgconn.enter_pipeline_mode()
+        pgconn.send_query_prepared(_STATEMENT, params)
+        pgconn.pipeline_sync()
+        pgconn.send_query_params(_NOTIFY, None)
+        pgconn.pipeline_sync()
+        while pgconn.flush():
+            _wait(conn, write=True)
+        result = _next_result(conn)
+        assert result is not None
+        while not _is_sync(_next_result(conn)):
+            pass  # the end of the append's results, then its Sync
+        return result
+
+
+def _next_result(conn: psycopg.Connection[Any]) -> pq.abc.PGresult | None:
+    pgconn = conn.pgconn
+    while True:
+        pgconn.consume_input()
+        if not pgconn.is_busy():
+            return pgconn.get_result()
+        _wait(conn, write=False)
+
+
+def _is_sync(result: pq.abc.PGresult | None) -> bool:
+    return result is not None and result.status == pq.ExecStatus.PIPELINE_SYNC
+
+
+def _wait(conn: psycopg.Connection[Any], *, write: bool) -> None:
+    fileno = conn.fileno()
+    waits = ([], [fileno]) if write else ([fileno], [])
+    readable, writable, _ = select.select(*waits, [], REPLY_TIMEOUT)
+    if not (readable or writable):
+        raise psycopg.OperationalError(f"no reply from PostgreSQL in {REPLY_TIMEOUT:.0f} s")
+
+
+@contextmanager
+def _closed_on_failure(conn: psycopg.Connection[Any]) -> Iterator[None]:
+    """Close the connection when libpq or the socket fails: its state is unknown."""
+    try:
+        yield
+    except OSError as error:
+        conn.close()
+        raise psycopg.OperationalError(f"PostgreSQL connection failed: {error}") from error
+    except BaseException:
+        conn.close()
+        raise
