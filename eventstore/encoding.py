@@ -109,45 +109,65 @@ def prepare(stream_id: str, events: Sequence[NewEvent]) -> list[PreparedEvent]:
             f"the limit is {MAX_BATCH}"
         )
     prepared = []
-    seen: set[uuid.UUID] = set()
+    seen: set[int] = set()
+    types: set[str] = set()  # names already checked: a batch repeats a few
     for index, event in enumerate(events):
-        if not isinstance(event, NewEvent):
+        if type(event) is not NewEvent and not isinstance(event, NewEvent):
             raise InvalidEvent(
                 f"event {index} for stream {stream_id!r} must be a NewEvent, "
                 f"not {type(event).__name__}"
             )
-        where = f"event {index} ({event.type!r}) for stream {stream_id!r}"
-        check_name(f"the type of event {index} for stream {stream_id!r}", event.type)
-        if not isinstance(event.id, uuid.UUID):
-            raise InvalidEvent(f"{where}: id must be a uuid.UUID, not {event.id!r}")
-        if event.id in seen:
-            raise InvalidEvent(f"{where}: id {event.id} appears twice in the batch")
-        seen.add(event.id)
-        prepared.append(
-            PreparedEvent(
-                id=event.id,
-                type=event.type,
-                data=encode_object(f"{where}: data", event.data),
-                metadata=encode_object(f"{where}: metadata", event.metadata),
+        if event.type not in types:
+            check_name(f"the type of event {index} for stream {stream_id!r}", event.type)
+            types.add(event.type)
+        if type(event.id) is not uuid.UUID and not isinstance(event.id, uuid.UUID):
+            raise InvalidEvent(
+                f"{_where(stream_id, index, event)}: id must be a uuid.UUID, not {event.id!r}"
             )
-        )
+        if event.id.int in seen:
+            raise InvalidEvent(
+                f"{_where(stream_id, index, event)}: id {event.id} appears twice in the batch"
+            )
+        seen.add(event.id.int)
+        try:
+            data = _encode(event.data)
+            metadata = b"{}" if event.metadata == {} else _encode(event.metadata)
+        except InvalidEvent:
+            # Encoded again for the message: the error names the field and the event.
+            where = _where(stream_id, index, event)
+            encode_object(f"{where}: data", event.data)
+            encode_object(f"{where}: metadata", event.metadata)
+            raise
+        prepared.append(PreparedEvent(event.id, event.type, data, metadata))
     return prepared
 
 
+def _where(stream_id: str, index: int, event: NewEvent) -> str:
+    return f"event {index} ({event.type!r}) for stream {stream_id!r}"
+
+
 def encode_object(where: str, value: dict[str, Any] | BaseModel) -> bytes:
-    """Encode a dict or pydantic model as a JSON object."""
-    if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json")
-    if not isinstance(value, dict):
-        raise InvalidEvent(
-            f"{where} must be a dict or a pydantic model, not {type(value).__name__}"
-        )
+    """Encode a dict or pydantic model as a JSON object; errors say `where` it was."""
+    try:
+        return _encode(value)
+    except InvalidEvent as error:
+        raise InvalidEvent(f"{where} {error}") from error.__cause__
+
+
+def _encode(value: dict[str, Any] | BaseModel) -> bytes:
+    # `type(...) is dict` first: isinstance against pydantic's metaclass is slow,
+    # and this runs for every event appended.
+    if type(value) is not dict:
+        if isinstance(value, BaseModel):
+            value = value.model_dump(mode="json")
+        elif not isinstance(value, dict):
+            raise InvalidEvent(f"must be a dict or a pydantic model, not {type(value).__name__}")
     try:
         encoded = orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError) as error:
-        raise InvalidEvent(f"{where} cannot be encoded as JSON: {error}") from error
+        raise InvalidEvent(f"cannot be encoded as JSON: {error}") from error
     if _JSON_NUL in encoded:
-        raise InvalidEvent(f"{where} contains a NUL character, which the store cannot hold")
+        raise InvalidEvent("contains a NUL character, which the store cannot hold")
     return encoded
 
 
