@@ -221,18 +221,22 @@ class PostgresBackend(Backend):
     ) -> Iterator[RecordedEvent]:
         head = self._safe_head(after)
         filters = ""
-        params: dict[str, Any] = {"head": head}
+        params: dict[str, Any] = {}
         if categories is not None:
             filters += " AND category = ANY(%(categories)s)"
             params["categories"] = list(categories)
         if types is not None:
             filters += " AND type = ANY(%(types)s)"
             params["types"] = list(types)
+        # No `position <= head` in SQL: with a range on both sides (and stale
+        # statistics, or a generic plan) the planner expects a few rows and
+        # sorts all the rows past `start` for every page. The few rows past
+        # the head that a page may bring are dropped here instead.
         query = (
-            f"SELECT {_COLUMNS} FROM {E} WHERE position > %(start)s AND position <= %(head)s"
+            f"SELECT {_COLUMNS} FROM {E} WHERE position > %(start)s"
             f"{filters} ORDER BY position LIMIT %(count)s"
         )
-        return self._pages(query, params, after, _position, limit)
+        return self._pages(query, params, after, _position, limit, upto=head)
 
     def _safe_head(self, after: int) -> int:
         def query(conn: psycopg.Connection[Any]) -> int:
@@ -306,13 +310,20 @@ class PostgresBackend(Backend):
         start: int,
         next_start: Callable[[RecordedEvent], int],
         limit: int | None,
+        upto: int | None = None,
     ) -> Iterator[RecordedEvent]:
+        """The rows of `query`, page by page; with `upto`, only those at positions up to it."""
+
         def fetch(key: int, count: int) -> list[RecordedEvent]:
             def run(conn: psycopg.Connection[Any]) -> list[RecordedEvent]:
                 with conn.cursor(binary=True, row_factory=_recorded_events) as cur:
                     return cur.execute(query, {**params, "start": key, "count": count}).fetchall()
 
-            return self._with_connection(run)
+            rows = self._with_connection(run)
+            if upto is not None:
+                while rows and rows[-1].position > upto:  # a short page: the last one
+                    rows.pop()
+            return rows
 
         return paged(fetch, start, next_start, _same, limit, PAGE)
 
