@@ -26,7 +26,7 @@ from .paging import paged
 from .port import Backend
 from .postgres_connections import ConnectionPool, PostgresTarget
 from .postgres_listener import Listener
-from .postgres_wire import append_and_notify
+from .postgres_wire import append_and_notify, notify_statement
 from .snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 
 PAGE = 2000
@@ -103,6 +103,7 @@ class PostgresBackend(Backend):
     def __init__(self, target: PostgresTarget) -> None:
         self._pool = ConnectionPool(target)
         self._with_connection(self._create_schema)
+        self._notify = self._with_connection(notify_statement)
         self._listener = Listener(self._pool)
 
     @classmethod
@@ -147,7 +148,7 @@ class PostgresBackend(Backend):
         def attempt(conn: psycopg.Connection[Any]) -> AppendResult:
             for _ in range(_ANY_TRIES):
                 try:
-                    answer = append_and_notify(conn, params)
+                    answer = append_and_notify(conn, params, self._notify)
                 except psycopg.errors.UniqueViolation as error:
                     return self._retried_or(conn, stream_id, events, error)
                 except psycopg.DatabaseError as error:

@@ -20,11 +20,11 @@ calls it before lending the connection again, and by then it has arrived.
 from __future__ import annotations
 
 import select
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 import psycopg
+import psycopg.sql
 from psycopg import pq
 from psycopg.errors import error_from_result
 
@@ -38,26 +38,39 @@ _PREPARE = (
     f"PREPARE {_STATEMENT.decode()} (text, text, bigint, text) AS "
     "SELECT eventcraft_append($1, $2, $3, $4)"
 )
-_NOTIFY = f"SELECT pg_notify('{NOTIFY_CHANNEL}', current_schema())".encode()
 _UNDEFINED_STATEMENT = b"26000"
 
 
-def append_and_notify(conn: psycopg.Connection[Any], params: Sequence[bytes]) -> str:
-    """Call the append function with `params`, then NOTIFY; the function's text result.
+def notify_statement(conn: psycopg.Connection[Any]) -> bytes:
+    """The NOTIFY that tells readers of this connection's schema of an append."""
+    schema = conn.execute("SELECT current_schema()").fetchone()
+    payload = psycopg.sql.Literal(schema[0] if schema else "")
+    return f"NOTIFY {NOTIFY_CHANNEL}, {payload.as_string(conn)}".encode()
+
+
+def append_and_notify(conn: psycopg.Connection[Any], params: Sequence[bytes], notify: bytes) -> str:
+    """Call the append function with `params`, then `notify`; the function's text result.
 
     Raises the psycopg error the server answered with, or `OperationalError`
     when the connection fails (it is closed then, and safe to retry on another).
     """
-    finish_outstanding(conn)
-    result = _exchange(conn, params)
-    if result.error_field(pq.DiagnosticField.SQLSTATE) == _UNDEFINED_STATEMENT:
-        # A new session, or one that lost its prepared statements: prepare once.
+    try:
         finish_outstanding(conn)
-        conn.execute(_PREPARE)
-        result = _exchange(conn, params)
-    if result.status != pq.ExecStatus.TUPLES_OK:
-        finish_outstanding(conn)  # the caller will use the connection to look into the failure
-        raise error_from_result(result, encoding=conn.info.encoding)
+        result = _exchange(conn, params, notify)
+        if result.error_field(pq.DiagnosticField.SQLSTATE) == _UNDEFINED_STATEMENT:
+            # A new session, or one that lost its prepared statements: prepare once.
+            finish_outstanding(conn)
+            conn.execute(_PREPARE)
+            result = _exchange(conn, params, notify)
+        if result.status != pq.ExecStatus.TUPLES_OK:
+            finish_outstanding(conn)  # the caller will use the connection to look into it
+            raise error_from_result(result, encoding=conn.info.encoding)
+    except psycopg.OperationalError as error:
+        _give_up(conn, error)
+    except psycopg.DatabaseError:
+        raise  # the server's answer to a sound exchange: the connection is fine
+    except BaseException as error:
+        _give_up(conn, error)
     value = result.get_value(0, 0)
     assert value is not None
     return bytes(value).decode()
@@ -71,36 +84,39 @@ def finish_outstanding(conn: psycopg.Connection[Any]) -> None:
     pgconn = conn.pgconn
     if pgconn.pipeline_status == pq.PipelineStatus.OFF:
         return
-    with _closed_on_failure(conn):
+    try:
         while not _is_sync(_next_result(conn)):
             pass  # the NOTIFY's result: nobody waits on its outcome
         pgconn.exit_pipeline_mode()
+    except BaseException as error:
+        _give_up(conn, error)
 
 
-def _exchange(conn: psycopg.Connection[Any], params: Sequence[bytes]) -> pq.abc.PGresult:
+def _exchange(
+    conn: psycopg.Connection[Any], params: Sequence[bytes], notify: bytes
+) -> pq.abc.PGresult:
     pgconn = conn.pgconn
-    with _closed_on_failure(conn):
-        pgconn.enter_pipeline_mode()
-        pgconn.send_query_prepared(_STATEMENT, params)
-        pgconn.pipeline_sync()
-        pgconn.send_query_params(_NOTIFY, None)
-        pgconn.pipeline_sync()
-        while pgconn.flush():
-            _wait(conn, write=True)
-        result = _next_result(conn)
-        assert result is not None
-        while not _is_sync(_next_result(conn)):
-            pass  # the end of the append's results, then its Sync
-        return result
+    pgconn.enter_pipeline_mode()
+    pgconn.send_query_prepared(_STATEMENT, params)
+    pgconn.pipeline_sync()
+    pgconn.send_query_params(notify, None)
+    pgconn.pipeline_sync()
+    while pgconn.flush():
+        _wait(conn, write=True)
+    result = _next_result(conn)
+    assert result is not None
+    while not _is_sync(_next_result(conn)):
+        pass  # the end of the append's results, then its Sync
+    return result
 
 
 def _next_result(conn: psycopg.Connection[Any]) -> pq.abc.PGresult | None:
     pgconn = conn.pgconn
-    while True:
-        pgconn.consume_input()
-        if not pgconn.is_busy():
-            return pgconn.get_result()
+    # is_busy parses what was already received: a syscall only when that is not enough.
+    while pgconn.is_busy():
         _wait(conn, write=False)
+        pgconn.consume_input()
+    return pgconn.get_result()
 
 
 def _is_sync(result: pq.abc.PGresult | None) -> bool:
@@ -115,14 +131,9 @@ def _wait(conn: psycopg.Connection[Any], *, write: bool) -> None:
         raise psycopg.OperationalError(f"no reply from PostgreSQL in {REPLY_TIMEOUT:.0f} s")
 
 
-@contextmanager
-def _closed_on_failure(conn: psycopg.Connection[Any]) -> Iterator[None]:
-    """Close the connection when libpq or the socket fails: its state is unknown."""
-    try:
-        yield
-    except OSError as error:
-        conn.close()
+def _give_up(conn: psycopg.Connection[Any], error: BaseException) -> NoReturn:
+    """Close `conn`, whose state is unknown after `error`, and raise it as a lost connection."""
+    conn.close()
+    if isinstance(error, OSError | AssertionError):
         raise psycopg.OperationalError(f"PostgreSQL connection failed: {error}") from error
-    except BaseException:
-        conn.close()
-        raise
+    raise error
