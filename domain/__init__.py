@@ -14,6 +14,7 @@ from .event import DomainEvent
 from .evolve import evolve, evolves
 from .registry import EVENT_VERSION, EventRegistry, EventType
 from .repository import Repository
+from .state import State
 from .testing import Scenario, scenario
 from .upcasting import Upcaster
 
@@ -31,6 +32,7 @@ __all__ = [
     "RegistrationError",
     "Repository",
     "Scenario",
+    "State",
     "UnknownEventType",
     "Upcaster",
     "caused_by",

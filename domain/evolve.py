@@ -3,12 +3,15 @@
 A state is a pydantic model whose `@evolves` methods each take one event and
 return the next state, leaving `self` as it was::
 
-    class AccountState(BaseModel):
+    class AccountState(State):
         balance: int = 0
 
         @evolves
         def deposited(self, event: MoneyDeposited) -> AccountState:
-            return self.model_copy(update={"balance": self.balance + event.amount})
+            return self.replace(balance=self.balance + event.amount)
+
+(`State.replace` is `model_copy(update=...)` at half the cost; any frozen
+pydantic model works as a state.)
 
 The event class comes from the annotation of the handler's event parameter,
 or from the decorator's argument: `@evolves(MoneyDeposited)`.

@@ -54,10 +54,10 @@ class Repository(Generic[A]):
         state, version = aggregate.state, 0
         if self.snapshot_every is not None:
             state, version = self._from_snapshot(aggregate, state)
-        decode = cls.registry.decode
-        for recorded in self.store.read_stream(aggregate.stream_id, from_version=version + 1):
-            state = evolve(state, decode(recorded))
-            version = recorded.version
+        decode, stream_id = cls.registry.decode_encoded, aggregate.stream_id
+        for stored in self.store.read_stream_encoded(stream_id, from_version=version + 1):
+            state = evolve(state, decode(stored, stream_id))
+            version = stored.version
         if version == 0:
             raise AggregateNotFound(cls.__qualname__, aggregate_id, aggregate.stream_id)
         aggregate._restore(state, version)

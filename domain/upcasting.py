@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from eventstore import RecordedEvent
+from eventstore import EncodedEvent, RecordedEvent
 
 from .checks import positive_int
 from .errors import NoUpcastPath, RegistrationError
@@ -33,21 +33,25 @@ class UpcasterChain:
             )
         self._steps[(event_type, from_version)] = step
 
-    def upcast(self, recorded: RecordedEvent, stored: int, current: int) -> dict[str, Any]:
-        """`recorded`'s data brought from schema version `stored` to `current`."""
+    def upcast(
+        self,
+        event: RecordedEvent | EncodedEvent,
+        stream_id: str,
+        data: dict[str, Any],
+        stored: int,
+        current: int,
+    ) -> dict[str, Any]:
+        """`event`'s `data` brought from schema version `stored` to `current`."""
 
         def no_path(why: str) -> NoUpcastPath:
-            return NoUpcastPath(
-                recorded.stream_id, recorded.version, recorded.type, stored, current, why
-            )
+            return NoUpcastPath(stream_id, event.version, event.type, stored, current, why)
 
         if isinstance(stored, bool) or not isinstance(stored, int) or stored < 1:
             raise no_path(f"the stored event_version {stored!r} is not a positive int")
         if stored > current:
             raise no_path("it was written by a newer schema than this code knows")
-        data = recorded.data
         for version in range(stored, current):
-            step = self._steps.get((recorded.type, version))
+            step = self._steps.get((event.type, version))
             if step is None:
                 raise no_path(f"no upcaster from version {version} to {version + 1}")
             try:

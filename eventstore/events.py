@@ -6,7 +6,7 @@ import enum
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -42,6 +42,24 @@ class NewEvent:
     """Context of the event: `correlation_id`, `causation_id` and whatever the caller adds."""
     id: uuid.UUID = field(default_factory=uuid.uuid4)
     """Unique across the store; resending the same ids makes a retry safe."""
+
+
+class EncodedEvent(NamedTuple):
+    """An event of a stream as stored, its data and metadata left as JSON text.
+
+    For readers that decode payloads straight into their own types (the
+    domain repository does, with pydantic) and need nothing else: no dicts,
+    ids or timestamps are built for them.
+    """
+
+    version: int
+    """Its position within the stream, from 1."""
+    type: str
+    """The event's type name."""
+    data: str
+    """The payload: a JSON object."""
+    metadata: str
+    """The metadata: a JSON object."""
 
 
 @dataclass(frozen=True, slots=True)

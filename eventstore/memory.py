@@ -7,9 +7,19 @@ import threading
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 
+import orjson
+
 from .encoding import PreparedEvent, decode
 from .errors import WrongExpectedVersion
-from .events import ANY, NO_STREAM, AppendResult, RecordedEvent, StreamInfo, StreamState
+from .events import (
+    ANY,
+    NO_STREAM,
+    AppendResult,
+    EncodedEvent,
+    RecordedEvent,
+    StreamInfo,
+    StreamState,
+)
 from .idempotency import StoredId, resolve_stored_ids
 from .port import Backend
 from .snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
@@ -80,6 +90,17 @@ class MemoryBackend(Backend):
         else:
             selected = stream[max((from_version or 1) - 1, 0) :]
         return iter(selected[:limit])
+
+    def read_stream_encoded(self, stream_id: str, *, from_version: int) -> Iterator[EncodedEvent]:
+        with self._lock:
+            stream = self._streams.get(stream_id, [])[from_version - 1 :]
+        for event in stream:
+            yield EncodedEvent(
+                event.version,
+                event.type,
+                orjson.dumps(event.data).decode(),
+                orjson.dumps(event.metadata).decode(),
+            )
 
     def read_all(
         self,

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator, Sequence
 
 from .encoding import PreparedEvent
-from .events import AppendResult, RecordedEvent, StreamInfo, StreamState
+from .events import AppendResult, EncodedEvent, RecordedEvent, StreamInfo, StreamState
 from .snapshot import PreparedSnapshot, Snapshot
 
 POLL_CEILING = 0.05
@@ -58,6 +58,10 @@ class Backend(abc.ABC):
         Filters keep only the named categories and event types; they never let
         a reader pass an event it has not been shown (see `schema.py`).
         """
+
+    @abc.abstractmethod
+    def read_stream_encoded(self, stream_id: str, *, from_version: int) -> Iterator[EncodedEvent]:
+        """The events of one stream from `from_version` on, their JSON not decoded."""
 
     @abc.abstractmethod
     def high_water_mark(self) -> int:

@@ -11,7 +11,7 @@ that rule in SQL.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import orjson
 import psycopg
@@ -20,7 +20,15 @@ from psycopg.rows import RowMaker
 from . import schema
 from .encoding import PreparedEvent
 from .errors import EventStoreError, StoreUnavailable, WrongExpectedVersion
-from .events import ANY, NO_STREAM, AppendResult, RecordedEvent, StreamInfo, StreamState
+from .events import (
+    ANY,
+    NO_STREAM,
+    AppendResult,
+    EncodedEvent,
+    RecordedEvent,
+    StreamInfo,
+    StreamState,
+)
 from .idempotency import StoredId, resolve_stored_ids
 from .paging import paged
 from .port import Backend
@@ -97,6 +105,7 @@ SELECT greatest(
 """
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class PostgresBackend(Backend):
@@ -205,12 +214,30 @@ class PostgresBackend(Backend):
                 f"SELECT {_COLUMNS} FROM {E} WHERE stream_id = %(stream)s "
                 "AND version <= %(start)s ORDER BY version DESC LIMIT %(count)s"
             )
-            return self._pages(query, {"stream": stream_id}, start, _version_before, limit)
+            return self._pages(
+                query, {"stream": stream_id}, start, _version_before, limit, rows=_recorded_events
+            )
         query = (
             f"SELECT {_COLUMNS} FROM {E} WHERE stream_id = %(stream)s "
             "AND version >= %(start)s ORDER BY version LIMIT %(count)s"
         )
-        return self._pages(query, {"stream": stream_id}, from_version or 1, _version_after, limit)
+        return self._pages(
+            query,
+            {"stream": stream_id},
+            from_version or 1,
+            _version_after,
+            limit,
+            rows=_recorded_events,
+        )
+
+    def read_stream_encoded(self, stream_id: str, *, from_version: int) -> Iterator[EncodedEvent]:
+        query = (
+            f"SELECT version, type, data::text, metadata::text FROM {E} "
+            "WHERE stream_id = %(stream)s AND version >= %(start)s ORDER BY version LIMIT %(count)s"
+        )
+        return self._pages(
+            query, {"stream": stream_id}, from_version, _version_after, None, rows=_encoded_events
+        )
 
     def read_all(
         self,
@@ -237,7 +264,7 @@ class PostgresBackend(Backend):
             f"SELECT {_COLUMNS} FROM {E} WHERE position > %(start)s"
             f"{filters} ORDER BY position LIMIT %(count)s"
         )
-        return self._pages(query, params, after, _position, limit, upto=head)
+        return self._pages(query, params, after, _position, limit, rows=_recorded_events, upto=head)
 
     def _safe_head(self, after: int) -> int:
         def query(conn: psycopg.Connection[Any]) -> int:
@@ -309,22 +336,24 @@ class PostgresBackend(Backend):
         query: str,
         params: dict[str, Any],
         start: int,
-        next_start: Callable[[RecordedEvent], int],
+        next_start: Callable[[R], int],
         limit: int | None,
+        *,
+        rows: Callable[[psycopg.Cursor[Any]], RowMaker[R]],
         upto: int | None = None,
-    ) -> Iterator[RecordedEvent]:
+    ) -> Iterator[R]:
         """The rows of `query`, page by page; with `upto`, only those at positions up to it."""
 
-        def fetch(key: int, count: int) -> list[RecordedEvent]:
-            def run(conn: psycopg.Connection[Any]) -> list[RecordedEvent]:
-                with conn.cursor(binary=True, row_factory=_recorded_events) as cur:
+        def fetch(key: int, count: int) -> list[R]:
+            def run(conn: psycopg.Connection[Any]) -> list[R]:
+                with conn.cursor(binary=True, row_factory=rows) as cur:
                     return cur.execute(query, {**params, "start": key, "count": count}).fetchall()
 
-            rows = self._with_connection(run)
+            page = self._with_connection(run)
             if upto is not None:
-                while rows and rows[-1].position > upto:  # a short page: the last one
-                    rows.pop()
-            return rows
+                while page and cast(RecordedEvent, page[-1]).position > upto:
+                    page.pop()  # a short page: the last one
+            return page
 
         return paged(fetch, start, next_start, _same, limit, PAGE)
 
@@ -365,7 +394,11 @@ def _recorded_events(cursor: psycopg.Cursor[Any]) -> RowMaker[RecordedEvent]:
     return lambda values: RecordedEvent(*values)
 
 
-def _same(event: RecordedEvent) -> RecordedEvent:
+def _encoded_events(cursor: psycopg.Cursor[Any]) -> RowMaker[EncodedEvent]:
+    return EncodedEvent._make
+
+
+def _same(event: R) -> R:
     return event
 
 
@@ -373,7 +406,7 @@ def _position(event: RecordedEvent) -> int:
     return event.position
 
 
-def _version_after(event: RecordedEvent) -> int:
+def _version_after(event: RecordedEvent | EncodedEvent) -> int:
     return event.version + 1
 
 

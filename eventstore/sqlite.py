@@ -19,7 +19,15 @@ from typing import Any, TypeVar
 from . import schema
 from .encoding import PreparedEvent, decode
 from .errors import EventStoreError, StoreUnavailable, UnsupportedStoreURL, WrongExpectedVersion
-from .events import ANY, NO_STREAM, AppendResult, RecordedEvent, StreamInfo, StreamState
+from .events import (
+    ANY,
+    NO_STREAM,
+    AppendResult,
+    EncodedEvent,
+    RecordedEvent,
+    StreamInfo,
+    StreamState,
+)
 from .idempotency import StoredId, resolve_stored_ids
 from .paging import Row, paged
 from .port import Backend
@@ -55,6 +63,7 @@ _LOAD_SNAPSHOT = (
 )
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class SQLiteBackend(Backend):
@@ -178,12 +187,23 @@ class SQLiteBackend(Backend):
                 f"SELECT {_COLUMNS} FROM {E} WHERE stream_id = ? AND version <= ? "
                 "ORDER BY version DESC LIMIT ?"
             )
-            return self._pages(query, (stream_id,), start, lambda row: row[2] - 1, limit)
+            return self._pages(query, (stream_id,), start, lambda row: row[2] - 1, limit, _event)
         query = (
             f"SELECT {_COLUMNS} FROM {E} WHERE stream_id = ? AND version >= ? "
             "ORDER BY version LIMIT ?"
         )
-        return self._pages(query, (stream_id,), from_version or 1, lambda row: row[2] + 1, limit)
+        return self._pages(
+            query, (stream_id,), from_version or 1, lambda row: row[2] + 1, limit, _event
+        )
+
+    def read_stream_encoded(self, stream_id: str, *, from_version: int) -> Iterator[EncodedEvent]:
+        query = (
+            f"SELECT version, type, data, metadata FROM {E} WHERE stream_id = ? AND version >= ? "
+            "ORDER BY version LIMIT ?"
+        )
+        return self._pages(
+            query, (stream_id,), from_version, _next_version, None, EncodedEvent._make
+        )
 
     def read_all(
         self,
@@ -207,7 +227,7 @@ class SQLiteBackend(Backend):
             f"SELECT {_COLUMNS} FROM {E} WHERE position <= ?{filters} AND position > ? "
             "ORDER BY position LIMIT ?"
         )
-        return self._pages(query, tuple(params), after, lambda row: row[3], limit)
+        return self._pages(query, tuple(params), after, lambda row: row[3], limit, _event)
 
     def _pages(
         self,
@@ -216,13 +236,14 @@ class SQLiteBackend(Backend):
         start: int,
         next_start: Callable[[Row], int],
         limit: int | None,
-    ) -> Iterator[RecordedEvent]:
+        make: Callable[[Row], R],
+    ) -> Iterator[R]:
         """Run `query` page by page: its last two parameters are the key to start at and a count."""
 
         def fetch(key: int, count: int) -> list[Any]:
             return self._guard(lambda: self._fetch(query, (*params, key, count)))
 
-        return paged(fetch, start, next_start, _event, limit, PAGE)
+        return paged(fetch, start, next_start, make, limit, PAGE)
 
     def _fetch(self, query: str, params: tuple[Any, ...]) -> list[Any]:
         with self._lock:
@@ -314,6 +335,10 @@ def _event_rows(
         )
         for offset, event in enumerate(events)
     ]
+
+
+def _next_version(row: Row) -> int:
+    return int(row[0]) + 1
 
 
 def _event(row: Row) -> RecordedEvent:

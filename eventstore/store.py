@@ -14,6 +14,7 @@ from .errors import InvalidEvent, UnsupportedStoreURL
 from .events import (
     ANY,
     AppendResult,
+    EncodedEvent,
     ExpectedVersion,
     NewEvent,
     RecordedEvent,
@@ -75,6 +76,20 @@ class EventStore:
         return self._backend.read_stream(
             stream_id, from_version=from_version, backwards=backwards, limit=check_limit(limit)
         )
+
+    def read_stream_encoded(
+        self, stream_id: str, from_version: int | None = None
+    ) -> Iterator[EncodedEvent]:
+        """The events of one stream from `from_version` (inclusive) on, as stored.
+
+        Only their versions and types, with data and metadata left as JSON
+        text: for a reader that decodes the JSON into its own types at once,
+        such as `model_validate_json`, this costs half of `read_stream`.
+        """
+        check_name("stream id", stream_id)
+        if from_version is not None:
+            check_position("from_version", from_version)
+        return self._backend.read_stream_encoded(stream_id, from_version=from_version or 1)
 
     def read_all(
         self,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
+import orjson
 import pytest
 from pydantic import BaseModel
 
@@ -165,6 +166,25 @@ class EventStoreConformance(SnapshotConformance, WaitingConformance):
         assert [e.type for e in backwards] == list("BA")
         assert list(store.read_stream("order-1", limit=0)) == []
         assert list(store.read_stream("order-404")) == []
+
+    def test_a_stream_reads_encoded_as_it_reads_decoded(self, store: EventStore) -> None:
+        payloads = [{"n": n, "note": 'é\\"\t', "nested": {"ok": n % 2 == 0}} for n in range(2500)]
+        store.append("order-1", [NewEvent("A", {"x": 1}, metadata={"user": "ann"})])
+        store.append("order-1", [NewEvent(f"T{n % 3}", p) for n, p in enumerate(payloads)])
+        store.append("order-2", events("B"))
+        encoded = list(store.read_stream_encoded("order-1"))
+        decoded = list(store.read_stream("order-1"))
+        assert len(encoded) == 2501  # more than one page on every backend
+        assert [(e.version, e.type) for e in encoded] == [(d.version, d.type) for d in decoded]
+        assert [orjson.loads(e.data) for e in encoded] == [d.data for d in decoded]
+        assert [orjson.loads(e.metadata) for e in encoded] == [d.metadata for d in decoded]
+        assert [e.version for e in store.read_stream_encoded("order-1", from_version=2500)] == [
+            2500,
+            2501,
+        ]
+        assert list(store.read_stream_encoded("order-404")) == []
+        with pytest.raises(InvalidEvent, match="from_version"):
+            store.read_stream_encoded("order-1", from_version=-1)
 
     def test_an_event_comes_back_as_it_was_appended(self, store: EventStore) -> None:
         correlation, causation = str(uuid.uuid4()), str(uuid.uuid4())

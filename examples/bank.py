@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from domain import Aggregate, DomainError, DomainEvent, EventRegistry, command, evolves
+from domain import Aggregate, DomainError, DomainEvent, EventRegistry, State, command, evolves
 
 bank_events = EventRegistry()
 
@@ -68,9 +68,7 @@ class BalanceNotZero(AccountError):
     pass
 
 
-class AccountState(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class AccountState(State):
     owner: str = ""
     is_open: bool = False
     is_closed: bool = False
@@ -79,25 +77,21 @@ class AccountState(BaseModel):
 
     @evolves
     def opened(self, event: AccountOpened) -> AccountState:
-        return self.model_copy(
-            update={
-                "owner": event.owner,
-                "is_open": True,
-                "overdraft_limit_cents": event.overdraft_limit_cents,
-            }
+        return self.replace(
+            owner=event.owner, is_open=True, overdraft_limit_cents=event.overdraft_limit_cents
         )
 
     @evolves
     def deposited(self, event: MoneyDeposited) -> AccountState:
-        return self.model_copy(update={"balance_cents": self.balance_cents + event.amount_cents})
+        return self.replace(balance_cents=self.balance_cents + event.amount_cents)
 
     @evolves
     def withdrawn(self, event: MoneyWithdrawn) -> AccountState:
-        return self.model_copy(update={"balance_cents": self.balance_cents - event.amount_cents})
+        return self.replace(balance_cents=self.balance_cents - event.amount_cents)
 
     @evolves
     def closed(self, event: AccountClosed) -> AccountState:
-        return self.model_copy(update={"is_closed": True})
+        return self.replace(is_closed=True)
 
 
 class BankAccount(Aggregate[AccountState]):

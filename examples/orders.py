@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from domain import Aggregate, DomainError, DomainEvent, EventRegistry, evolves
+from domain import Aggregate, DomainError, DomainEvent, EventRegistry, State, evolves
 
 order_events = EventRegistry()
 
@@ -44,9 +44,7 @@ class OrderError(DomainError):
     """A command the order refuses."""
 
 
-class OrderState(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class OrderState(State):
     customer_id: str = ""
     status: Status = "new"
     lines: tuple[LineAdded, ...] = ()
@@ -57,23 +55,23 @@ class OrderState(BaseModel):
 
     @evolves
     def placed(self, event: OrderPlaced) -> OrderState:
-        return self.model_copy(update={"customer_id": event.customer_id, "status": "placed"})
+        return self.replace(customer_id=event.customer_id, status="placed")
 
     @evolves
     def line_added(self, event: LineAdded) -> OrderState:
-        return self.model_copy(update={"lines": (*self.lines, event)})
+        return self.replace(lines=(*self.lines, event))
 
     @evolves
     def paid(self, event: OrderPaid) -> OrderState:
-        return self.model_copy(update={"status": "paid"})
+        return self.replace(status="paid")
 
     @evolves
     def shipped(self, event: OrderShipped) -> OrderState:
-        return self.model_copy(update={"status": "shipped"})
+        return self.replace(status="shipped")
 
     @evolves
     def cancelled(self, event: OrderCancelled) -> OrderState:
-        return self.model_copy(update={"status": "cancelled"})
+        return self.replace(status="cancelled")
 
 
 class Order(Aggregate[OrderState]):
