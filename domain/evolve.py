@@ -110,7 +110,7 @@ def _event_parameter(state_type: type, name: str, handler: Callable[..., Any]) -
 def _checked(state_type: type[BaseModel], handler: Handler) -> Handler:
     def run(state: Any, event: DomainEvent) -> Any:
         new = handler(state, event)
-        if not isinstance(new, state_type):
+        if type(new) is not state_type and not isinstance(new, state_type):
             raise RegistrationError(
                 f"{state_type.__name__}.{handler.__name__} returned "
                 f"{type(new).__name__}, not the next {state_type.__name__}"
