@@ -59,15 +59,21 @@ def evolves(target: Any) -> Any:
 
 def evolve(state: S, event: DomainEvent) -> S:
     """The state after `event`: what the state's handler for its type returns."""
-    table = _handlers.get(type(state))
-    if table is None:
-        table = handlers_of(type(state))
+    state_type = type(state)
+    table = _handlers.get(state_type) or handlers_of(state_type)
     handler = table.get(type(event))
     if handler is None:
         raise RegistrationError(
-            f"{type(state).__name__} has no @evolves handler for {type(event).__name__}"
+            f"{state_type.__name__} has no @evolves handler for {type(event).__name__}"
         )
-    return typing.cast(S, handler(state, event))
+    new = handler(state, event)
+    # Identity first: this runs for every event an aggregate loads.
+    if type(new) is not state_type and not isinstance(new, state_type):
+        raise RegistrationError(
+            f"{state_type.__name__}.{handler.__name__} returned "
+            f"{type(new).__name__}, not the next {state_type.__name__}"
+        )
+    return new
 
 
 def handlers_of(state_type: type[BaseModel]) -> dict[type[DomainEvent], Handler]:
@@ -81,7 +87,7 @@ def handlers_of(state_type: type[BaseModel]) -> dict[type[DomainEvent], Handler]
             event_type = (
                 _event_parameter(state_type, name, member) if target is _FROM_ANNOTATION else target
             )
-            table[event_type] = _checked(state_type, member)
+            table[event_type] = member
     _handlers[state_type] = table
     return table
 
@@ -105,16 +111,3 @@ def _event_parameter(state_type: type, name: str, handler: Callable[..., Any]) -
             f"or name it in the decorator: @evolves(EventClass)"
         )
     return event_type
-
-
-def _checked(state_type: type[BaseModel], handler: Handler) -> Handler:
-    def run(state: Any, event: DomainEvent) -> Any:
-        new = handler(state, event)
-        if type(new) is not state_type and not isinstance(new, state_type):
-            raise RegistrationError(
-                f"{state_type.__name__}.{handler.__name__} returned "
-                f"{type(new).__name__}, not the next {state_type.__name__}"
-            )
-        return new
-
-    return run
