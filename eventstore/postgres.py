@@ -366,8 +366,7 @@ class PostgresBackend(Backend):
         """
         for attempt in (1, 2):
             try:
-                with self._pool.connection() as conn:
-                    return call(conn)
+                return self._pool.run(call)
             except psycopg.OperationalError as error:
                 if attempt == 2:
                     raise StoreUnavailable(f"PostgreSQL event store: {error}") from error

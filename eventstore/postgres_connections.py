@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import orjson
@@ -25,6 +25,8 @@ from .errors import StoreUnavailable, UnsupportedStoreURL
 from .postgres_wire import finish_outstanding
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+T = TypeVar("T")
 
 MAX_IDLE = 8
 """Idle connections kept for reuse; more are closed when given back."""
@@ -83,9 +85,12 @@ class ConnectionPool:
         set_json_loads(orjson.loads, conn)
         return conn
 
-    @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
-        """A connection in autocommit mode, returned to the pool afterwards."""
+    def run(self, call: Callable[[psycopg.Connection[tuple[object, ...]]], T]) -> T:
+        """`call` on a connection in autocommit mode, given back to the pool afterwards.
+
+        A method rather than a context manager: this wraps every statement the
+        store runs, and a generator-based context manager costs more than it.
+        """
         with self._lock:
             if self._closed:
                 raise StoreUnavailable("the event store is closed")
@@ -98,7 +103,7 @@ class ConnectionPool:
         if conn is None:
             conn = self.connect()
         try:
-            yield conn
+            return call(conn)
         finally:
             self._give_back(conn)
 
