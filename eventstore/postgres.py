@@ -48,9 +48,6 @@ E = schema.EVENTS
 S = schema.STREAMS
 _COLUMNS = "id, stream_id, version, position, type, data, metadata, recorded_at"
 
-APPEND = "SELECT eventcraft_append(%s, %s, %s, %s)"
-"""The append function's call through psycopg, for a caller that runs it in a transaction
-of its own (the ordering tests do); the last parameter is `batch_json(...).decode()`."""
 _STORED_IDS = f"SELECT id, stream_id, version, position FROM {E} WHERE id = ANY(%s)"
 _STREAM_VERSION = f"SELECT coalesce(max(version), 0) FROM {E} WHERE stream_id = %s"
 _ANY_TRIES = 100

@@ -1,14 +1,15 @@
 """Waking readers on PostgreSQL: LISTEN for the NOTIFY every append sends.
 
-A statement trigger on the events table (`schema.py`) notifies the channel
-`NOTIFY_CHANNEL` with the table's schema as payload when an append commits.
+Each append is followed, once it has committed, by a NOTIFY on the channel
+`NOTIFY_CHANNEL` with the store's schema as payload (`postgres_wire.py`).
 One thread per store listens on its own connection and counts the
 notifications for its schema; waiters sleep on a condition until the count
 moves, then look at the high-water mark again.
 
 A notification is a hint, never the truth: the event it announces may still
-sit behind an older open transaction (the ordering rule in `schema.py`), and
-a rolled-back transaction that held the gap sends none. So waiters also wake
+sit behind an older open transaction (the ordering rule in `schema.py`), a
+rolled-back transaction that held the gap sends none, and a writer that dies
+between its commit and its NOTIFY sends none either. So waiters also wake
 every `RECHECK` seconds, and the answer is always the high-water mark.
 """
 

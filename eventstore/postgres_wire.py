@@ -33,11 +33,14 @@ from .schema import NOTIFY_CHANNEL
 REPLY_TIMEOUT = 60.0
 """Longest wait for any reply, in seconds, before the connection is given up."""
 
+APPEND = "SELECT eventcraft_append(%s, %s, %s, %s)"
+"""The append function's call through psycopg, for a caller that runs it in a transaction
+of its own (the ordering tests do); the last parameter is `batch_json(...).decode()`."""
+
 _STATEMENT = b"eventcraft_append_call"
-_PREPARE = (
-    f"PREPARE {_STATEMENT.decode()} (text, text, bigint, text) AS "
-    "SELECT eventcraft_append($1, $2, $3, $4)"
-)
+_PREPARE = f"PREPARE {_STATEMENT.decode()} (text, text, bigint, text) AS " + APPEND.replace(
+    "%s", "${}"
+).format(1, 2, 3, 4)
 _UNDEFINED_STATEMENT = b"26000"
 
 
@@ -51,11 +54,13 @@ def notify_statement(conn: psycopg.Connection[Any]) -> bytes:
 def append_and_notify(conn: psycopg.Connection[Any], params: Sequence[bytes], notify: bytes) -> str:
     """Call the append function with `params`, then `notify`; the function's text result.
 
+    `conn` must have nothing left to read: the pool lends connections so, and
+    a failed call reads everything before it raises.
+
     Raises the psycopg error the server answered with, or `OperationalError`
     when the connection fails (it is closed then, and safe to retry on another).
     """
     try:
-        finish_outstanding(conn)
         result = _exchange(conn, params, notify)
         if result.error_field(pq.DiagnosticField.SQLSTATE) == _UNDEFINED_STATEMENT:
             # A new session, or one that lost its prepared statements: prepare once.

@@ -251,7 +251,7 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
             statements.append(str(CreateIndex(index).compile(dialect=dialect)))
     if EARLIER_LAYOUT in existing:
         # Versions now come from the events themselves; the commit-time NOTIFY
-        # became the writer's own, sent after its commit (postgres_notify.py).
+        # became the writer's own, sent after its commit (postgres_wire.py).
         statements.append(f"ALTER TABLE {STREAMS} DROP COLUMN version")
         if postgres:
             statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_NOTIFY_FUNCTION}() CASCADE")

@@ -13,8 +13,9 @@ import pytest
 
 from eventstore import EventStore, NewEvent
 from eventstore.encoding import prepare
-from eventstore.postgres import APPEND, batch_json
+from eventstore.postgres import batch_json
 from eventstore.postgres_connections import PostgresTarget
+from eventstore.postgres_wire import APPEND
 
 from . import workers
 from .tailing import tail_until_written

@@ -66,8 +66,9 @@ def slow_committer(url: str, writer: int, appends: int, seed: int) -> list[str]:
     import psycopg
 
     from eventstore.encoding import prepare
-    from eventstore.postgres import APPEND, batch_json
+    from eventstore.postgres import batch_json
     from eventstore.postgres_connections import PostgresTarget
+    from eventstore.postgres_wire import APPEND
 
     rng = random.Random(seed)
     target = PostgresTarget.from_url(url)
