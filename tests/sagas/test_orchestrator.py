@@ -72,16 +72,7 @@ def test_a_compensation_that_keeps_failing_parks_the_saga_until_retried(
         if not healthy["refund"]:
             raise ConnectionError("payments is down")
 
-    def refuse(data: dict[str, object], context: StepContext) -> None:
-        raise RuntimeError("no courier")
-
-    saga = Saga(
-        "checkout",
-        [
-            Step("charge", lambda d, c: None, refund, compensation_retry=RetryPolicy(2)),
-            Step("ship", refuse),
-        ],
-    )
+    saga = _refused_shipment("checkout", refund, refund_tries=2)
     orchestrator = Orchestrator(store, [saga])
     orchestrator.start(saga, {}, saga_id="9")
     assert orchestrator.run_pending() == 1
@@ -164,16 +155,7 @@ def test_a_retried_parked_saga_gets_its_compensation_tries_afresh(store: EventSt
         if len(tries) <= 6:
             raise ConnectionError("payments is down")
 
-    def refuse(data: dict[str, object], context: StepContext) -> None:
-        raise RuntimeError("no courier")
-
-    saga = Saga(
-        "patient",
-        [
-            Step("charge", lambda d, c: None, refund, compensation_retry=RetryPolicy(6)),
-            Step("ship", refuse),
-        ],
-    )
+    saga = _refused_shipment("patient", refund, refund_tries=6)
     orchestrator = Orchestrator(store, [saga])
     orchestrator.start(saga, {}, saga_id="1")
     orchestrator.run_pending()
@@ -197,3 +179,18 @@ def test_a_step_whose_tries_keep_dying_with_their_process_fails_as_possibly_done
     assert final.status == "compensated" and final.unknown == ["call"]
     assert "5 tries ended with no outcome" in (final.failure or "")
     assert undone == ["call"]
+
+
+def _refused_shipment(name: str, refund: Any, *, refund_tries: int) -> Saga:
+    """A saga whose charge succeeds and whose shipping step refuses, so `refund` must run."""
+
+    def refuse(data: dict[str, object], context: StepContext) -> None:
+        raise RuntimeError("no courier")
+
+    return Saga(
+        name,
+        [
+            Step("charge", lambda d, c: None, refund, compensation_retry=RetryPolicy(refund_tries)),
+            Step("ship", refuse),
+        ],
+    )
