@@ -1,5 +1,7 @@
 """domain: aggregates, their typed events, and the repository that stores them."""
 
+from eventstore import EVENT_VERSION
+
 from .aggregate import Aggregate, command
 from .context import CommandContext, caused_by, command_context, current_context
 from .errors import (
@@ -12,7 +14,7 @@ from .errors import (
 )
 from .event import DomainEvent
 from .evolve import evolve, evolves
-from .registry import EVENT_VERSION, EventRegistry, EventType
+from .registry import EventRegistry, EventType
 from .repository import Repository
 from .state import State
 from .testing import Scenario, scenario

@@ -9,22 +9,19 @@ events. Each stored event carries its schema version in its metadata
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from uuid import UUID, uuid4
 
 import orjson
 from pydantic import ValidationError
 
-from eventstore import EncodedEvent, NewEvent, RecordedEvent
+from eventstore import EVENT_VERSION, EncodedEvent, NewEvent, RecordedEvent
 
 from .checks import positive_int
 from .errors import EventDecodingError, RegistrationError, UnknownEventType
 from .event import DomainEvent
 from .upcasting import Upcaster, UpcasterChain
-
-EVENT_VERSION = "event_version"
-"""The metadata key holding an event's schema version."""
 
 E = TypeVar("E", bound=DomainEvent)
 U = TypeVar("U", bound=Upcaster)
@@ -39,6 +36,11 @@ class EventType:
     version: int
     """The schema version this code writes and reads into."""
     cls: type[DomainEvent]
+    version_text: str = field(init=False)
+    """`version` as `EncodedEvent.event_version` holds it: JSON text."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "version_text", str(self.version))
 
 
 class EventRegistry:
@@ -131,12 +133,16 @@ class EventRegistry:
         with no dict in between: the repository's loads are made of these.
         """
         entry = self._by_name.get(encoded.type) or self._entry(encoded, stream_id)
-        stored = orjson.loads(encoded.metadata).get(EVENT_VERSION, 1)
+        stored_text = encoded.event_version
         try:
-            if stored == entry.version:
-                # The validator itself: model_validate_json only wraps it, at a
-                # cost paid once for every event an aggregate loads.
+            # Comparing the text, not parsing it: this runs for every event an
+            # aggregate loads, and events are read far more often than upcast.
+            if stored_text == entry.version_text:
+                # The validator itself: model_validate_json only wraps it.
                 return entry.cls.__pydantic_validator__.validate_json(encoded.data)  # type: ignore[no-any-return]
+            stored = 1 if stored_text is None else orjson.loads(stored_text)
+            if stored == entry.version:
+                return entry.cls.model_validate_json(encoded.data)
             data = orjson.loads(encoded.data)
             data = self._upcasters.upcast(encoded, stream_id, data, stored, entry.version)
             return entry.cls.model_validate(data)

@@ -10,6 +10,7 @@ from .errors import (
 )
 from .events import (
     ANY,
+    EVENT_VERSION,
     NO_STREAM,
     AppendResult,
     EncodedEvent,
@@ -27,6 +28,7 @@ from .store import EventStore
 
 __all__ = [
     "ANY",
+    "EVENT_VERSION",
     "NO_STREAM",
     "AppendResult",
     "Backend",

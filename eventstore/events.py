@@ -29,6 +29,13 @@ NO_STREAM = StreamState.NO_STREAM
 ExpectedVersion = int | StreamState
 """`ANY`, `NO_STREAM`, or the stream's exact current version (0 also means no events)."""
 
+EVENT_VERSION = "event_version"
+"""The metadata key under which a writer keeps the schema version of an event's data.
+
+The store gives it no meaning but one: `read_stream_encoded` returns it
+without the rest of the metadata, for readers that upcast old payloads.
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class NewEvent:
@@ -45,11 +52,12 @@ class NewEvent:
 
 
 class EncodedEvent(NamedTuple):
-    """An event of a stream as stored, its data and metadata left as JSON text.
+    """An event of a stream as stored, its data left as JSON text.
 
     For readers that decode payloads straight into their own types (the
     domain repository does, with pydantic) and need nothing else: no dicts,
-    ids or timestamps are built for them.
+    ids or timestamps are built for them, and of the metadata only its
+    `event_version` is read.
     """
 
     version: int
@@ -58,8 +66,8 @@ class EncodedEvent(NamedTuple):
     """The event's type name."""
     data: str
     """The payload: a JSON object."""
-    metadata: str
-    """The metadata: a JSON object."""
+    event_version: str | None
+    """The metadata's `EVENT_VERSION` as JSON text (`"2"`), or None if it has none."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from .encoding import PreparedEvent, decode
 from .errors import WrongExpectedVersion
 from .events import (
     ANY,
+    EVENT_VERSION,
     NO_STREAM,
     AppendResult,
     EncodedEvent,
@@ -95,11 +96,13 @@ class MemoryBackend(Backend):
         with self._lock:
             stream = self._streams.get(stream_id, [])[from_version - 1 :]
         for event in stream:
+            metadata = event.metadata
+            stored = orjson.dumps(metadata[EVENT_VERSION]) if EVENT_VERSION in metadata else None
             yield EncodedEvent(
                 event.version,
                 event.type,
                 orjson.dumps(event.data).decode(),
-                orjson.dumps(event.metadata).decode(),
+                None if stored is None else stored.decode(),
             )
 
     def read_all(

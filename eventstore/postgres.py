@@ -23,6 +23,7 @@ from .encoding import PreparedEvent
 from .errors import EventStoreError, StoreUnavailable, WrongExpectedVersion
 from .events import (
     ANY,
+    EVENT_VERSION,
     NO_STREAM,
     AppendResult,
     EncodedEvent,
@@ -230,7 +231,7 @@ class PostgresBackend(Backend):
 
     def read_stream_encoded(self, stream_id: str, *, from_version: int) -> Iterator[EncodedEvent]:
         query = (
-            f"SELECT version, type, data::text, metadata::text FROM {E} "
+            f"SELECT version, type, data::text, (metadata->'{EVENT_VERSION}')::text FROM {E} "
             "WHERE stream_id = %(stream)s AND version >= %(start)s ORDER BY version LIMIT %(count)s"
         )
         return self._pages(

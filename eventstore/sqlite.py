@@ -21,6 +21,7 @@ from .encoding import PreparedEvent, decode
 from .errors import EventStoreError, StoreUnavailable, UnsupportedStoreURL, WrongExpectedVersion
 from .events import (
     ANY,
+    EVENT_VERSION,
     NO_STREAM,
     AppendResult,
     EncodedEvent,
@@ -198,7 +199,8 @@ class SQLiteBackend(Backend):
 
     def read_stream_encoded(self, stream_id: str, *, from_version: int) -> Iterator[EncodedEvent]:
         query = (
-            f"SELECT version, type, data, metadata FROM {E} WHERE stream_id = ? AND version >= ? "
+            f"SELECT version, type, data, metadata -> '$.{EVENT_VERSION}' FROM {E} "
+            "WHERE stream_id = ? AND version >= ? "
             "ORDER BY version LIMIT ?"
         )
         return self._pages(

@@ -82,9 +82,9 @@ class EventStore:
     ) -> Iterator[EncodedEvent]:
         """The events of one stream from `from_version` (inclusive) on, as stored.
 
-        Only their versions and types, with data and metadata left as JSON
-        text: for a reader that decodes the JSON into its own types at once,
-        such as `model_validate_json`, this costs half of `read_stream`.
+        Only their versions, types, data left as JSON text and the metadata's
+        `EVENT_VERSION`: for a reader that decodes the JSON into its own types
+        at once, such as `model_validate_json`, this costs half of `read_stream`.
         """
         check_name("stream id", stream_id)
         if from_version is not None:
