@@ -12,7 +12,14 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
-_set = object.__setattr__
+# BaseModel's own slots, set through their descriptors: half the cost of
+# object.__setattr__, which looks each name up on the class first.
+_slots = vars(BaseModel)
+_set_dict = _slots["__dict__"].__set__
+_set_fields_set = _slots["__pydantic_fields_set__"].__set__
+_set_extra = _slots["__pydantic_extra__"].__set__
+_set_private = _slots["__pydantic_private__"].__set__
+_new = object.__new__  # what BaseModel's __new__ is, one lookup less
 
 
 class State(BaseModel):
@@ -22,14 +29,16 @@ class State(BaseModel):
 
     def replace(self, **changes: Any) -> Self:
         """This state with `changes` to its fields, not validated (as `model_copy(update=...)`)."""
-        cls = type(self)
-        if not changes.keys() <= cls.__pydantic_fields__.keys():
-            unknown = ", ".join(sorted(changes.keys() - cls.__pydantic_fields__.keys()))
-            raise TypeError(f"{cls.__name__}.replace: no field named {unknown}")
-        new = object.__new__(cls)  # what BaseModel's __new__ is, one lookup less
-        _set(new, "__dict__", {**self.__dict__, **changes})
-        _set(new, "__pydantic_fields_set__", self.__pydantic_fields_set__ | changes.keys())
+        current = self.__dict__
+        values = {**current, **changes}
+        # A model's __dict__ holds its fields: a name that adds a key is no field.
+        if len(values) != len(current):
+            unknown = ", ".join(sorted(changes.keys() - current.keys()))
+            raise TypeError(f"{type(self).__name__}.replace: no field named {unknown}")
+        new = _new(type(self))
+        _set_dict(new, values)
+        _set_fields_set(new, self.__pydantic_fields_set__.union(changes))
         extra, private = self.__pydantic_extra__, self.__pydantic_private__
-        _set(new, "__pydantic_extra__", extra if extra is None else dict(extra))
-        _set(new, "__pydantic_private__", private if private is None else dict(private))
+        _set_extra(new, extra if extra is None else dict(extra))
+        _set_private(new, private if private is None else dict(private))
         return new
