@@ -17,6 +17,8 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from eventstore import new_event_id
+
 from .checks import positive_int, positive_int_or_none
 from .errors import RegistrationError
 from .event import DomainEvent
@@ -113,7 +115,7 @@ class Aggregate(Generic[S]):
         self._state = evolve(self._state, event)
         # The id is fixed now, so saving this aggregate again after a lost
         # answer is an idempotent retry, not a second copy.
-        self._pending.append((event, uuid.uuid4()))
+        self._pending.append((event, new_event_id()))
 
     def _restore(self, state: S, version: int) -> None:
         self._state = state

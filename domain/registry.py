@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-from uuid import UUID, uuid4
+from uuid import UUID
 
 import orjson
 from pydantic import ValidationError
 
-from eventstore import EVENT_VERSION, EncodedEvent, NewEvent, RecordedEvent
+from eventstore import EVENT_VERSION, EncodedEvent, NewEvent, RecordedEvent, new_event_id
 
 from .checks import positive_int
 from .errors import EventDecodingError, RegistrationError, UnknownEventType
@@ -111,7 +111,7 @@ class EventRegistry:
             type=entry.name,
             data=event,
             metadata={**metadata, EVENT_VERSION: entry.version},
-            id=id or uuid4(),
+            id=id or new_event_id(),
         )
 
     def decode(self, recorded: RecordedEvent) -> DomainEvent:

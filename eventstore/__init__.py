@@ -21,6 +21,7 @@ from .events import (
     StreamState,
     category_of,
 )
+from .ids import new_event_id
 from .port import Backend
 from .postgres_connections import PostgresTarget
 from .snapshot import Snapshot
@@ -48,4 +49,5 @@ __all__ = [
     "UnsupportedStoreURL",
     "WrongExpectedVersion",
     "category_of",
+    "new_event_id",
 ]

@@ -10,6 +10,8 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
+from .ids import new_event_id
+
 
 class StreamState(enum.Enum):
     """Expected versions that are not a number."""
@@ -47,7 +49,7 @@ class NewEvent:
     """The payload: a JSON-encodable dict, or a pydantic model serialized through its schema."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Context of the event: `correlation_id`, `causation_id` and whatever the caller adds."""
-    id: uuid.UUID = field(default_factory=uuid.uuid4)
+    id: uuid.UUID = field(default_factory=new_event_id)
     """Unique across the store; resending the same ids makes a retry safe."""
 
 
