@@ -1,8 +1,10 @@
 """Checking and serializing events before any backend sees them.
 
-Every backend receives the same `PreparedEvent`s, so each rule about bad
-input is enforced once, before a transaction starts: a refused batch has
-written nothing.
+Every backend receives the same `PreparedBatch`, so each rule about bad
+input is enforced once: before a transaction starts, but for the encoding of
+a large batch, which a backend may interleave with writing it, in a
+transaction it rolls back when an event cannot be encoded. Either way a
+refused batch has written nothing.
 """
 
 from __future__ import annotations
@@ -97,51 +99,86 @@ def check_limit(value: object) -> int | None:
 
 def prepare(stream_id: str, events: Sequence[NewEvent]) -> list[PreparedEvent]:
     """Check a whole batch and encode it; raise `InvalidEvent` on the first fault."""
-    check_name("stream id", stream_id)
-    if isinstance(events, NewEvent) or not isinstance(events, Sequence):
-        raise InvalidEvent(
-            f"events for stream {stream_id!r} must be a sequence of NewEvent, "
-            f"not {type(events).__name__}"
-        )
-    if not events:
-        raise InvalidEvent(f"an append to stream {stream_id!r} needs at least one event")
-    if len(events) > MAX_BATCH:
-        raise InvalidEvent(
-            f"an append to stream {stream_id!r} holds {len(events)} events; "
-            f"the limit is {MAX_BATCH}"
-        )
-    prepared = []
-    seen: set[int] = set()
-    types: set[str] = set()  # names already checked: a batch repeats a few
-    for index, event in enumerate(events):
-        if type(event) is not NewEvent and not isinstance(event, NewEvent):
+    return PreparedBatch(stream_id, events).all()
+
+
+class PreparedBatch:
+    """A batch of events checked as a whole, encoded in order as a backend asks for them.
+
+    Everything but the encoding is checked at once: the container, the event
+    types, the ids. The encoding, most of the cost, waits for `encoded`, so
+    that a backend may encode the next part of a large batch while the
+    database writes the last one. An event that cannot be encoded raises
+    `InvalidEvent` from `encoded`; a backend asks before it commits anything,
+    and rolls back what it began.
+    """
+
+    def __init__(self, stream_id: str, events: Sequence[NewEvent]) -> None:
+        check_name("stream id", stream_id)
+        if isinstance(events, NewEvent) or not isinstance(events, Sequence):
             raise InvalidEvent(
-                f"event {index} for stream {stream_id!r} must be a NewEvent, "
-                f"not {type(event).__name__}"
+                f"events for stream {stream_id!r} must be a sequence of NewEvent, "
+                f"not {type(events).__name__}"
             )
-        if event.type not in types:
-            check_name(f"the type of event {index} for stream {stream_id!r}", event.type)
-            types.add(event.type)
-        if type(event.id) is not uuid.UUID and not isinstance(event.id, uuid.UUID):
+        if not events:
+            raise InvalidEvent(f"an append to stream {stream_id!r} needs at least one event")
+        if len(events) > MAX_BATCH:
             raise InvalidEvent(
-                f"{_where(stream_id, index, event)}: id must be a uuid.UUID, not {event.id!r}"
+                f"an append to stream {stream_id!r} holds {len(events)} events; "
+                f"the limit is {MAX_BATCH}"
             )
-        if event.id.int in seen:
-            raise InvalidEvent(
-                f"{_where(stream_id, index, event)}: id {event.id} appears twice in the batch"
-            )
-        seen.add(event.id.int)
-        try:
-            data = _encode(event.data)
-            metadata = b"{}" if event.metadata == {} else _encode(event.metadata)
-        except InvalidEvent:
-            # Encoded again for the message: the error names the field and the event.
-            where = _where(stream_id, index, event)
-            encode_object(f"{where}: data", event.data)
-            encode_object(f"{where}: metadata", event.metadata)
-            raise
-        prepared.append(_new_prepared(PreparedEvent, (event.id, event.type, data, metadata)))
-    return prepared
+        seen: set[int] = set()
+        types: set[str] = set()  # names already checked: a batch repeats a few
+        ids: list[uuid.UUID] = []
+        for index, event in enumerate(events):
+            if type(event) is not NewEvent and not isinstance(event, NewEvent):
+                raise InvalidEvent(
+                    f"event {index} for stream {stream_id!r} must be a NewEvent, "
+                    f"not {type(event).__name__}"
+                )
+            if event.type not in types:
+                check_name(f"the type of event {index} for stream {stream_id!r}", event.type)
+                types.add(event.type)
+            if type(event.id) is not uuid.UUID and not isinstance(event.id, uuid.UUID):
+                raise InvalidEvent(
+                    f"{_where(stream_id, index, event)}: id must be a uuid.UUID, not {event.id!r}"
+                )
+            if event.id.int in seen:
+                raise InvalidEvent(
+                    f"{_where(stream_id, index, event)}: id {event.id} appears twice in the batch"
+                )
+            seen.add(event.id.int)
+            ids.append(event.id)
+        self.stream_id = stream_id
+        self.ids = ids
+        """The events' ids, in order."""
+        self._events = events
+        self._encoded: list[PreparedEvent] = []
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def encoded(self, start: int, stop: int) -> list[PreparedEvent]:
+        """Events `start` to `stop` (exclusive), encoded; raises `InvalidEvent` at a fault."""
+        done = self._encoded
+        stream_id = self.stream_id
+        for index in range(len(done), min(stop, len(self._events))):
+            event = self._events[index]
+            try:
+                data = _encode(event.data)
+                metadata = b"{}" if event.metadata == {} else _encode(event.metadata)
+            except InvalidEvent:
+                # Encoded again for the message: the error names the field and the event.
+                where = _where(stream_id, index, event)
+                encode_object(f"{where}: data", event.data)
+                encode_object(f"{where}: metadata", event.metadata)
+                raise
+            done.append(_new_prepared(PreparedEvent, (event.id, event.type, data, metadata)))
+        return done[start:stop]
+
+    def all(self) -> list[PreparedEvent]:
+        """Every event, encoded; raises `InvalidEvent` on the first fault."""
+        return self.encoded(0, len(self._events))
 
 
 # tuple.__new__ straight from C: the named tuple's own __new__ is Python code.

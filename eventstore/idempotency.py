@@ -14,7 +14,6 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .encoding import PreparedEvent
 from .errors import DuplicateEventId
 from .events import AppendResult
 
@@ -30,16 +29,16 @@ class StoredId:
 
 
 def resolve_stored_ids(
-    stream_id: str, events: Sequence[PreparedEvent], stored: Iterable[StoredId]
+    stream_id: str, ids: Sequence[uuid.UUID], stored: Iterable[StoredId]
 ) -> AppendResult | None:
-    """The original result if `events` is an exact retry; None if no id is stored.
+    """The original result if a batch of `ids` is an exact retry; None if no id is stored.
 
     Raises `DuplicateEventId` when some id is stored but not as this batch.
     """
     found = {s.id: s for s in stored}
     if not found:
         return None
-    hits = [found.get(event.id) for event in events]
+    hits = [found.get(id) for id in ids]
     present = [hit for hit in hits if hit is not None]
     if len(present) != len(hits):
         some = present[0]
@@ -62,6 +61,6 @@ def resolve_stored_ids(
                 f"at version {hit.version}, not in the order of the batch being appended",
             )
     return AppendResult(
-        version=first.version + len(events) - 1,
+        version=first.version + len(ids) - 1,
         positions=tuple(hit.position for hit in present),
     )

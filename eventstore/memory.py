@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import orjson
 
-from .encoding import PreparedEvent, decode
+from .encoding import PreparedBatch, decode
 from .errors import WrongExpectedVersion
 from .events import (
     ANY,
@@ -39,18 +39,19 @@ class MemoryBackend(Backend):
         self,
         stream_id: str,
         category: str,
-        events: Sequence[PreparedEvent],
+        batch: PreparedBatch,
         expected: int | StreamState,
     ) -> AppendResult:
+        events = batch.all()
         with self._lock:
             stream = self._streams.get(stream_id, [])
             actual = len(stream)
             retry = resolve_stored_ids(
                 stream_id,
-                events,
+                batch.ids,
                 [
                     StoredId(e.id, e.stream_id, e.version, e.position)
-                    for e in (self._by_id.get(event.id) for event in events)
+                    for e in (self._by_id.get(id) for id in batch.ids)
                     if e is not None
                 ],
             )

@@ -10,7 +10,7 @@ import abc
 import time
 from collections.abc import Iterator, Sequence
 
-from .encoding import PreparedEvent
+from .encoding import PreparedBatch
 from .events import AppendResult, EncodedEvent, RecordedEvent, StreamInfo, StreamState
 from .snapshot import PreparedSnapshot, Snapshot
 
@@ -26,10 +26,13 @@ class Backend(abc.ABC):
         self,
         stream_id: str,
         category: str,
-        events: Sequence[PreparedEvent],
+        batch: PreparedBatch,
         expected: int | StreamState,
     ) -> AppendResult:
-        """Append all of `events` or none, checking `expected` in the same transaction.
+        """Append all of `batch` or none, checking `expected` in the same transaction.
+
+        `batch.encoded` may raise `InvalidEvent`: ask for all of it before
+        writing, or roll back what was written when it raises.
 
         An exact retry (the same ids already stored, in order, in this stream)
         returns the original result and writes nothing; see `idempotency.py`.

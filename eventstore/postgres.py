@@ -19,7 +19,7 @@ import psycopg
 from psycopg.rows import RowMaker
 
 from . import schema
-from .encoding import PreparedEvent
+from .encoding import PreparedBatch, PreparedEvent
 from .errors import EventStoreError, StoreUnavailable, WrongExpectedVersion
 from .events import (
     ANY,
@@ -36,11 +36,15 @@ from .paging import paged
 from .port import Backend
 from .postgres_connections import ConnectionPool, PostgresTarget
 from .postgres_listener import Listener
-from .postgres_wire import append_and_notify, notify_statement
+from .postgres_wire import append_and_notify, append_in_parts, notify_statement
 from .snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 
 PAGE = 2000
 """Rows a read fetches in one statement."""
+
+PART = 250
+"""Events an append sends in one call of the append function; a larger batch goes in
+several, in one transaction, each encoded while the server writes the one before."""
 
 WALK = 10_000
 """Most rows the high-water mark moves past the last settled row in one call."""
@@ -147,32 +151,42 @@ class PostgresBackend(Backend):
         self,
         stream_id: str,
         category: str,
-        events: Sequence[PreparedEvent],
+        batch: PreparedBatch,
         expected: int | StreamState,
     ) -> AppendResult:
         code = -1 if expected is ANY else 0 if expected is NO_STREAM else int(expected)  # type: ignore[arg-type]
-        params = (stream_id.encode(), category.encode(), b"%d" % code, batch_json(events))
+        head = (stream_id.encode(), category.encode(), b"%d" % code)
+        if len(batch) > PART:
+            send = self._in_parts(head, batch)
+        else:
+            params = (*head, batch_json(batch.all()))
+
+            def send(conn: psycopg.Connection[Any]) -> list[str]:
+                return [append_and_notify(conn, params, self._notify)]
 
         def attempt(conn: psycopg.Connection[Any]) -> AppendResult:
             for _ in range(_ANY_TRIES):
                 try:
-                    answer = append_and_notify(conn, params, self._notify)
+                    answers = send(conn)
                 except psycopg.errors.UniqueViolation as error:
-                    return self._retried_or(conn, stream_id, events, error)
+                    return self._retried_or(conn, stream_id, batch, error)
                 except psycopg.DatabaseError as error:
                     if error.sqlstate != schema.WRONG_EXPECTED_VERSION_SQLSTATE:
                         raise
                     if expected is not ANY:
                         actual = int(error.diag.message_detail or 0)
                         conflict = WrongExpectedVersion(stream_id, expected, actual)
-                        return self._retried_or(conn, stream_id, events, conflict)
+                        return self._retried_or(conn, stream_id, batch, conflict)
                     # At ANY, another append took the version read: read it again,
                     # unless this very batch is what took it.
-                    earlier = self._stored_result(conn, stream_id, events)
+                    earlier = self._stored_result(conn, stream_id, batch)
                     if earlier is not None:
                         return earlier
                     continue
-                version, *positions = map(int, answer.split())
+                positions: list[int] = []
+                for answer in answers:
+                    version, *part_positions = map(int, answer.split())
+                    positions += part_positions
                 return AppendResult(version=version, positions=tuple(positions))
             raise EventStoreError(
                 f"append to stream {stream_id!r} at ANY lost the race for the next version "
@@ -183,15 +197,28 @@ class PostgresBackend(Backend):
         # recognised by its event ids and answered with its original result.
         return self._with_connection(attempt)
 
+    def _in_parts(
+        self, head: tuple[bytes, ...], batch: PreparedBatch
+    ) -> Callable[[psycopg.Connection[Any]], list[str]]:
+        """The exchange that writes a large batch PART events at a time, in one transaction."""
+        parts: list[bytes] = []
+
+        def part(index: int) -> bytes | None:
+            if index == len(parts) and index * PART < len(batch):
+                parts.append(batch_json(batch.encoded(index * PART, (index + 1) * PART)))
+            return parts[index] if index < len(parts) else None
+
+        return partial(append_in_parts, head=head, part=part, notify=self._notify)
+
     def _retried_or(
         self,
         conn: psycopg.Connection[Any],
         stream_id: str,
-        events: Sequence[PreparedEvent],
+        batch: PreparedBatch,
         error: Exception,
     ) -> AppendResult:
         """The original result if this append is a retry; otherwise raise `error`."""
-        result = self._stored_result(conn, stream_id, events)
+        result = self._stored_result(conn, stream_id, batch)
         if result is not None:
             return result
         if isinstance(error, EventStoreError):
@@ -199,10 +226,10 @@ class PostgresBackend(Backend):
         raise EventStoreError(f"append to stream {stream_id!r} failed: {error}") from error
 
     def _stored_result(
-        self, conn: psycopg.Connection[Any], stream_id: str, events: Sequence[PreparedEvent]
+        self, conn: psycopg.Connection[Any], stream_id: str, batch: PreparedBatch
     ) -> AppendResult | None:
-        rows = conn.execute(_STORED_IDS, ([event.id for event in events],)).fetchall()
-        return resolve_stored_ids(stream_id, events, [StoredId(*row) for row in rows])
+        rows = conn.execute(_STORED_IDS, (batch.ids,)).fetchall()
+        return resolve_stored_ids(stream_id, batch.ids, [StoredId(*row) for row in rows])
 
     def read_stream(
         self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None

@@ -15,12 +15,17 @@ client's own work is as long as the server's. So it talks to libpq directly:
 The append's reply is read at once; the NOTIFY's is left on the connection,
 which stays in pipeline mode until `finish_outstanding` reads it: the pool
 calls it before lending the connection again, and by then it has arrived.
+
+A large batch goes in parts (`append_in_parts`), one call of the function
+each, in a transaction of its own making: the client encodes the next part
+while the server writes the last, where in one call the server would wait
+for the whole batch to be encoded before starting.
 """
 
 from __future__ import annotations
 
 import select
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 import psycopg
@@ -106,8 +111,7 @@ def _exchange(
     pgconn.pipeline_sync()
     pgconn.send_query_params(notify, None)
     pgconn.pipeline_sync()
-    while pgconn.flush():
-        _wait(conn, write=True)
+    _flush(conn)
     result = _next_result(conn)
     assert result is not None
     while not _is_sync(_next_result(conn)):
@@ -142,3 +146,110 @@ def _give_up(conn: psycopg.Connection[Any], error: BaseException) -> NoReturn:
     if isinstance(error, OSError | AssertionError):
         raise psycopg.OperationalError(f"PostgreSQL connection failed: {error}") from error
     raise error
+
+
+def append_in_parts(
+    conn: psycopg.Connection[Any],
+    head: Sequence[bytes],
+    part: Callable[[int], bytes | None],
+    notify: bytes,
+) -> list[str]:
+    """Call the append function once for each part of a large batch, in one transaction.
+
+    `head` is the call's first three parameters (stream, category, expected
+    version); `part(i)` is the i-th part's events as `batch_json` makes them,
+    or None past the last. Each part after the first expects the version the
+    one before it ended at. The next part is encoded while the server writes
+    the last one: at a thousand events, encoding them costs a quarter of
+    writing them, and the two now overlap.
+
+    Returns each call's text result. Raises as `append_and_notify` does, and
+    whatever `part` raises; either way the transaction was rolled back.
+    """
+    try:
+        return _append_in_parts(conn, head, part, notify)
+    except psycopg.errors.InvalidSqlStatementName:
+        # A new session, or one that lost its prepared statements: prepare once.
+        conn.execute(_PREPARE)
+        return _append_in_parts(conn, head, part, notify)
+
+
+def _append_in_parts(
+    conn: psycopg.Connection[Any],
+    head: Sequence[bytes],
+    part: Callable[[int], bytes | None],
+    notify: bytes,
+) -> list[str]:
+    pgconn = conn.pgconn
+    stream, category, expected = head
+    answers: list[str] = []
+    try:
+        pgconn.enter_pipeline_mode()
+        pgconn.send_query_params(b"BEGIN", None)
+        events = part(0)
+        assert events is not None
+        while events is not None:
+            pgconn.send_query_prepared(_STATEMENT, (stream, category, expected, events))
+            pgconn.send_flush_request()
+            _flush(conn)
+            events = part(len(answers) + 1)  # while the server writes the part just sent
+            result = _result_of_next_query(conn, skip=0 if answers else 1)
+            if result.status != pq.ExecStatus.TUPLES_OK:
+                _roll_back(conn)
+                raise error_from_result(result, encoding=conn.info.encoding)
+            value = result.get_value(0, 0)
+            assert value is not None
+            answers.append(bytes(value).decode())
+            expected = answers[-1].split(" ", 1)[0].encode()
+        pgconn.send_query_params(b"COMMIT", None)
+        pgconn.pipeline_sync()
+        pgconn.send_query_params(notify, None)
+        pgconn.pipeline_sync()
+        _flush(conn)
+        result = _result_of_next_query(conn, skip=0)
+        if not _is_sync(_next_result(conn)) or result.status != pq.ExecStatus.COMMAND_OK:
+            raise psycopg.OperationalError("PostgreSQL did not confirm the commit of an append")
+    except psycopg.OperationalError as error:
+        _give_up(conn, error)
+    except psycopg.DatabaseError:
+        raise
+    except BaseException as error:
+        if pgconn.pipeline_status == pq.PipelineStatus.OFF or conn.closed:
+            raise
+        try:
+            _roll_back(conn)
+        except BaseException:
+            _give_up(conn, error)
+        raise
+    return answers
+
+
+def _result_of_next_query(conn: psycopg.Connection[Any], *, skip: int) -> pq.abc.PGresult:
+    """The result of the next query sent in pipeline mode, after `skip` others."""
+    for _ in range(skip):
+        while _next_result(conn) is not None:
+            pass
+    result = _next_result(conn)
+    assert result is not None
+    while _next_result(conn) is not None:
+        pass  # a query's results end with a None
+    return result
+
+
+def _roll_back(conn: psycopg.Connection[Any]) -> None:
+    """End the transaction `append_in_parts` began, reading every reply; leave pipeline mode."""
+    pgconn = conn.pgconn
+    pgconn.pipeline_sync()  # the end of what an error makes the server skip
+    pgconn.send_query_params(b"ROLLBACK", None)
+    pgconn.pipeline_sync()
+    _flush(conn)
+    syncs = 0
+    while syncs < 2:
+        result = _next_result(conn)
+        syncs += _is_sync(result)
+    pgconn.exit_pipeline_mode()
+
+
+def _flush(conn: psycopg.Connection[Any]) -> None:
+    while conn.pgconn.flush():
+        _wait(conn, write=True)

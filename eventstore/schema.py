@@ -30,6 +30,12 @@ order too. A reader whose snapshot has every running xid >= xmin(p) (its
 xmin is above xmin(p)) therefore finds H ended: g is either visible to it
 or was rolled back and stays empty for ever. The reader loses nothing.
 
+A large batch is written by several calls of the function in one
+transaction (`postgres_wire.append_in_parts`). The argument holds for each
+call's rows: the top-level xid comes first, in the first call, and each call
+takes its positions before its own subtransaction draws the xid its rows
+carry.
+
 Each step matters. Had H taken g before having an xid, no snapshot would
 show H running, and the rule would let readers skip g. Had p's rows been
 stamped with the top-level xid, drawn before p's positions, H could hold a

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import schema
-from .encoding import PreparedEvent, decode
+from .encoding import PreparedBatch, PreparedEvent, decode
 from .errors import EventStoreError, StoreUnavailable, UnsupportedStoreURL, WrongExpectedVersion
 from .events import (
     ANY,
@@ -119,9 +119,10 @@ class SQLiteBackend(Backend):
         self,
         stream_id: str,
         category: str,
-        events: Sequence[PreparedEvent],
+        batch: PreparedBatch,
         expected: int | StreamState,
     ) -> AppendResult:
+        events = batch.all()
         return self._guard(lambda: self._append(stream_id, category, events, expected))
 
     def _append(
@@ -174,7 +175,7 @@ class SQLiteBackend(Backend):
                     chunk,
                 )
             ]
-        result = resolve_stored_ids(stream_id, events, stored)
+        result = resolve_stored_ids(stream_id, [event.id for event in events], stored)
         if result is None:
             raise error
         return result

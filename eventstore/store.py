@@ -9,7 +9,13 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
-from .encoding import check_expected_version, check_limit, check_name, check_position, prepare
+from .encoding import (
+    PreparedBatch,
+    check_expected_version,
+    check_limit,
+    check_name,
+    check_position,
+)
 from .errors import InvalidEvent, UnsupportedStoreURL
 from .events import (
     ANY,
@@ -58,9 +64,9 @@ class EventStore:
         the same batch again (same event ids) writes nothing and returns the
         first result, so a caller may retry until it gets an answer.
         """
-        prepared = prepare(stream_id, events)
+        batch = PreparedBatch(stream_id, events)
         expected = check_expected_version(stream_id, expected_version)
-        return self._backend.append(stream_id, category_of(stream_id), prepared, expected)
+        return self._backend.append(stream_id, category_of(stream_id), batch, expected)
 
     def read_stream(
         self,

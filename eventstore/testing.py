@@ -31,6 +31,16 @@ def events(*types: str, **data: object) -> list[NewEvent]:
     return [NewEvent(type=t, data=dict(data)) for t in types]
 
 
+LARGE = 1001
+"""Events in a large batch: more than PostgreSQL writes in one call, so it writes them in
+parts, in one transaction."""
+
+
+def many(count: int) -> list[NewEvent]:
+    """`count` new events numbered by their `n`."""
+    return [NewEvent("Numbered", {"n": n}) for n in range(count)]
+
+
 class _Placed(BaseModel):
     order_id: str
     amount_cents: int
@@ -153,6 +163,56 @@ class EventStoreConformance(SnapshotConformance, WaitingConformance):
         with pytest.raises(InvalidEvent, match="twice"):
             store.append("order-1", [event, event])
         assert list(store.read_all()) == []
+
+    # --- large batches -----------------------------------------------------------
+
+    def test_a_large_batch_is_one_append(self, store: EventStore) -> None:
+        store.append("order-1", events("A"))
+        result = store.append("order-1", many(LARGE), expected_version=1)
+        assert result.version == LARGE + 1
+        stored = list(store.read_stream("order-1", from_version=2))
+        assert [e.position for e in stored] == list(result.positions)
+        assert list(result.positions) == sorted(set(result.positions))
+        assert [(e.version, e.data["n"]) for e in stored] == [(n + 2, n) for n in range(LARGE)]
+
+    @pytest.mark.parametrize("expected", [ANY, NO_STREAM], ids=["any", "no-stream"])
+    def test_a_large_batch_retried_returns_the_first_result(
+        self, store: EventStore, expected: object
+    ) -> None:
+        batch = many(LARGE)
+        first = store.append("order-1", batch, expected_version=expected)  # type: ignore[arg-type]
+        again = store.append("order-1", batch, expected_version=expected)  # type: ignore[arg-type]
+        assert again == first
+        assert len(list(store.read_all())) == LARGE
+
+    def test_a_large_batch_at_a_wrong_version_writes_nothing(self, store: EventStore) -> None:
+        store.append("order-1", events("A", "B"))
+        with pytest.raises(WrongExpectedVersion) as caught:
+            store.append("order-1", many(LARGE), expected_version=1)
+        assert (caught.value.expected, caught.value.actual) == (1, 2)
+        assert len(list(store.read_all())) == 2
+        assert store.append("order-1", many(LARGE), expected_version=2).version == LARGE + 2
+
+    def test_a_large_batch_with_an_unencodable_last_event_writes_nothing(
+        self, store: EventStore
+    ) -> None:
+        batch = [*many(LARGE - 1), NewEvent("Broken", {"when": object()})]
+        with pytest.raises(InvalidEvent, match=rf"event {LARGE - 1} \('Broken'\)"):
+            store.append("order-1", batch)
+        assert list(store.read_all()) == []
+        assert list(store.list_streams()) == []
+        assert store.append("order-1", many(LARGE)).version == LARGE  # and the store goes on
+
+    def test_a_large_batch_reusing_a_stored_id_at_its_end_writes_nothing(
+        self, store: EventStore
+    ) -> None:
+        stored = events("A")
+        store.append("order-2", stored)
+        with pytest.raises(DuplicateEventId) as caught:
+            store.append("order-1", [*many(LARGE - 1), *stored])
+        assert caught.value.event_id == stored[0].id
+        assert store.stream_version("order-1") == 0
+        assert len(list(store.read_all())) == 1
 
     # --- reading ---------------------------------------------------------------
 

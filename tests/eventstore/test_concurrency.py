@@ -6,6 +6,8 @@ import multiprocessing
 import uuid
 from concurrent.futures import ProcessPoolExecutor
 
+import pytest
+
 from eventstore import EventStore
 
 from . import workers
@@ -14,22 +16,27 @@ from .tailing import tail_until_written
 SPAWN = multiprocessing.get_context("spawn")
 
 
+@pytest.mark.parametrize(("size", "rounds"), [(1, 15), (700, 5)], ids=["one", "large"])
 def test_racing_writers_with_the_same_expected_version_have_one_winner(
-    shared_store_url: str,
+    shared_store_url: str, size: int, rounds: int
 ) -> None:
-    processes, rounds = 4, 15
+    processes = 4
     EventStore.open(shared_store_url).close()  # create the schema before the race
     with SPAWN.Manager() as manager, ProcessPoolExecutor(processes, mp_context=SPAWN) as pool:
         barrier = manager.Barrier(processes)
         futures = [
-            pool.submit(workers.race, shared_store_url, "raced-1", rounds, barrier)
+            pool.submit(workers.race, shared_store_url, "raced-1", rounds, barrier, size)
             for _ in range(processes)
         ]
         outcomes = [future.result(timeout=120) for future in futures]
     winners_per_round = [sum(o[r] for o in outcomes) for r in range(rounds)]
     assert winners_per_round == [1] * rounds
     with EventStore.open(shared_store_url) as store:
-        assert [e.version for e in store.read_stream("raced-1")] == list(range(1, rounds + 1))
+        stored = list(store.read_stream("raced-1"))
+        assert [e.version for e in stored] == list(range(1, rounds * size + 1))
+        # Each round's events are one winner's batch, whole and in its order.
+        assert [e.data["i"] for e in stored] == list(range(size)) * rounds
+        assert len(set(e.id for e in stored)) == len(stored)
 
 
 def test_a_tailing_reader_sees_every_committed_event_once_in_order(

@@ -12,14 +12,16 @@ from typing import Any
 from eventstore import ANY, EventStore, NewEvent, WrongExpectedVersion
 
 
-def race(url: str, stream_id: str, rounds: int, barrier: Any) -> list[bool]:
-    """In each round, append to `stream_id` expecting the version of the round; True if it won."""
+def race(url: str, stream_id: str, rounds: int, barrier: Any, size: int = 1) -> list[bool]:
+    """In each round, append `size` events to `stream_id` expecting the version the round
+    starts at; True if it won."""
     won = []
     with EventStore.open(url) as store:
-        for expected in range(rounds):
+        for round_ in range(rounds):
             barrier.wait()
+            batch = [NewEvent("Raced", {"i": i}) for i in range(size)]
             try:
-                store.append(stream_id, [NewEvent("Raced", {})], expected_version=expected)
+                store.append(stream_id, batch, expected_version=round_ * size)
                 won.append(True)
             except WrongExpectedVersion:
                 won.append(False)
@@ -36,10 +38,9 @@ def write_mix(url: str, writer: int, appends: int, seed: int) -> list[str]:
     private_versions: dict[str, int] = {}
     with EventStore.open(url) as store:
         for n in range(appends):
-            batch = [
-                NewEvent("Mixed", {"writer": writer, "n": n, "i": i})
-                for i in range(rng.choice((1, 1, 1, 2, 5)))
-            ]
+            # Now and then a batch large enough for PostgreSQL to write in parts.
+            size = 700 if rng.random() < 0.04 else rng.choice((1, 1, 1, 2, 5))
+            batch = [NewEvent("Mixed", {"writer": writer, "n": n, "i": i}) for i in range(size)]
             if rng.random() < 0.5:
                 store.append(f"shared-{rng.randrange(3)}", batch, expected_version=ANY)
             else:
