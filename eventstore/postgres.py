@@ -201,11 +201,12 @@ class PostgresBackend(Backend):
         self, head: tuple[bytes, ...], batch: PreparedBatch
     ) -> Callable[[psycopg.Connection[Any]], list[str]]:
         """The exchange that writes a large batch PART events at a time, in one transaction."""
-        parts: list[bytes] = []
+        parts: list[tuple[bytes, int]] = []  # encoded once, for every attempt
 
-        def part(index: int) -> bytes | None:
+        def part(index: int) -> tuple[bytes, int] | None:
             if index == len(parts) and index * PART < len(batch):
-                parts.append(batch_json(batch.encoded(index * PART, (index + 1) * PART)))
+                events = batch.encoded(index * PART, (index + 1) * PART)
+                parts.append((batch_json(events), len(events)))
             return parts[index] if index < len(parts) else None
 
         return partial(append_in_parts, head=head, part=part, notify=self._notify)

@@ -151,17 +151,18 @@ def _give_up(conn: psycopg.Connection[Any], error: BaseException) -> NoReturn:
 def append_in_parts(
     conn: psycopg.Connection[Any],
     head: Sequence[bytes],
-    part: Callable[[int], bytes | None],
+    part: Callable[[int], tuple[bytes, int] | None],
     notify: bytes,
 ) -> list[str]:
     """Call the append function once for each part of a large batch, in one transaction.
 
     `head` is the call's first three parameters (stream, category, expected
-    version); `part(i)` is the i-th part's events as `batch_json` makes them,
-    or None past the last. Each part after the first expects the version the
-    one before it ended at. The next part is encoded while the server writes
-    the last one: at a thousand events, encoding them costs a quarter of
-    writing them, and the two now overlap.
+    version); `part(i)` is the i-th part's events as `batch_json` makes them
+    and their number, or None past the last. Each part after the first
+    expects the version the one before it ends at. Parts are sent as soon as
+    they are encoded, without waiting for the replies to the earlier ones
+    (at ANY, but for the first): the client encodes while the server writes,
+    where in one call the server would wait for the whole batch first.
 
     Returns each call's text result. Raises as `append_and_notify` does, and
     whatever `part` raises; either way the transaction was rolled back.
@@ -177,7 +178,7 @@ def append_in_parts(
 def _append_in_parts(
     conn: psycopg.Connection[Any],
     head: Sequence[bytes],
-    part: Callable[[int], bytes | None],
+    part: Callable[[int], tuple[bytes, int] | None],
     notify: bytes,
 ) -> list[str]:
     pgconn = conn.pgconn
@@ -186,21 +187,25 @@ def _append_in_parts(
     try:
         pgconn.enter_pipeline_mode()
         pgconn.send_query_params(b"BEGIN", None)
-        events = part(0)
-        assert events is not None
-        while events is not None:
-            pgconn.send_query_prepared(_STATEMENT, (stream, category, expected, events))
-            pgconn.send_flush_request()
-            _flush(conn)
-            events = part(len(answers) + 1)  # while the server writes the part just sent
-            result = _result_of_next_query(conn, skip=0 if answers else 1)
-            if result.status != pq.ExecStatus.TUPLES_OK:
-                _roll_back(conn)
-                raise error_from_result(result, encoding=conn.info.encoding)
-            value = result.get_value(0, 0)
-            assert value is not None
-            answers.append(bytes(value).decode())
-            expected = answers[-1].split(" ", 1)[0].encode()
+        first = part(0)
+        assert first is not None
+        _send_part(conn, (stream, category, expected, first[0]))
+        following = part(1)  # while the server writes the first part
+        if expected == b"-1":
+            # At ANY, where the batch starts is known from the first reply only.
+            answers.append(_answer(conn, skip=1))
+            version = int(answers[0].split(" ", 1)[0])
+        else:
+            version = int(expected) + first[1]
+        sent = 1
+        while following is not None:
+            events, count = following
+            _send_part(conn, (stream, category, b"%d" % version, events))
+            version += count
+            sent += 1
+            following = part(sent)  # while the server writes the parts sent
+        while len(answers) < sent:
+            answers.append(_answer(conn, skip=0 if answers else 1))
         pgconn.send_query_params(b"COMMIT", None)
         pgconn.pipeline_sync()
         pgconn.send_query_params(notify, None)
@@ -222,6 +227,24 @@ def _append_in_parts(
             _give_up(conn, error)
         raise
     return answers
+
+
+def _send_part(conn: psycopg.Connection[Any], params: Sequence[bytes]) -> None:
+    conn.pgconn.send_query_prepared(_STATEMENT, params)
+    conn.pgconn.send_flush_request()  # the reply comes without waiting for a Sync
+    _flush(conn)
+
+
+def _answer(conn: psycopg.Connection[Any], *, skip: int) -> str:
+    """The text result of the next call of the append function, after `skip` other queries;
+    if the call failed, roll back and raise its error."""
+    result = _result_of_next_query(conn, skip=skip)
+    if result.status != pq.ExecStatus.TUPLES_OK:
+        _roll_back(conn)
+        raise error_from_result(result, encoding=conn.info.encoding)
+    value = result.get_value(0, 0)
+    assert value is not None
+    return bytes(value).decode()
 
 
 def _result_of_next_query(conn: psycopg.Connection[Any], *, skip: int) -> pq.abc.PGresult:
