@@ -132,12 +132,14 @@ def _is_sync(result: pq.abc.PGresult | None) -> bool:
     return result is not None and result.status == pq.ExecStatus.PIPELINE_SYNC
 
 
-def _wait(conn: psycopg.Connection[Any], *, write: bool) -> None:
+def _wait(conn: psycopg.Connection[Any], *, write: bool) -> bool:
+    """Wait until `conn` can be read, or, with `write`, written; True if it can be read."""
     fileno = conn.fileno()
-    waits = ([], [fileno]) if write else ([fileno], [])
+    waits = ([fileno], [fileno]) if write else ([fileno], [])
     readable, writable, _ = select.select(*waits, [], REPLY_TIMEOUT)
     if not (readable or writable):
         raise psycopg.OperationalError(f"no reply from PostgreSQL in {REPLY_TIMEOUT:.0f} s")
+    return bool(readable)
 
 
 def _give_up(conn: psycopg.Connection[Any], error: BaseException) -> NoReturn:
@@ -274,5 +276,8 @@ def _roll_back(conn: psycopg.Connection[Any]) -> None:
 
 
 def _flush(conn: psycopg.Connection[Any]) -> None:
+    # Replies are read while waiting to send, as libpq asks: with many parts in
+    # flight, a server whose replies nobody reads stops reading what it is sent.
     while conn.pgconn.flush():
-        _wait(conn, write=True)
+        if _wait(conn, write=True):
+            conn.pgconn.consume_input()
