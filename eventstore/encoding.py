@@ -97,11 +97,6 @@ def check_limit(value: object) -> int | None:
     return value
 
 
-def prepare(stream_id: str, events: Sequence[NewEvent]) -> list[PreparedEvent]:
-    """Check a whole batch and encode it; raise `InvalidEvent` on the first fault."""
-    return PreparedBatch(stream_id, events).all()
-
-
 class PreparedBatch:
     """A batch of events checked as a whole, encoded in order as a backend asks for them.
 

@@ -24,7 +24,6 @@ from .errors import EventStoreError, StoreUnavailable, WrongExpectedVersion
 from .events import (
     ANY,
     EVENT_VERSION,
-    NO_STREAM,
     AppendResult,
     EncodedEvent,
     RecordedEvent,
@@ -154,7 +153,10 @@ class PostgresBackend(Backend):
         batch: PreparedBatch,
         expected: int | StreamState,
     ) -> AppendResult:
-        code = -1 if expected is ANY else 0 if expected is NO_STREAM else int(expected)  # type: ignore[arg-type]
+        if isinstance(expected, int):
+            code = expected
+        else:
+            code = schema.APPEND_AT_ANY if expected is ANY else 0
         head = (stream_id.encode(), category.encode(), b"%d" % code)
         if len(batch) > PART:
             send = self._in_parts(head, batch)

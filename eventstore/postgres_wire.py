@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import select
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import psycopg
 import psycopg.sql
 from psycopg import pq
 from psycopg.errors import error_from_result
 
-from .schema import NOTIFY_CHANNEL
+from .schema import APPEND_AT_ANY, NOTIFY_CHANNEL
+
+T = TypeVar("T")
 
 REPLY_TIMEOUT = 60.0
 """Longest wait for any reply, in seconds, before the connection is given up."""
@@ -46,7 +48,6 @@ _STATEMENT = b"eventcraft_append_call"
 _PREPARE = f"PREPARE {_STATEMENT.decode()} (text, text, bigint, text) AS " + APPEND.replace(
     "%s", "${}"
 ).format(1, 2, 3, 4)
-_UNDEFINED_STATEMENT = b"26000"
 
 
 def notify_statement(conn: psycopg.Connection[Any]) -> bytes:
@@ -65,13 +66,12 @@ def append_and_notify(conn: psycopg.Connection[Any], params: Sequence[bytes], no
     Raises the psycopg error the server answered with, or `OperationalError`
     when the connection fails (it is closed then, and safe to retry on another).
     """
+    return _with_statement(conn, lambda: _append_once(conn, params, notify))
+
+
+def _append_once(conn: psycopg.Connection[Any], params: Sequence[bytes], notify: bytes) -> str:
     try:
         result = _exchange(conn, params, notify)
-        if result.error_field(pq.DiagnosticField.SQLSTATE) == _UNDEFINED_STATEMENT:
-            # A new session, or one that lost its prepared statements: prepare once.
-            finish_outstanding(conn)
-            conn.execute(_PREPARE)
-            result = _exchange(conn, params, notify)
         if result.status != pq.ExecStatus.TUPLES_OK:
             finish_outstanding(conn)  # the caller will use the connection to look into it
             raise error_from_result(result, encoding=conn.info.encoding)
@@ -84,6 +84,16 @@ def append_and_notify(conn: psycopg.Connection[Any], params: Sequence[bytes], no
     value = result.get_value(0, 0)
     assert value is not None
     return bytes(value).decode()
+
+
+def _with_statement(conn: psycopg.Connection[Any], exchange: Callable[[], T]) -> T:
+    """`exchange()`, run again after preparing the append statement if the session lacked it."""
+    try:
+        return exchange()
+    except psycopg.errors.InvalidSqlStatementName:
+        # A new session, or one that lost its prepared statements: prepare once.
+        conn.execute(_PREPARE)
+        return exchange()
 
 
 def finish_outstanding(conn: psycopg.Connection[Any]) -> None:
@@ -169,12 +179,7 @@ def append_in_parts(
     Returns each call's text result. Raises as `append_and_notify` does, and
     whatever `part` raises; either way the transaction was rolled back.
     """
-    try:
-        return _append_in_parts(conn, head, part, notify)
-    except psycopg.errors.InvalidSqlStatementName:
-        # A new session, or one that lost its prepared statements: prepare once.
-        conn.execute(_PREPARE)
-        return _append_in_parts(conn, head, part, notify)
+    return _with_statement(conn, lambda: _append_in_parts(conn, head, part, notify))
 
 
 def _append_in_parts(
@@ -193,7 +198,7 @@ def _append_in_parts(
         assert first is not None
         _send_part(conn, (stream, category, expected, first[0]))
         following = part(1)  # while the server writes the first part
-        if expected == b"-1":
+        if expected == b"%d" % APPEND_AT_ANY:
             # At ANY, where the batch starts is known from the first reply only.
             answers.append(_answer(conn, skip=1))
             version = int(answers[0].split(" ", 1)[0])

@@ -75,6 +75,8 @@ EARLIER_LAYOUT = f"{STREAMS}.version"
 _EARLIER_NOTIFY_FUNCTION = "eventcraft_notify"
 _EARLIER_APPEND = "eventcraft_append(text, text, bigint, uuid[], text[], text[], text[])"
 
+APPEND_AT_ANY = -1
+"""The append function's expected version for ANY (0 is no stream, n is version n)."""
 WRONG_EXPECTED_VERSION_SQLSTATE = "EC001"
 """Raised by the PostgreSQL append function; the error's DETAIL is the actual version."""
 APPEND_ONLY_SQLSTATE = "EC002"
@@ -144,7 +146,7 @@ _POSTGRES_APPEND = f"""
 CREATE OR REPLACE FUNCTION eventcraft_append(
     p_stream text, p_category text, p_expected bigint, p_events text
 ) RETURNS text LANGUAGE plpgsql AS $$
--- p_expected: -1 for ANY, 0 for no stream, n for exactly version n.
+-- p_expected: -1 for ANY (APPEND_AT_ANY), 0 for no stream, n for exactly version n.
 -- p_events: a JSON array of {{"id", "type", "data", "metadata"}} objects, one
 -- parameter where arrays of each field cost the client far more to send.
 -- Returns the stream's new version and the events' positions, in a line

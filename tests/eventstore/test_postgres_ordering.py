@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from eventstore import EventStore, NewEvent
-from eventstore.encoding import prepare
+from eventstore.encoding import PreparedBatch
 from eventstore.postgres import batch_json
 from eventstore.postgres_connections import PostgresTarget
 from eventstore.postgres_wire import APPEND
@@ -38,7 +38,7 @@ def raw(pg_url: str) -> Iterator[psycopg.Connection[Any]]:
 
 
 def _append_uncommitted(conn: psycopg.Connection[Any], stream_id: str) -> int:
-    batch = batch_json(prepare(stream_id, [NewEvent("Held", {})])).decode()
+    batch = batch_json(PreparedBatch(stream_id, [NewEvent("Held", {})]).all()).decode()
     row = conn.execute(APPEND, (stream_id, stream_id.split("-")[0], -1, batch)).fetchone()
     assert row is not None
     return int(row[0].split()[1])

@@ -10,6 +10,7 @@ import psycopg
 import pytest
 
 from eventstore import NO_STREAM, EventStore, NewEvent, StoreUnavailable
+from eventstore.postgres import PostgresBackend
 from eventstore.postgres_connections import PostgresTarget
 
 from ..conftest import PG_URL
@@ -73,6 +74,24 @@ def test_appends_go_on_after_the_server_drops_the_connection(pg_url: str) -> Non
         assert store.append("order-1", [NewEvent("Shipped", {})], expected_version=2).version == 3
         assert _drop_store_connections() >= 1
         assert [e.type for e in store.read_all()] == ["Placed", "Paid", "Shipped"]
+
+
+@pytest.mark.parametrize("size", [1, 1001], ids=["one", "large"])
+def test_appends_go_on_after_the_session_forgets_its_prepared_statements(
+    pg_url: str, size: int
+) -> None:
+    with EventStore.open(pg_url) as store:
+        store.append("order-1", [NewEvent("Placed", {})])
+        backend = store._backend
+        assert isinstance(backend, PostgresBackend)
+        # What a pooler's DISCARD ALL does to the session the appends use.
+        backend._pool.run(lambda conn: conn.execute("DEALLOCATE ALL"))
+        batch = [NewEvent("Numbered", {"n": n}) for n in range(size)]
+        assert store.append("order-1", batch, expected_version=1).version == size + 1
+        prepared = backend._pool.run(
+            lambda conn: conn.execute("SELECT name FROM pg_prepared_statements").fetchall()
+        )
+        assert len(prepared) == 1  # prepared again, on that same session
 
 
 def test_an_unreachable_server_is_a_clear_error() -> None:

@@ -66,7 +66,7 @@ def slow_committer(url: str, writer: int, appends: int, seed: int) -> list[str]:
 
     import psycopg
 
-    from eventstore.encoding import prepare
+    from eventstore.encoding import PreparedBatch
     from eventstore.postgres import batch_json
     from eventstore.postgres_connections import PostgresTarget
     from eventstore.postgres_wire import APPEND
@@ -77,7 +77,7 @@ def slow_committer(url: str, writer: int, appends: int, seed: int) -> list[str]:
     with psycopg.connect(target.conninfo, options=target.options()) as conn:
         for n in range(appends):
             ids = [uuid.uuid4() for _ in range(rng.choice((1, 3)))]
-            batch = prepare("slow", [NewEvent("Slow", {"n": n}, id=i) for i in ids])
+            batch = PreparedBatch("slow", [NewEvent("Slow", {"n": n}, id=i) for i in ids]).all()
             conn.execute(APPEND, (f"slow-{writer}", "slow", -1, batch_json(batch).decode()))
             time.sleep(rng.random() * 0.01)  # the window in which later positions commit first
             if rng.random() < 0.2:
