@@ -21,9 +21,9 @@ from typing import Any
 
 import orjson
 import psycopg
+from eventcraft.domain import Repository
+from eventcraft.eventstore import EventStore
 
-from domain import Repository
-from eventstore import EventStore
 from examples.bank import BankAccount
 
 from .contenders import NOTE, PG, library_env, reset_schema

@@ -14,9 +14,8 @@ from typing import Any
 
 import orjson
 import psycopg
+from eventcraft.eventstore import EventStore, NewEvent, schema
 from psycopg.types.json import set_json_loads
-
-from eventstore import EventStore, NewEvent, schema
 
 PG = os.environ.get("EVENTCRAFT_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")
 NOTE = "n" * 180  # with the other fields, about 230 bytes of JSON per event

@@ -17,9 +17,8 @@ import time
 import uuid
 
 import sqlalchemy as sa
-
-from eventstore import EventStore, NewEvent, RecordedEvent
-from projections import Fold, ProjectionRunner, State, StreamKey
+from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent
+from eventcraft.projections import Fold, ProjectionRunner, State, StreamKey
 
 from .contenders import PG, Raw, payload, reset_schema
 

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from eventstore import EventStore
-from sagas import Orchestrator, Saga, Step, StepContext
+from eventcraft.eventstore import EventStore
+from eventcraft.sagas import Orchestrator, Saga, Step, StepContext
 
 from .contenders import PG, reset_schema
 

@@ -27,9 +27,9 @@ import time
 import uuid
 from pathlib import Path
 
-from eventstore import EventStore, NewEvent
-from projections import ProjectionRunner
-from projections.spark import Archive, replay, spark_session
+from eventcraft.eventstore import EventStore, NewEvent
+from eventcraft.projections import ProjectionRunner
+from eventcraft.projections.spark import Archive, replay, spark_session
 
 from .contenders import PG, payload
 from .projections import balances

@@ -1,6 +1,6 @@
 """domain: aggregates, their typed events, and the repository that stores them."""
 
-from eventstore import EVENT_VERSION
+from eventcraft.eventstore import EVENT_VERSION
 
 from .aggregate import Aggregate, command
 from .context import CommandContext, caused_by, command_context, current_context

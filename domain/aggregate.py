@@ -15,9 +15,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
 
+from eventcraft.eventstore import new_event_id
 from pydantic import BaseModel, ValidationError
-
-from eventstore import new_event_id
 
 from .checks import positive_int, positive_int_or_none
 from .errors import RegistrationError

@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from eventstore import RecordedEvent
+from eventcraft.eventstore import RecordedEvent
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,9 +14,8 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 import orjson
+from eventcraft.eventstore import EVENT_VERSION, EncodedEvent, NewEvent, RecordedEvent, new_event_id
 from pydantic import ValidationError
-
-from eventstore import EVENT_VERSION, EncodedEvent, NewEvent, RecordedEvent, new_event_id
 
 from .checks import positive_int
 from .errors import EventDecodingError, RegistrationError, UnknownEventType

@@ -12,9 +12,14 @@ from collections.abc import Callable, Mapping
 from types import EllipsisType
 from typing import Any, Generic, TypeVar
 
+from eventcraft.eventstore import (
+    NO_STREAM,
+    AppendResult,
+    EventStore,
+    EventStoreError,
+    WrongExpectedVersion,
+)
 from pydantic import ValidationError
-
-from eventstore import NO_STREAM, AppendResult, EventStore, EventStoreError, WrongExpectedVersion
 
 from .aggregate import Aggregate
 from .checks import positive_int_or_none

@@ -24,8 +24,7 @@ from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 import orjson
-
-from eventstore import RecordedEvent
+from eventcraft.eventstore import RecordedEvent
 
 from .aggregate import Aggregate
 from .event import DomainEvent

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from eventstore import EncodedEvent, RecordedEvent
+from eventcraft.eventstore import EncodedEvent, RecordedEvent
 
 from .checks import positive_int
 from .errors import NoUpcastPath, RegistrationError

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from eventcraft.domain import (
+    Aggregate,
+    DomainError,
+    DomainEvent,
+    EventRegistry,
+    State,
+    command,
+    evolves,
+)
 from pydantic import Field
-
-from domain import Aggregate, DomainError, DomainEvent, EventRegistry, State, command, evolves
 
 bank_events = EventRegistry()
 

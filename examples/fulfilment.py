@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sagas import RetryPolicy, Saga, Step, StepContext
+from eventcraft.sagas import RetryPolicy, Saga, Step, StepContext
 
 
 @dataclass

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from eventcraft.domain import Aggregate, DomainError, DomainEvent, EventRegistry, State, evolves
 from pydantic import Field
-
-from domain import Aggregate, DomainError, DomainEvent, EventRegistry, State, evolves
 
 order_events = EventRegistry()
 

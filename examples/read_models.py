@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
+from eventcraft.eventstore import RecordedEvent
+from eventcraft.projections import Fold, Projection, ReadModel, State, StreamKey
 
-from eventstore import RecordedEvent
 from examples.bank import AccountClosed, AccountOpened, MoneyDeposited, MoneyWithdrawn, bank_events
 from examples.orders import LineAdded, OrderPlaced, order_events
-from projections import Fold, Projection, ReadModel, State, StreamKey
 
 metadata = sa.MetaData()
 

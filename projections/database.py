@@ -14,9 +14,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy as sa
+from eventcraft.eventstore import EventStore, PostgresTarget
 from sqlalchemy.pool import StaticPool
-
-from eventstore import EventStore, PostgresTarget
 
 from .errors import DefinitionError
 

@@ -7,8 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 import sqlalchemy as sa
-
-from eventstore import RecordedEvent
+from eventcraft.eventstore import RecordedEvent
 
 from .errors import DefinitionError
 from .policy import ErrorPolicy

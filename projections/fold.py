@@ -13,8 +13,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
-
-from eventstore import RecordedEvent
+from eventcraft.eventstore import RecordedEvent
 
 from .definition import Definition, checked_names
 from .errors import DefinitionError

@@ -8,7 +8,7 @@ Python before the shuffle. In process it is just the function it states.
 
 from __future__ import annotations
 
-from eventstore import RecordedEvent
+from eventcraft.eventstore import RecordedEvent
 
 from .errors import DefinitionError
 

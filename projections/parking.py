@@ -7,8 +7,7 @@ import traceback
 from dataclasses import dataclass
 
 import sqlalchemy as sa
-
-from eventstore import RecordedEvent
+from eventcraft.eventstore import RecordedEvent
 
 from .schema import checkpoints
 from .schema import parked as table

@@ -6,8 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 import sqlalchemy as sa
-
-from eventstore import RecordedEvent
+from eventcraft.eventstore import RecordedEvent
 
 from .definition import Definition, checked_names
 from .errors import DefinitionError

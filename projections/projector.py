@@ -22,8 +22,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 import sqlalchemy as sa
-
-from eventstore import EventStore, RecordedEvent
+from eventcraft.eventstore import EventStore, RecordedEvent
 
 from . import checkpoint, generations, parking
 from .checkpoint import Checkpoint

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
+from eventcraft.eventstore import EventStore, RecordedEvent
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-from eventstore import EventStore, RecordedEvent
 
 from .database import Database
 from .definition import Definition

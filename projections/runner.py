@@ -19,8 +19,7 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 
 import sqlalchemy as sa
-
-from eventstore import EventStore
+from eventcraft.eventstore import EventStore
 
 from . import checkpoint, generations, parking, schema, status
 from .database import Database

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from eventstore import EventStore
+from eventcraft.eventstore import EventStore
 
 from . import checkpoint, parking
 from .database import Database

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from eventstore import RecordedEvent
+from eventcraft.eventstore import RecordedEvent
 
 from .definition import Definition, checked_names
 from .errors import DefinitionError

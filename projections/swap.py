@@ -15,8 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import sqlalchemy as sa
-
-from eventstore import EventStore
+from eventcraft.eventstore import EventStore
 
 from . import checkpoint, generations
 from .database import Database

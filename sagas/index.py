@@ -9,7 +9,7 @@ where it last stopped, so each poll costs what happened since the last.
 
 from __future__ import annotations
 
-from eventstore import EventStore
+from eventcraft.eventstore import EventStore
 
 from . import state as S
 

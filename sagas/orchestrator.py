@@ -23,8 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-
-from eventstore import (
+from eventcraft.eventstore import (
     NO_STREAM,
     DuplicateEventId,
     EventStore,

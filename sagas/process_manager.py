@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from eventstore import RecordedEvent
-from projections import Subscription
+from eventcraft.eventstore import RecordedEvent
+from eventcraft.projections import Subscription
 
 from .definition import Saga
 from .errors import SagaDefinitionError

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from eventstore import ANY, EventStore, NewEvent, RecordedEvent
+from eventcraft.eventstore import ANY, EventStore, NewEvent, RecordedEvent
 
 from .errors import ReplyTimeout
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from eventstore import NewEvent, RecordedEvent
+from eventcraft.eventstore import NewEvent, RecordedEvent
 
 STARTED = "SagaStarted"
 STEP_STARTED = "StepStarted"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from eventstore import NewEvent, RecordedEvent
+from eventcraft.eventstore import NewEvent, RecordedEvent
 
 from . import state as S
 

@@ -10,8 +10,7 @@ from typing import Any
 
 import psycopg
 import pytest
-
-from eventstore import EventStore
+from eventcraft.eventstore import EventStore
 
 PG_URL = os.environ.get("EVENTCRAFT_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -68,7 +67,7 @@ def store(store_url: str) -> Iterator[EventStore]:
 def spark() -> Iterator[Any]:
     """The test run's one SparkSession (local, two cores, settings for fast start)."""
     try:
-        from projections.spark import LOCAL_SETTINGS, spark_session
+        from eventcraft.projections.spark import LOCAL_SETTINGS, spark_session
     except ImportError as error:
         if IN_CI:
             pytest.fail(f"pyspark is not installed: {error} (CI must run the Spark tests)")

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-PACKAGES = ["eventstore", "domain", "projections", "projections.spark", "sagas"]
+PACKAGES = [
+    "eventcraft",
+    "eventcraft.eventstore",
+    "eventcraft.domain",
+    "eventcraft.projections",
+    "eventcraft.projections.spark",
+    "eventcraft.sagas",
+]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

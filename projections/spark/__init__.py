@@ -1,7 +1,16 @@
-"""projections.spark: the log replayed as Spark jobs, for rebuilds and ad-hoc questions.
+"""eventcraft.projections.spark: the log replayed as Spark jobs, for rebuilds and questions.
 
-Imports pyspark: install the `spark` extra (`pip install eventcraft[spark]`).
+Imports pyspark: install the `spark` extra (`pip install 'eventcraft[spark]'`); Java 17 runs it.
 """
+
+# The extra is checked before the modules that need it are imported.
+from importlib.util import find_spec
+
+if find_spec("pyspark") is None or find_spec("pyarrow") is None:
+    raise ModuleNotFoundError(
+        "eventcraft.projections.spark needs the spark extra: pip install 'eventcraft[spark]'",
+        name="pyspark",
+    )
 
 from .archive import Archive, ArchiveError, ExportReport, Segment
 from .events import read_events

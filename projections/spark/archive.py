@@ -18,9 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from eventcraft.eventstore import EventStore
 from pyspark.sql import DataFrame, SparkSession
-
-from eventstore import EventStore
 
 from ..errors import ProjectionError
 from .rows import EVENT_DDL

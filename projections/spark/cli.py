@@ -1,4 +1,4 @@
-"""`python -m projections.spark` (also `eventcraft-spark`): replay and export from a shell.
+"""`eventcraft-spark` (or `python -m eventcraft.projections.spark`): replay and export.
 
     eventcraft-spark export --store postgresql://db/app --archive /data/log
     eventcraft-spark replay examples.read_models:account_balances \
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -57,10 +58,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def load_definition(reference: str) -> Definition:
-    """The definition named `module:attribute`."""
+    """The definition named `module:attribute`, importable from the current folder too.
+
+    A console script's path does not hold the folder it was started in, as
+    `python -m` does; the user's module is usually there (as for uvicorn or celery).
+    """
     module_name, _, attribute = reference.partition(":")
     if not module_name or not attribute:
         raise DefinitionError(f"name the fold as module:attribute, not {reference!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         found = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as error:
@@ -74,12 +81,19 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="eventcraft-spark", description="Replay the event log as Spark jobs."
     )
+    master = argparse.ArgumentParser(add_help=False)
+    # Taken before the command or after it: `--master URL replay ...`, `replay ... --master URL`.
+    master.add_argument("--master", default=argparse.SUPPRESS, help="Spark master URL (local[*])")
     parser.add_argument("--master", default="local[*]", help="Spark master URL (local[*])")
     commands = parser.add_subparsers(dest="command", required=True)
-    export = commands.add_parser("export", help="extend the Parquet archive of the log")
+    export = commands.add_parser(
+        "export", parents=[master], help="extend the Parquet archive of the log"
+    )
     export.add_argument("--store", required=True, help="store URL (sqlite:/// or postgresql://)")
     export.add_argument("--archive", required=True, help="archive directory or Hadoop URL")
-    run = commands.add_parser("replay", help="rebuild a fold's read model and swap it in")
+    run = commands.add_parser(
+        "replay", parents=[master], help="rebuild a fold's read model and swap it in"
+    )
     run.add_argument("definition", help="the Fold, as module:attribute")
     run.add_argument("--store", required=True, help="store URL (sqlite:/// or postgresql://)")
     run.add_argument("--archive", help="read the log from this archive, not the store")

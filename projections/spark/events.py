@@ -6,11 +6,10 @@ import functools
 from collections.abc import Iterator
 
 import pyarrow as pa
+from eventcraft.eventstore import EventStore
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-
-from eventstore import EventStore
 
 from ..errors import DefinitionError
 from .archive import Archive

@@ -20,8 +20,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import sqlalchemy as sa
-
-from eventstore import RecordedEvent
+from eventcraft.eventstore import RecordedEvent
 
 from ..database import Database, engine_for
 from ..errors import DefinitionError

@@ -20,11 +20,10 @@ import functools
 import time
 from dataclasses import dataclass
 
+from eventcraft.eventstore import EventStore
 from pyspark.errors import PythonException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-
-from eventstore import EventStore
 
 from ..definition import Definition
 from ..errors import DefinitionError, ProjectionError

@@ -14,8 +14,7 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
-
-from eventstore import RecordedEvent
+from eventcraft.eventstore import RecordedEvent
 
 EVENT_SCHEMA = pa.schema(
     [

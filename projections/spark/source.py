@@ -15,9 +15,8 @@ import os
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
+from eventcraft.eventstore import EventStore
 from pyspark.sql import DataFrame, SparkSession
-
-from eventstore import EventStore
 
 from ..errors import DefinitionError
 from .rows import EVENT_DDL, to_batch

@@ -15,10 +15,9 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from eventcraft.eventstore import RecordedEvent
 from pydantic import BaseModel
 from pyspark.sql import types as T
-
-from eventstore import RecordedEvent
 
 
 class RegisteredType(Protocol):

@@ -6,9 +6,7 @@ import types
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict
-
-from domain import (
+from eventcraft.domain import (
     Aggregate,
     DomainError,
     DomainEvent,
@@ -18,6 +16,7 @@ from domain import (
     evolve,
     evolves,
 )
+from pydantic import BaseModel, ConfigDict
 
 registry = EventRegistry()
 

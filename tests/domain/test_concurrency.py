@@ -6,8 +6,9 @@ import multiprocessing
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 
-from domain import Repository
-from eventstore import EventStore
+from eventcraft.domain import Repository
+from eventcraft.eventstore import EventStore
+
 from examples.bank import BankAccount
 
 from .workers import deposit_many

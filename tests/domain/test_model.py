@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import uuid
 
+from eventcraft.domain import EVENT_VERSION, DomainError, Repository
+from eventcraft.eventstore import EventStore, NewEvent
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from domain import EVENT_VERSION, DomainError, Repository
-from eventstore import EventStore, NewEvent
 from examples.bank import BankAccount, MoneyDeposited
 
 Step = tuple[str, int]

@@ -7,8 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-
-from domain import (
+from eventcraft.domain import (
     EVENT_VERSION,
     DomainEvent,
     EventDecodingError,
@@ -17,7 +16,7 @@ from domain import (
     RegistrationError,
     UnknownEventType,
 )
-from eventstore import EventStore, NewEvent, RecordedEvent
+from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent
 
 
 class Renamed(DomainEvent):

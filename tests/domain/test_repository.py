@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-
-from domain import (
+from eventcraft.domain import (
     EVENT_VERSION,
     AggregateNotFound,
     RegistrationError,
@@ -15,7 +14,8 @@ from domain import (
     caused_by,
     command_context,
 )
-from eventstore import EventStore, NewEvent, WrongExpectedVersion
+from eventcraft.eventstore import EventStore, NewEvent, WrongExpectedVersion
+
 from examples.bank import AccountAlreadyOpen, BankAccount, InsufficientFunds
 
 

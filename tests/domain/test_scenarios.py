@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from eventcraft.domain import scenario
 
-from domain import scenario
 from examples.bank import (
     AccountAlreadyOpen,
     AccountClosed,

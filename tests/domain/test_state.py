@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from eventcraft.domain import State
 from pydantic import PrivateAttr, ValidationError
-
-from domain import State
 
 
 class Account(State):

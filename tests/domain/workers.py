@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain import Repository
-from eventstore import EventStore
+from eventcraft.domain import Repository
+from eventcraft.eventstore import EventStore
+
 from examples.bank import BankAccount
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import Future
 
-from eventstore import EventStore
+from eventcraft.eventstore import EventStore
 
 
 def tail_until_written(store: EventStore, writers: Sequence[Future[list[str]]]) -> None:

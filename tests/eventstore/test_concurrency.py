@@ -7,8 +7,7 @@ import uuid
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
-
-from eventstore import EventStore
+from eventcraft.eventstore import EventStore
 
 from . import workers
 from .tailing import tail_until_written

@@ -1,6 +1,6 @@
 """Every backend passes the shipped conformance suite; the backend is a fixture parameter."""
 
-from eventstore.testing import EventStoreConformance
+from eventcraft.eventstore.testing import EventStoreConformance
 
 
 class TestEveryBackend(EventStoreConformance):

@@ -6,7 +6,7 @@ import multiprocessing
 import pickle
 import uuid
 
-from eventstore import NewEvent, new_event_id
+from eventcraft.eventstore import NewEvent, new_event_id
 
 # The bits RFC 4122 fixes in a version 4 UUID: version (76-79) and variant (62-63).
 FIXED = (0xF000 << 64) | (0xC000 << 48)

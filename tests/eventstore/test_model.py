@@ -8,6 +8,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from eventcraft.eventstore import (
+    ANY,
+    NO_STREAM,
+    AppendResult,
+    EventStore,
+    NewEvent,
+    WrongExpectedVersion,
+)
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -18,8 +26,6 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-
-from eventstore import ANY, NO_STREAM, AppendResult, EventStore, NewEvent, WrongExpectedVersion
 
 from ..conftest import PG_URL
 

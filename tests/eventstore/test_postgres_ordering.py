@@ -10,12 +10,11 @@ from typing import Any
 
 import psycopg
 import pytest
-
-from eventstore import EventStore, NewEvent
-from eventstore.encoding import PreparedBatch
-from eventstore.postgres import batch_json
-from eventstore.postgres_connections import PostgresTarget
-from eventstore.postgres_wire import APPEND
+from eventcraft.eventstore import EventStore, NewEvent
+from eventcraft.eventstore.encoding import PreparedBatch
+from eventcraft.eventstore.postgres import batch_json
+from eventcraft.eventstore.postgres_connections import PostgresTarget
+from eventcraft.eventstore.postgres_wire import APPEND
 
 from . import workers
 from .tailing import tail_until_written

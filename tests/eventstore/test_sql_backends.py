@@ -8,10 +8,9 @@ import uuid
 
 import psycopg
 import pytest
-
-from eventstore import NO_STREAM, EventStore, NewEvent, StoreUnavailable
-from eventstore.postgres import PostgresBackend
-from eventstore.postgres_connections import PostgresTarget
+from eventcraft.eventstore import NO_STREAM, EventStore, NewEvent, StoreUnavailable
+from eventcraft.eventstore.postgres import PostgresBackend
+from eventcraft.eventstore.postgres_connections import PostgresTarget
 
 from ..conftest import PG_URL
 

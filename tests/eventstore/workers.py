@@ -9,7 +9,7 @@ import random
 import uuid
 from typing import Any
 
-from eventstore import ANY, EventStore, NewEvent, WrongExpectedVersion
+from eventcraft.eventstore import ANY, EventStore, NewEvent, WrongExpectedVersion
 
 
 def race(url: str, stream_id: str, rounds: int, barrier: Any, size: int = 1) -> list[bool]:
@@ -65,11 +65,10 @@ def slow_committer(url: str, writer: int, appends: int, seed: int) -> list[str]:
     import time
 
     import psycopg
-
-    from eventstore.encoding import PreparedBatch
-    from eventstore.postgres import batch_json
-    from eventstore.postgres_connections import PostgresTarget
-    from eventstore.postgres_wire import APPEND
+    from eventcraft.eventstore.encoding import PreparedBatch
+    from eventcraft.eventstore.postgres import batch_json
+    from eventcraft.eventstore.postgres_connections import PostgresTarget
+    from eventcraft.eventstore.postgres_wire import APPEND
 
     rng = random.Random(seed)
     target = PostgresTarget.from_url(url)

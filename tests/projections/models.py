@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import sqlalchemy as sa
-
-from eventstore import EventStore, NewEvent, RecordedEvent
-from projections import ErrorPolicy, Fold, Projection, ReadModel, State
+from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent
+from eventcraft.projections import ErrorPolicy, Fold, Projection, ReadModel, State
 
 TYPES = ["Opened", "Deposited", "Withdrawn"]
 

@@ -10,9 +10,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from eventstore import EventStore
-from projections import ProjectionRunner
+from eventcraft.eventstore import EventStore
+from eventcraft.projections import ProjectionRunner
 
 from .models import append_history, applied_table, audit, balances, balances_table, rows
 from .workers import project_until, project_until_killed

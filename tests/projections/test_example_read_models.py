@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sqlalchemy as sa
+from eventcraft.domain import EVENT_VERSION, Repository
+from eventcraft.eventstore import EventStore, NewEvent
+from eventcraft.projections import ProjectionRunner
 
-from domain import EVENT_VERSION, Repository
-from eventstore import EventStore, NewEvent
 from examples.bank import BankAccount
 from examples.orders import Order
 from examples.read_models import READ_MODELS, balances, orders
-from projections import ProjectionRunner
 
 
 def test_balances_and_orders_by_customer_follow_the_aggregates(store: EventStore) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from eventstore import EventStore
-from projections import ProjectionRunner
-from projections.projector import Projector
+from eventcraft.eventstore import EventStore
+from eventcraft.projections import ProjectionRunner
+from eventcraft.projections.projector import Projector
 
 from .models import append_history, balances, balances_table, rows
 

@@ -17,11 +17,10 @@ from typing import Any
 
 import psycopg
 import pytest
+from eventcraft.eventstore import EventStore, NewEvent
+from eventcraft.projections import ProjectionRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from eventstore import EventStore, NewEvent
-from projections import ProjectionRunner
 
 from ..conftest import PG_URL
 from .models import applied_table, audit, balances, balances_table, rows

@@ -7,9 +7,8 @@ from collections import Counter
 
 import pytest
 import sqlalchemy as sa
-
-from eventstore import EventStore, NewEvent
-from projections import DefinitionError, ProjectionRunner, Subscription
+from eventcraft.eventstore import EventStore, NewEvent
+from eventcraft.projections import DefinitionError, ProjectionRunner, Subscription
 
 from .models import (
     append_history,

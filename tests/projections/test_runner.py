@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-
-from eventstore import EventStore, NewEvent, RecordedEvent, UnsupportedStoreURL
-from projections import (
+from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent, UnsupportedStoreURL
+from eventcraft.projections import (
     ErrorPolicy,
     ParkedEventNotFound,
     ProjectionRunner,

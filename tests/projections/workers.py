@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from eventstore import EventStore
-from projections import ProjectionRunner
+from eventcraft.eventstore import EventStore
+from eventcraft.projections import ProjectionRunner
 
 from . import models
 

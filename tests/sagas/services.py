@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from sagas import RetryPolicy, Saga, Step, StepContext
+from eventcraft.sagas import RetryPolicy, Saga, Step, StepContext
 
 
 class Ledger:

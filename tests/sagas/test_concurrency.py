@@ -7,8 +7,8 @@ import multiprocessing
 from collections import Counter
 from pathlib import Path
 
-from eventstore import EventStore
-from sagas import Orchestrator
+from eventcraft.eventstore import EventStore
+from eventcraft.sagas import Orchestrator
 
 from .services import flaky_fulfilment
 from .workers import orchestrate_until_settled

@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
+from eventcraft.eventstore import EventStore
+from eventcraft.sagas import Orchestrator
 
-from eventstore import EventStore
 from examples.fulfilment import inventory, order_fulfilment, payments, shipping
-from sagas import Orchestrator
 
 from .services import Ledger, fulfilment
 from .workers import run_example_and_crash, run_until_hung, use_journals

@@ -7,11 +7,10 @@ import time
 from typing import Any
 
 import pytest
-
-from domain import caused_by
-from eventstore import EventStore, NewEvent
-from projections import ProjectionRunner
-from sagas import (
+from eventcraft.domain import caused_by
+from eventcraft.eventstore import EventStore, NewEvent
+from eventcraft.projections import ProjectionRunner
+from eventcraft.sagas import (
     Orchestrator,
     ProcessManager,
     ReplyTimeout,

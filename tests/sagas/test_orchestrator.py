@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from eventstore import EventStore, RecordedEvent
-from sagas import Orchestrator, RetryPolicy, Saga, Step, StepContext
-from sagas import transitions as T
+from eventcraft.eventstore import EventStore, RecordedEvent
+from eventcraft.sagas import Orchestrator, RetryPolicy, Saga, Step, StepContext
+from eventcraft.sagas import transitions as T
 
 from .services import Ledger, fulfilment
 

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from eventstore import ANY, AppendResult, EventStore, ExpectedVersion, NewEvent
-from sagas import Orchestrator
+from eventcraft.eventstore import ANY, AppendResult, EventStore, ExpectedVersion, NewEvent
+from eventcraft.sagas import Orchestrator
 
 from .services import flaky_fulfilment, fulfilment
 

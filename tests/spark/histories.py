@@ -10,11 +10,11 @@ from typing import Any
 
 import psycopg
 import sqlalchemy as sa
+from eventcraft.eventstore import ANY, EventStore, NewEvent, RecordedEvent
+from eventcraft.projections import Fold, ProjectionRunner, StreamKey
 from hypothesis import strategies as st
 
-from eventstore import ANY, EventStore, NewEvent, RecordedEvent
 from examples.read_models import account_balances, balances
-from projections import Fold, ProjectionRunner, StreamKey
 
 EVENT_VERSION = "event_version"
 

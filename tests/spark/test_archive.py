@@ -9,9 +9,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from eventcraft.eventstore import EventStore
 from pyspark.sql.functions import unix_micros
 
-from eventstore import EventStore
 from examples.bank import bank_events
 
 from .histories import append
@@ -27,7 +27,7 @@ def ids(frame: Any) -> list[tuple[int, str]]:
 def test_exports_extend_the_archive_with_what_the_store_added_since(
     spark: Any, shared_store_url: str, tmp_path: Path
 ) -> None:
-    from projections.spark import Archive, read_events
+    from eventcraft.projections.spark import Archive, read_events
 
     archive = Archive(str(tmp_path / "archive"))
     with EventStore.open(shared_store_url) as store:
@@ -56,7 +56,7 @@ def test_exports_extend_the_archive_with_what_the_store_added_since(
 def test_a_segment_a_crashed_export_left_is_ignored_then_replaced(
     spark: Any, sqlite_url: str, tmp_path: Path
 ) -> None:
-    from projections.spark import Archive
+    from eventcraft.projections.spark import Archive
 
     archive = Archive(str(tmp_path / "archive"))
     with EventStore.open(sqlite_url) as store:
@@ -73,8 +73,9 @@ def test_a_segment_a_crashed_export_left_is_ignored_then_replaced(
 def test_an_archive_that_is_not_one_log_is_refused(
     spark: Any, sqlite_url: str, tmp_path: Path
 ) -> None:
+    from eventcraft.projections.spark import Archive, ArchiveError, replay
+
     from examples.read_models import account_balances
-    from projections.spark import Archive, ArchiveError, replay
 
     archive = Archive(str(tmp_path / "archive"))
     with EventStore.open(sqlite_url) as store:
@@ -95,7 +96,7 @@ def test_an_archive_that_is_not_one_log_is_refused(
 def test_read_events_gives_registered_types_as_upcast_struct_columns(
     spark: Any, sqlite_url: str
 ) -> None:
-    from projections.spark import read_events
+    from eventcraft.projections.spark import read_events
 
     with EventStore.open(sqlite_url) as store:
         append(store, HISTORY)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from eventcraft.eventstore import EventStore
+from eventcraft.projections import DefinitionError, Fold, ProjectionRunner
 
-from eventstore import EventStore
 from examples.read_models import account_balances, balances, orders_by_customer
-from projections import DefinitionError, Fold, ProjectionRunner
 
 from .histories import append, balance_rows
 from .workers import keep_appending
@@ -23,7 +25,7 @@ HISTORY = [[(n % 9, kind, 100 + n)] for n, kind in enumerate(["open", "deposit"]
 def test_a_replay_while_writers_append_hands_over_to_the_live_projector(
     spark: Any, shared_store_url: str
 ) -> None:
-    from projections.spark import replay
+    from eventcraft.projections.spark import replay
 
     url = shared_store_url
     with EventStore.open(url) as store:
@@ -59,7 +61,7 @@ def test_a_replay_while_writers_append_hands_over_to_the_live_projector(
 
 
 def test_only_folds_are_replayed_and_only_from_stores_executors_can_reach(spark: Any) -> None:
-    from projections.spark import replay
+    from eventcraft.projections.spark import replay
 
     with pytest.raises(DefinitionError, match="runs a Fold"):
         replay(orders_by_customer, "sqlite:///x.db", spark=spark)
@@ -71,7 +73,7 @@ def test_only_folds_are_replayed_and_only_from_stores_executors_can_reach(spark:
 def test_a_failing_replay_swaps_nothing_and_leaves_no_tables(
     spark: Any, shared_store_url: str, failure: str
 ) -> None:
-    from projections.spark import ReplayFailed, replay
+    from eventcraft.projections.spark import ReplayFailed, replay
 
     def bad_key(event: Any) -> Any:
         return (event.stream_id,)  # a tuple: not a key Spark can carry
@@ -110,7 +112,7 @@ def test_a_failing_replay_swaps_nothing_and_leaves_no_tables(
 def test_the_command_line_exports_and_replays(
     spark: Any, sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from projections.spark.cli import main
+    from eventcraft.projections.spark.cli import main
 
     with EventStore.open(sqlite_url) as store:
         append(store, HISTORY)
@@ -122,6 +124,7 @@ def test_the_command_line_exports_and_replays(
     assert f"exported {head} events (positions 1-{head})" in capsys.readouterr().out
     definition = "examples.read_models:account_balances"
     command = ["replay", definition, "--store", sqlite_url, "--archive", archive, "--quiet"]
+    command += ["--master", "local[2]"]  # the option is taken after the command too
     assert main(command) == 0
     out = capsys.readouterr().out
     assert f"replayed account-balances: {head} events up to position {head}" in out
@@ -132,3 +135,19 @@ def test_the_command_line_exports_and_replays(
 
     assert main(["replay", "examples.read_models:nothing", "--store", sqlite_url]) == 2
     assert "cannot load 'examples.read_models:nothing'" in capsys.readouterr().err
+
+
+def test_a_fold_is_found_in_the_folder_the_command_runs_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eventcraft.projections.spark.cli import load_definition
+
+    (tmp_path / "userfolds.py").write_text(
+        "from examples.read_models import account_balances as balances\n"
+    )
+    # A console script's path: neither the folder it runs in nor the project root.
+    root = str(Path(__file__).resolve().parents[2])
+    monkeypatch.setattr("sys.path", [p for p in sys.path if p not in ("", root, os.getcwd())])
+    monkeypatch.syspath_prepend(root)  # for `examples`, which userfolds imports
+    monkeypatch.chdir(tmp_path)
+    assert load_definition("userfolds:balances").name == "account-balances"

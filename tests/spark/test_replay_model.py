@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from eventcraft.eventstore import EventStore
+from eventcraft.projections import ProjectionRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eventstore import EventStore
 from examples.read_models import account_balances
-from projections import ProjectionRunner
 from tests.conftest import PG_URL, _need_postgres
 
 from .histories import append, balance_rows, fresh_store_url, histories, python_keyed_balances
@@ -38,7 +38,7 @@ def test_spark_replay_equals_the_incremental_projector(
     from_archive: bool,
     python_key: bool,
 ) -> None:
-    from projections.spark import Archive, replay
+    from eventcraft.projections.spark import Archive, replay
 
     if kind == "postgres":
         _need_postgres()
@@ -76,8 +76,8 @@ def test_spark_replay_equals_the_incremental_projector(
 def test_a_stream_key_computed_by_spark_is_the_one_python_computes(
     spark: Any, prefix: str, stream_ids: list[str]
 ) -> None:
-    from projections import StreamKey
-    from projections.spark.replay import _stream_key
+    from eventcraft.projections import StreamKey
+    from eventcraft.projections.spark.replay import _stream_key
 
     key = StreamKey(prefix)
     frame = spark.createDataFrame([(s,) for s in stream_ids], "stream_id string")

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from projections import DefinitionError
-from projections.spark import Archive
-from projections.spark.source import check_readable
+from eventcraft.projections import DefinitionError
+from eventcraft.projections.spark import Archive
+from eventcraft.projections.spark.source import check_readable
 
 
 def test_relative_sqlite_paths_are_made_absolute_for_the_executors(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eventstore import ANY, EventStore
+from eventcraft.eventstore import ANY, EventStore
 
 from .histories import new_event
 
