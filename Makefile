@@ -1,36 +1,48 @@
 # The two commands a newcomer needs: `make demo` and `make test`.
-# Both create .venv themselves; nothing else must be installed first.
+# Both create .venv themselves; nothing else must be installed first. Each
+# installs only what it needs: the demo the base package, the tests and the
+# benchmarks the extras they use.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck bench services clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,bench,spark]'
-	touch $(STAMP)
 
-# PostgreSQL is the production backend; the tests need it running.
+$(VENV)/.installed-base: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev,spark]'
+	touch $@ $(VENV)/.installed-base
+
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[bench,spark]'
+	touch $@ $(VENV)/.installed-base
+
+# PostgreSQL is the production backend, Java 17 runs Spark: the tests need both.
 services:
 	@bash scripts/ensure-postgres.sh
+	@bash scripts/ensure-java.sh
 
-demo: $(STAMP)
+demo: $(VENV)/.installed-base
 	$(BIN)/python -m examples.demo
 
-lint: $(STAMP)
+lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: $(STAMP)
-	$(BIN)/mypy
+typecheck: $(VENV)/.installed-test
+	MYPY=$(BIN)/mypy bash scripts/typecheck.sh
 
-test: $(STAMP) services lint typecheck
+test: $(VENV)/.installed-test services lint typecheck
 	$(BIN)/pytest
 
-bench: $(STAMP) services
+bench: $(VENV)/.installed-bench services
 	$(BIN)/python -m benchmarks.eventstore
 	$(BIN)/python -m benchmarks.aggregates
 	$(BIN)/python -m benchmarks.projections
@@ -38,4 +50,4 @@ bench: $(STAMP) services
 	$(BIN)/python -m benchmarks.sagas
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

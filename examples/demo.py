@@ -1,5 +1,12 @@
 """The end-to-end example on an embedded SQLite file: `make demo`.
 
+    python -m examples.demo [DIRECTORY]     (default: var/demo)
+
+It writes only inside DIRECTORY: the store `events.db` (with its read
+models) and a marker that says the folder is the demo's. A later run
+starts again from an empty log there; a folder that holds anything else
+is refused, so a mistyped path never costs a user a file.
+
 Bank accounts and orders as aggregates: commands that keep their rules,
 a lost race retried, snapshots and an old event upcast on load; then the
 log they left, read by stream, by category and as a whole; then two read
@@ -9,14 +16,18 @@ then order fulfilment as a saga, once completed and once compensated.
 
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
 import sqlalchemy as sa
+from eventcraft.domain import EVENT_VERSION, DomainError, Repository, caused_by, command_context
+from eventcraft.eventstore import EventStore, NewEvent, WrongExpectedVersion
+from eventcraft.projections import ProjectionRunner
+from eventcraft.sagas import Orchestrator
 
-from domain import EVENT_VERSION, DomainError, Repository, caused_by, command_context
-from eventstore import EventStore, NewEvent, WrongExpectedVersion
 from examples.bank import BankAccount
 from examples.fulfilment import (
     inventory,
@@ -27,15 +38,38 @@ from examples.fulfilment import (
 )
 from examples.orders import Order
 from examples.read_models import READ_MODELS, balances, orders
-from projections import ProjectionRunner
-from sagas import Orchestrator
 
-DEFAULT_DB = Path("var/demo/events.db")
+DEFAULT_DIRECTORY = Path("var/demo")
+MARKER = ".eventcraft-demo"
+"""The file that marks a folder as the demo's own."""
+DATABASE_FILES = ("events.db", "events.db-wal", "events.db-shm", "events.db-journal")
 
 
-def main(db: Path = DEFAULT_DB) -> None:
-    for stale in db.parent.glob(f"{db.name}*"):
-        stale.unlink()  # each run starts from an empty log
+class NotTheDemosFolder(Exception):
+    """The folder given to the demo holds files the demo did not write."""
+
+
+def prepare(directory: Path) -> Path:
+    """The demo's database in `directory`, the folder made or emptied of the demo's files only."""
+    if directory.exists():
+        if not directory.is_dir():
+            raise NotTheDemosFolder(f"{directory} is a file, not a folder for the demo")
+        ours = (MARKER, *DATABASE_FILES) if (directory / MARKER).is_file() else ()
+        others = sorted(p.name for p in directory.iterdir() if p.name not in ours)
+        if others:
+            raise NotTheDemosFolder(
+                f"{directory} holds files the demo did not write ({', '.join(others)}); "
+                "name a new or empty folder"
+            )
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / MARKER).write_text("written by python -m examples.demo\n")
+    for name in DATABASE_FILES:
+        (directory / name).unlink(missing_ok=True)  # each run starts from an empty log
+    return directory / "events.db"
+
+
+def main(directory: Path = DEFAULT_DIRECTORY) -> None:
+    db = prepare(directory)
     with EventStore.open(f"sqlite:///{db}") as store:
         accounts = Repository(store, BankAccount, snapshot_every=5)
         orders = Repository(store, Order)
@@ -160,5 +194,26 @@ def show_sagas(store: EventStore) -> None:
         print(f"  {service.name} was asked: {'; '.join(service.calls)}")
 
 
+def cli(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m examples.demo",
+        description="Run eventcraft's end-to-end example on an embedded SQLite file.",
+    )
+    parser.add_argument(
+        "directory",
+        nargs="?",
+        type=Path,
+        default=DEFAULT_DIRECTORY,
+        help=f"a new or empty folder, or one an earlier run made (default: {DEFAULT_DIRECTORY})",
+    )
+    arguments = parser.parse_args(argv)
+    try:
+        main(arguments.directory)
+    except NotTheDemosFolder as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_DB)
+    sys.exit(cli())

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_the_demo_runs_end_to_end_on_sqlite(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    demo.main(tmp_path / "events.db")
+    demo.main(tmp_path / "demo")
     out = capsys.readouterr().out
     assert "passes the overdraft limit of 1000" in out
     assert "Wrong expected version: 4 (stream: 'account-ann', stream version: 5)" in out
@@ -34,8 +34,44 @@ def test_the_demo_runs_end_to_end_on_sqlite(
     assert "saga order-43: compensated because step arrange_shipping failed" in out
     assert "payments was asked: charge {'cents': 1600, 'for_': 'reserve-1'}" in out
     assert "refund {'cents': 1600}" in out
-    demo.main(tmp_path / "events.db")  # runs again from an empty log
+    demo.main(tmp_path / "demo")  # runs again from an empty log
     assert "high-water mark: 14" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]
+
+
+def test_the_demo_refuses_a_folder_it_did_not_make_and_deletes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    (tmp_path / "notes.txt.bak").write_text("mine too")
+    assert demo.cli([str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path} holds files the demo did not write (notes.txt, notes.txt.bak); "
+        "name a new or empty folder\n"
+    )
+    assert demo.cli([str(notes)]) == 2
+    assert "is a file, not a folder for the demo" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "notes.txt.bak"]
+    assert notes.read_text() == "mine"
+
+
+def test_the_demo_refuses_its_own_folder_once_something_else_is_in_it(tmp_path: Path) -> None:
+    demo.prepare(tmp_path / "demo")
+    (tmp_path / "demo" / "report.csv").write_text("x")
+    with pytest.raises(demo.NotTheDemosFolder, match=r"\(report.csv\)"):
+        demo.prepare(tmp_path / "demo")
+
+
+def test_the_demo_answers_help_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        demo.cli(["--help"])
+    assert exit_.value.code == 0
+    assert "usage: python -m examples.demo [-h] [directory]" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
 
 
 def _readme_snippets() -> list[str]:
@@ -44,6 +80,10 @@ def _readme_snippets() -> list[str]:
 
 
 @pytest.mark.parametrize("index", range(len(_readme_snippets())))
-def test_a_readme_snippet_runs(index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_readme_snippet_runs_twice_in_a_row(
+    index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
-    exec(compile(_readme_snippets()[index], f"README.md snippet {index}", "exec"), {})
+    code = compile(_readme_snippets()[index], f"README.md snippet {index}", "exec")
+    for _ in range(2):  # as a reader pastes it twice: nothing the first run left may break it
+        exec(code, {})
