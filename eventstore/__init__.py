@@ -23,7 +23,7 @@ from .events import (
 )
 from .ids import new_event_id
 from .port import Backend
-from .postgres_connections import PostgresTarget
+from .postgres import PostgresTarget
 from .snapshot import Snapshot
 from .store import EventStore
 

@@ -31,7 +31,7 @@ xmin is above xmin(p)) therefore finds H ended: g is either visible to it
 or was rolled back and stays empty for ever. The reader loses nothing.
 
 A large batch is written by several calls of the function in one
-transaction (`postgres_wire.append_in_parts`). The argument holds for each
+transaction (`postgres/wire.py`, `append_in_parts`). The argument holds for each
 call's rows: the top-level xid comes first, in the first call, and each call
 takes its positions before its own subtransaction draws the xid its rows
 carry.
@@ -259,7 +259,7 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
             statements.append(str(CreateIndex(index).compile(dialect=dialect)))
     if EARLIER_LAYOUT in existing:
         # Versions now come from the events themselves; the commit-time NOTIFY
-        # became the writer's own, sent after its commit (postgres_wire.py).
+        # became the writer's own, sent after its commit (postgres/wire.py).
         statements.append(f"ALTER TABLE {STREAMS} DROP COLUMN version")
         if postgres:
             statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_NOTIFY_FUNCTION}() CASCADE")

@@ -13,8 +13,8 @@ import pytest
 from eventcraft.eventstore import EventStore, NewEvent
 from eventcraft.eventstore.encoding import PreparedBatch
 from eventcraft.eventstore.postgres import batch_json
-from eventcraft.eventstore.postgres_connections import PostgresTarget
-from eventcraft.eventstore.postgres_wire import APPEND
+from eventcraft.eventstore.postgres.connections import PostgresTarget
+from eventcraft.eventstore.postgres.wire import APPEND
 
 from . import workers
 from .tailing import tail_until_written

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from eventcraft.eventstore import NO_STREAM, EventStore, NewEvent, StoreUnavailable
 from eventcraft.eventstore.postgres import PostgresBackend
-from eventcraft.eventstore.postgres_connections import PostgresTarget
+from eventcraft.eventstore.postgres.connections import PostgresTarget
 
 from ..conftest import PG_URL
 

@@ -67,8 +67,8 @@ def slow_committer(url: str, writer: int, appends: int, seed: int) -> list[str]:
     import psycopg
     from eventcraft.eventstore.encoding import PreparedBatch
     from eventcraft.eventstore.postgres import batch_json
-    from eventcraft.eventstore.postgres_connections import PostgresTarget
-    from eventcraft.eventstore.postgres_wire import APPEND
+    from eventcraft.eventstore.postgres.connections import PostgresTarget
+    from eventcraft.eventstore.postgres.wire import APPEND
 
     rng = random.Random(seed)
     target = PostgresTarget.from_url(url)

@@ -6,7 +6,7 @@ client's own work is as long as the server's. So it talks to libpq directly:
 - its parameters go as text the store already holds (the events' JSON is
   built once, by `postgres.batch_json`), where psycopg would adapt each one;
 - in the same write to the socket, after the append's Sync, goes a NOTIFY for
-  waiting readers (`postgres_listener.py`). A Sync ends the append's implicit
+  waiting readers (`listener.py`). A Sync ends the append's implicit
   transaction, so the NOTIFY runs in a transaction of its own, after the
   commit. Sent from inside the append, it would take PostgreSQL's
   notification lock before the commit and keep it until the commit reached
@@ -33,7 +33,7 @@ import psycopg.sql
 from psycopg import pq
 from psycopg.errors import error_from_result
 
-from .schema import APPEND_AT_ANY, NOTIFY_CHANNEL
+from ..schema import APPEND_AT_ANY, NOTIFY_CHANNEL
 
 T = TypeVar("T")
 

@@ -3,7 +3,7 @@
 An append is one round trip: a call of the `eventcraft_append` function
 (`schema.py`) in autocommit, which checks the expected version, takes the
 positions and inserts the events in one transaction, followed by a NOTIFY
-for waiting readers (`postgres_wire.py` says how, and why not inside it).
+for waiting readers (`wire.py` says how, and why not inside it).
 Readers follow the ordering rule explained in `schema.py`; `_SAFE_HEAD` is
 that rule in SQL.
 """
@@ -18,10 +18,10 @@ import orjson
 import psycopg
 from psycopg.rows import RowMaker
 
-from . import schema
-from .encoding import PreparedBatch, PreparedEvent
-from .errors import EventStoreError, StoreUnavailable, WrongExpectedVersion
-from .events import (
+from .. import schema
+from ..encoding import PreparedBatch, PreparedEvent
+from ..errors import EventStoreError, StoreUnavailable, WrongExpectedVersion
+from ..events import (
     ANY,
     EVENT_VERSION,
     AppendResult,
@@ -30,13 +30,13 @@ from .events import (
     StreamInfo,
     StreamState,
 )
-from .idempotency import StoredId, resolve_stored_ids
-from .paging import paged
-from .port import Backend
-from .postgres_connections import ConnectionPool, PostgresTarget
-from .postgres_listener import Listener
-from .postgres_wire import append_and_notify, append_in_parts, notify_statement
-from .snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
+from ..idempotency import StoredId, resolve_stored_ids
+from ..paging import paged
+from ..port import Backend
+from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
+from .connections import ConnectionPool, PostgresTarget
+from .listener import Listener
+from .wire import append_and_notify, append_in_parts, notify_statement
 
 PAGE = 2000
 """Rows a read fetches in one statement."""

@@ -1,7 +1,7 @@
 """Waking readers on PostgreSQL: LISTEN for the NOTIFY every append sends.
 
 Each append is followed, once it has committed, by a NOTIFY on the channel
-`NOTIFY_CHANNEL` with the store's schema as payload (`postgres_wire.py`).
+`NOTIFY_CHANNEL` with the store's schema as payload (`wire.py`).
 One thread per store listens on its own connection and counts the
 notifications for its schema; waiters sleep on a condition until the count
 moves, then look at the high-water mark again.
@@ -21,8 +21,8 @@ from collections.abc import Callable
 
 import psycopg
 
-from .postgres_connections import ConnectionPool
-from .schema import NOTIFY_CHANNEL
+from ..schema import NOTIFY_CHANNEL
+from .connections import ConnectionPool
 
 RECHECK = 0.5
 """Longest a waiter sleeps without looking at the high-water mark, in seconds."""

@@ -4,7 +4,7 @@ A store needs only a few connections at once (one per thread appending or
 reading), so the pool is a list of idle ones: a connection broken by the
 server or the network is dropped on return and a new one opened next time.
 
-A connection may come back with a reply still to read (`postgres_wire.py`):
+A connection may come back with a reply still to read (`wire.py`):
 it is read when the connection is next lent, by which time it has arrived.
 """
 
@@ -21,8 +21,8 @@ import orjson
 import psycopg
 from psycopg.types.json import set_json_loads
 
-from .errors import StoreUnavailable, UnsupportedStoreURL
-from .postgres_wire import finish_outstanding
+from ..errors import StoreUnavailable, UnsupportedStoreURL
+from .wire import finish_outstanding
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
