@@ -16,6 +16,9 @@ from .read_model import ReadModel
 _NAME = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
 MAX_TABLE_NAME = 50
 """Room for a generation suffix within PostgreSQL's 63-byte identifiers."""
+# An attribute of the exception itself: the error store, rebuilds and retries
+# all see the user's own exception, unwrapped.
+_FAILED_AT = "_eventcraft_failed_at"
 
 
 class Definition(abc.ABC):
@@ -75,6 +78,23 @@ def _checked_tables(name: str, tables: Iterable[sa.Table]) -> Iterable[sa.Table]
             raise DefinitionError(f"{name}: table {table.fullname!r} is declared twice")
         seen.add(table.fullname)
         yield table
+
+
+def note_failure(error: Exception, name: str, event: RecordedEvent) -> None:
+    """Tie `error` to the event it was raised for.
+
+    The runner counts a failed batch as the first try of that event (and of
+    no other), and the note tells a reader of the traceback which event it was.
+    """
+    if failed_position(error) != event.position:
+        error.add_note(f"{name}: raised for the event at position {event.position} ({event.type})")
+    setattr(error, _FAILED_AT, event.position)
+
+
+def failed_position(error: BaseException) -> int | None:
+    """The position `note_failure` tied `error` to, if any."""
+    position = getattr(error, _FAILED_AT, None)
+    return position if isinstance(position, int) else None
 
 
 def checked_names(

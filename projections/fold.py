@@ -9,13 +9,13 @@ same definition: group events by key, order them by position, fold.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 from eventcraft.eventstore import RecordedEvent
 
-from .definition import Definition, checked_names
+from .definition import Definition, checked_names, note_failure
 from .errors import DefinitionError
 from .policy import ErrorPolicy
 from .read_model import ReadModel
@@ -40,8 +40,10 @@ class Fold(Definition):
             apply=lambda state, event: {**state, "balance": state["balance"] + ...},
         )
 
-    `apply` returning None deletes the key's row. The functions must be
-    pure: they see only their arguments, and return new states.
+    `apply` returning None deletes the key's row; anything else but a row
+    (a dict) is a `DefinitionError`, a failure of that event like an
+    exception from `apply`. The functions must be pure: they see only their
+    arguments, and return new states.
     """
 
     def __init__(
@@ -81,13 +83,33 @@ class Fold(Definition):
         """Fold `events` into `states` (key -> row, None once deleted), in order."""
         key_of, initial, evolve = self.key, self.initial, self.evolve
         for event in events:
-            key = key_of(event)
-            if key is None:
-                continue
-            state = states.get(key)
-            if state is None:
-                state = initial(key)
-            states[key] = evolve(state, event)
+            try:
+                key = key_of(event)
+                if key is None:
+                    continue
+                state = states.get(key)
+                if state is None:
+                    state = self._row("initial", initial(key), event)
+                evolved = evolve(state, event)
+                # The exact type first: the check costs a rebuild next to nothing.
+                if evolved is not None and type(evolved) is not dict:
+                    evolved = self._row("apply", evolved, event)
+                states[key] = evolved
+            except Exception as error:
+                note_failure(error, self.name, event)
+                raise
+
+    def _row(self, function: str, row: Any, event: RecordedEvent) -> State:
+        if type(row) is dict:
+            return row
+        if not isinstance(row, Mapping):
+            or_none = "" if function == "initial" else " or None"
+            raise DefinitionError(
+                f"{self.name}: {function} must return a row (a dict){or_none}, "
+                f"not {row!r} ({type(row).__name__}), "
+                f"for the event at position {event.position} ({event.type})"
+            )
+        return dict(row)
 
     def rows(self, states: dict[Any, State | None]) -> list[State]:
         """The rows to store for `states`, each carrying its key."""
@@ -97,7 +119,7 @@ class Fold(Definition):
     def apply(self, read_model: ReadModel, events: Sequence[RecordedEvent]) -> None:
         table = read_model[self.table]
         key_column = table.c[self.key_column]
-        keys = list(dict.fromkeys(k for k in map(self.key, events) if k is not None))
+        keys = list(dict.fromkeys(k for k in self._keys(events) if k is not None))
         states: dict[Any, State | None] = {}
         for chunk in _chunks(keys):
             found = read_model.execute(sa.select(table).where(key_column.in_(chunk)))
@@ -108,6 +130,15 @@ class Fold(Definition):
         rows = self.rows(states)
         if rows:
             read_model.execute(sa.insert(table), rows)
+
+    def _keys(self, events: Sequence[RecordedEvent]) -> Iterator[Hashable | None]:
+        key_of = self.key
+        for event in events:
+            try:
+                yield key_of(event)
+            except Exception as error:
+                note_failure(error, self.name, event)
+                raise
 
 
 def _chunks(keys: list[Any]) -> Iterable[list[Any]]:

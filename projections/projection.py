@@ -8,7 +8,7 @@ from typing import TypeVar
 import sqlalchemy as sa
 from eventcraft.eventstore import RecordedEvent
 
-from .definition import Definition, checked_names
+from .definition import Definition, checked_names, note_failure
 from .errors import DefinitionError
 from .policy import ErrorPolicy
 from .read_model import ReadModel
@@ -72,4 +72,8 @@ class Projection(Definition):
     def apply(self, read_model: ReadModel, events: Sequence[RecordedEvent]) -> None:
         handlers = self._handlers
         for event in events:
-            handlers[event.type](read_model, event)
+            try:
+                handlers[event.type](read_model, event)
+            except Exception as error:
+                note_failure(error, self.name, event)
+                raise

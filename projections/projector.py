@@ -10,8 +10,9 @@ never both apply an event, lease or no lease; the lease only spares them
 the wasted reads.
 
 When a handler raises, the batch is rolled back and replayed one event per
-transaction, each tried `attempts` times with back-off; the one that keeps
-failing is parked, then skipped or the projection stops just before it.
+transaction, each tried `attempts` times in all with back-off (the failed
+batch counting as the first try of the event it failed on); the one that
+keeps failing is parked, then skipped or the projection stops just before it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from eventcraft.eventstore import EventStore, RecordedEvent
 from . import checkpoint, generations, parking
 from .checkpoint import Checkpoint
 from .database import Database
-from .definition import Definition
+from .definition import Definition, failed_position
 from .errors import ProjectionStopped
 from .read_model import ReadModel
 from .subscription import Subscription
@@ -119,8 +120,8 @@ class Projector:
             else:
                 try:
                     self._commit(after, events, upto)
-                except _HandlerFailed:
-                    self._one_by_one(events, upto)
+                except _HandlerFailed as failed:
+                    self._one_by_one(events, upto, failed.error)
         except _Moved:
             pass
         return True
@@ -142,9 +143,18 @@ class Projector:
         self.position = upto
         self.on_commit()
 
-    def _one_by_one(self, events: Sequence[RecordedEvent], upto: int) -> None:
+    def _one_by_one(
+        self, events: Sequence[RecordedEvent], upto: int, batch_error: Exception
+    ) -> None:
+        """Apply `events` one per transaction, after the batch of them failed with `batch_error`.
+
+        The failed batch was the first try of the event it failed on, if the
+        definition told which (`note_failure`); the others have all their tries.
+        """
+        failed_at = failed_position(batch_error)
         for event in events:
-            error = self._tried(partial(self._commit_one, event))
+            failed = batch_error if event.position == failed_at else None
+            error = self._tried(partial(self._commit_one, event), failed=failed)
             if error is not None:
                 self._park(event, error)
         self._commit(self.position, [], upto)
@@ -167,22 +177,27 @@ class Projector:
             delivered = event.position
         self._commit(self.position, [], upto)
 
-    def _tried(self, attempt: Callable[[], object]) -> Exception | None:
-        """Run `attempt` with the policy's retries; the last error, or None once it worked."""
+    def _tried(
+        self, attempt: Callable[[], object], *, failed: Exception | None = None
+    ) -> Exception | None:
+        """Run `attempt` with the policy's retries; the last error, or None once it worked.
+
+        `failed` is the error of a try made already: it counts as the first.
+        """
         policy = self.definition.on_error
-        error: Exception | None = None
-        for number in range(1, policy.attempts + 1):
+        error = failed
+        for number in range(1 if failed is None else 2, policy.attempts + 1):
             if number > 1 and self._stopping.wait(policy.pause_before(number)):
                 break
             try:
                 attempt()
                 return None
-            except _HandlerFailed as failed:
-                error = failed.error
-            except Exception as failed:
+            except _HandlerFailed as raised:
+                error = raised.error
+            except Exception as raised:
                 if not isinstance(self.definition, Subscription):
                     raise
-                error = failed
+                error = raised
         assert error is not None
         return error
 

@@ -210,7 +210,9 @@ class ProjectionRunner:
         """Block until every projection (or those `names`d) has applied up to `position`.
 
         Projections run by other processes count too: their checkpoints are in
-        the database. Raises `ProjectionTimeout` naming the laggards.
+        the database. Raises `ProjectionStopped` as soon as one that is behind
+        has stopped in this runner on a failing event (it would never get
+        there), and `ProjectionTimeout` naming the laggards.
         """
         wanted = [p.name for p in self._selected(tuple(names or ()))]
         deadline = time.monotonic() + timeout
@@ -221,8 +223,15 @@ class ProjectionRunner:
             behind = {n: rows[n].position for n in wanted if rows[n].position < position}
             if not behind:
                 return
+            for name in sorted(behind):
+                stopped = self.stopped.get(name)
+                if stopped is not None:
+                    # A new exception each time: one raised twice would pile up tracebacks.
+                    raise ProjectionStopped(
+                        stopped.name, stopped.position, stopped.error
+                    ) from stopped.error
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or all(n in self.stopped for n in behind):
+            if remaining <= 0:
                 raise ProjectionTimeout(position, behind, timeout)
             # Our own threads wake us at once; other processes' are polled.
             with self._progress:

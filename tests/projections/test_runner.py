@@ -156,15 +156,6 @@ def test_a_discarded_event_is_never_applied(store: EventStore) -> None:
         assert runner.parked("notes-stop") == []
 
 
-def test_a_following_thread_stops_on_a_failure_and_says_so(store: EventStore) -> None:
-    _, bad, _ = notes(store, "a", "bad", "c")
-    with ProjectionRunner(store, [flaky("stop", {"bad"})]) as runner:
-        runner.start()
-        with pytest.raises(ProjectionTimeout):
-            runner.wait_until(bad, timeout=30)  # returns as soon as the thread has stopped
-        assert runner.stopped["notes-stop"].position == bad
-
-
 def test_subscribers_get_each_event_once_in_order_filtered(store: EventStore) -> None:
     got: list[tuple[str, int]] = []
     lock = threading.Lock()
