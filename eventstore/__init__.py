@@ -22,6 +22,7 @@ from .events import (
     category_of,
 )
 from .ids import new_event_id
+from .log_status import HeldPosition, LogStatus
 from .port import Backend
 from .postgres import PostgresTarget
 from .snapshot import Snapshot
@@ -38,7 +39,9 @@ __all__ = [
     "EventStore",
     "EventStoreError",
     "ExpectedVersion",
+    "HeldPosition",
     "InvalidEvent",
+    "LogStatus",
     "NewEvent",
     "PostgresTarget",
     "RecordedEvent",

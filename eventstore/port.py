@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 
 from .encoding import PreparedBatch
 from .events import AppendResult, EncodedEvent, RecordedEvent, StreamInfo, StreamState
+from .log_status import LogStatus
 from .snapshot import PreparedSnapshot, Snapshot
 
 POLL_CEILING = 0.05
@@ -69,6 +70,14 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def high_water_mark(self) -> int:
         """The highest position below which no event can appear any more."""
+
+    def log_status(self) -> LogStatus:
+        """The head, the high-water mark and what holds readers between them.
+
+        Backends that commit positions in order have nothing to hold.
+        """
+        head = self.high_water_mark()
+        return LogStatus(head=head, high_water_mark=head, held=None)
 
     @abc.abstractmethod
     def stream_version(self, stream_id: str) -> int:

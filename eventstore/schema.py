@@ -9,44 +9,67 @@ The global-ordering rule (PostgreSQL)
 Positions come from a sequence, handed out in one order, while transactions
 commit in another: a reader could see position 11 before 10 commits and move
 past 10 for ever. Locking the table around every append prevents it but
-serializes all writers. Instead readers follow one rule (`_SAFE_HEAD` in
-`postgres.py`):
+serializes all writers. Instead readers follow one rule (`postgres/head.py`):
 
-    a gap in positions just below row p may be passed only if no transaction
-    is still running whose xid is below the xid that inserted p.
+    a gap in positions just below row p may be passed only if no *writer* is
+    still running whose xid is below the xid that inserted p,
 
-The append function (below) does three things in this order: it takes its
-top-level xid (`pg_current_xact_id()`), takes its positions (`nextval`), and
-inserts its rows inside a subtransaction, so that each row's `xmin` is a
-subtransaction xid drawn *after* every position of the append. (The xid is
-drawn by the first row written, not by `nextval`: a single row may take its
-position in the statement that inserts it.)
+where a writer is a transaction that has drawn, or may still draw, positions
+from this store's sequence: one that holds the store's append lock.
 
-Why this is correct. Let H hold a position g < p that is not visible yet.
-H had its top-level xid before it took g; the sequence hands out values in
-call order (CACHE 1), so H took g before p's writer took p, and p's writer
-drew xmin(p) after that: xid(H) < xmin(p), since xids are handed out in
-order too. A reader whose snapshot has every running xid >= xmin(p) (its
-xmin is above xmin(p)) therefore finds H ended: g is either visible to it
-or was rolled back and stays empty for ever. The reader loses nothing.
+The append function (below) does four things in this order: it takes the
+append lock, a transaction-level advisory lock in shared mode keyed by the
+events table (`LOG_LOCK_KEY`; appends never wait for each other on it); it
+takes its top-level xid (`pg_current_xact_id()`); it takes its positions
+(`nextval`); and it inserts its rows inside a subtransaction, so that each
+row's `xmin` is a subtransaction xid drawn *after* every position of the
+append. (The xid is drawn by the first row written, not by `nextval`: a
+single row may take its position in the statement that inserts it.)
+
+Why this is correct. A reader runs one statement: its snapshot S is taken at
+the start, then it reads the lock table. Its blockers are the xids S lists as
+running that, when the lock table is read, either still hold the append lock
+or are no longer running (they ended after S; whether they were writers can
+no longer be told, so they count). Let row p be visible in S and H hold a
+position g < p that S does not show. H took the lock and its xid before g;
+the sequence hands out values in call order (CACHE 1), so H took g before
+p's writer took p, and p's writer drew xmin(p) after that: xid(H) < xmin(p),
+since xids are handed out in order too. p's writer committed before S, so H
+had its xid and the lock before S was taken, and keeps the lock until it
+ends. So either H had ended before S (g is visible in S or was rolled back
+and stays empty for ever), or S lists H as running, and when the lock table
+is read H still holds the lock or has ended: H is a blocker below xmin(p),
+and the reader does not pass g. A reader that passes the gap loses nothing.
+
+A transaction that never takes the lock (in another database, on a user's
+table, a rebuild's long write, a prepared transaction, an idle session in a
+transaction) is running and holds no append lock when the reader looks: it
+blocks nothing. A transaction that takes the lock later draws its positions
+later, above every row the reader can see.
+
+Reading the lock table costs a scan of the lock manager, so readers first try
+the coarser rule it refines, with the snapshot's xmin (the oldest transaction
+running anywhere) as the bound: one index probe, and all a read pays while
+the log has no gap, or only gaps whose writers have ended. Only a read that
+stops short of a committed row asks the lock table.
 
 A large batch is written by several calls of the function in one
-transaction (`postgres/wire.py`, `append_in_parts`). The argument holds for each
-call's rows: the top-level xid comes first, in the first call, and each call
-takes its positions before its own subtransaction draws the xid its rows
-carry.
+transaction (`postgres/wire.py`, `append_in_parts`). The argument holds for
+each call's rows: the lock and the top-level xid come first, in the first
+call, and each call takes its positions before its own subtransaction draws
+the xid its rows carry.
 
 Each step matters. Had H taken g before having an xid, no snapshot would
-show H running, and the rule would let readers skip g. Had p's rows been
-stamped with the top-level xid, drawn before p's positions, H could hold a
-larger xid than p and still be running. And a snapshot's xmax is no bound
-either: it is one past the highest *completed* xid, and running xids above
-it are listed nowhere.
+show H running, and the rule would let readers skip g. Had H drawn positions
+without the lock, it would look like any other transaction and be passed.
+Had p's rows been stamped with the top-level xid, drawn before p's
+positions, H could hold a larger xid than p and still be running. And a
+snapshot's xmax is no bound either: it is one past the highest *completed*
+xid, and running xids above it are listed nowhere.
 
-Rows store only the low 32 bits of their xid; comparing them with the
-snapshot's 64-bit xmin modulo 2**32 is exact for rows written within the
-last two billion transactions, and errs on the safe side (not yet passable)
-for older ones.
+Rows store only the low 32 bits of their xid; comparing them with 64-bit
+xids modulo 2**32 is exact for rows written within the last two billion
+transactions, and errs on the safe side (not yet passable) for older ones.
 
 The same rule defines the safe high-water mark that projections and the
 Spark replay read up to: the highest position below which every gap is
@@ -74,6 +97,15 @@ EARLIER_LAYOUT = f"{STREAMS}.version"
 """In `ddl`'s `existing`: the store has the layout of earlier releases (see `ddl`)."""
 _EARLIER_NOTIFY_FUNCTION = "eventcraft_notify"
 _EARLIER_APPEND = "eventcraft_append(text, text, bigint, uuid[], text[], text[], text[])"
+
+LOG_LOCK_TAG = 0x6563
+"""The high 32 bits of the append lock's key ("ec"); the low 32 are the events table's oid,
+so each store (each schema) has its own lock."""
+LOG_LOCK_KEY = f"(({LOG_LOCK_TAG}::bigint << 32) | '{EVENTS}'::regclass::oid::bigint)"
+"""The append lock's key in SQL: `pg_locks` shows it as classid `LOG_LOCK_TAG`, objid the
+table's oid, objsubid 1."""
+APPEND_TAKES_LOG_LOCK = "eventcraft_append.log_lock"
+"""In `ddl`'s `existing`: the store's append function takes the append lock (0.2 on)."""
 
 APPEND_AT_ANY = -1
 """The append function's expected version for ANY (0 is no stream, n is version n)."""
@@ -163,7 +195,9 @@ DECLARE
     positions bigint[];
     violated text;
 BEGIN
-    -- The xid before any position: see the ordering rule in eventstore/schema.py.
+    -- The append lock, then the xid, before any position: the ordering rule in
+    -- eventstore/schema.py. Shared: appends never wait for each other on it.
+    PERFORM pg_advisory_xact_lock_shared({LOG_LOCK_KEY});
     PERFORM pg_current_xact_id();
     IF base < 0 THEN
         base := eventcraft_stream_version(p_stream);
@@ -240,10 +274,11 @@ DIALECTS: dict[str, Dialect] = {
 def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
     """Every statement that creates the schema, in order, but for the `existing` objects.
 
-    `existing` names the tables the database holds, and `EARLIER_LAYOUT` if
-    it was made by a release that kept each stream's version in the streams
-    table. A store made by an older release lacks only newer objects:
-    opening it adds them and brings the older ones up to date.
+    `existing` names the tables the database holds, `EARLIER_LAYOUT` if it
+    was made by a release that kept each stream's version in the streams
+    table, and `APPEND_TAKES_LOG_LOCK` if its append function is 0.2's. A
+    store made by an older release lacks only newer objects: opening it adds
+    them and brings the older ones up to date.
     """
     dialect = DIALECTS[dialect_name]
     postgres = dialect_name == "postgresql"
@@ -264,7 +299,8 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
         if postgres:
             statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_NOTIFY_FUNCTION}() CASCADE")
             statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_APPEND}")
-    if postgres and (fresh or EARLIER_LAYOUT in existing):
+    if postgres and (fresh or APPEND_TAKES_LOG_LOCK not in existing):
+        # A store made before 0.2 gets the function that takes the append lock.
         statements += [_POSTGRES_STREAM_VERSION, _POSTGRES_APPEND]
     if fresh:
         statements += _POSTGRES_APPEND_ONLY if postgres else _SQLITE_TRIGGERS

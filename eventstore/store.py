@@ -27,6 +27,7 @@ from .events import (
     StreamInfo,
     category_of,
 )
+from .log_status import LogStatus
 from .port import Backend
 from .snapshot import Snapshot, prepare_snapshot
 
@@ -121,6 +122,11 @@ class EventStore:
     def high_water_mark(self) -> int:
         """The position up to which the log is complete: no event can appear below it."""
         return self._backend.high_water_mark()
+
+    def log_status(self) -> LogStatus:
+        """The log's head, its high-water mark, and the append in flight that holds readers
+        between the two, if any (PostgreSQL only: elsewhere they are always equal)."""
+        return self._backend.log_status()
 
     def wait_for_events(self, after: int, timeout: float) -> bool:
         """Block until an event beyond position `after` can be read; False on `timeout`.

@@ -4,7 +4,7 @@ An append is one round trip: a call of the `eventcraft_append` function
 (`schema.py`) in autocommit, which checks the expected version, takes the
 positions and inserts the events in one transaction, followed by a NOTIFY
 for waiting readers (`wire.py` says how, and why not inside it).
-Readers follow the ordering rule explained in `schema.py`; `_SAFE_HEAD` is
+Readers follow the ordering rule explained in `schema.py`; `head.py` is
 that rule in SQL.
 """
 
@@ -31,10 +31,12 @@ from ..events import (
     StreamState,
 )
 from ..idempotency import StoredId, resolve_stored_ids
+from ..log_status import LogStatus
 from ..paging import paged
 from ..port import Backend
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 from .connections import ConnectionPool, PostgresTarget
+from .head import log_status, safe_head
 from .listener import Listener
 from .wire import append_and_notify, append_in_parts, notify_statement
 
@@ -44,9 +46,6 @@ PAGE = 2000
 PART = 250
 """Events an append sends in one call of the append function; a larger batch goes in
 several, in one transaction, each encoded while the server writes the one before."""
-
-WALK = 10_000
-"""Most rows the high-water mark moves past the last settled row in one call."""
 
 E = schema.EVENTS
 S = schema.STREAMS
@@ -75,35 +74,6 @@ SELECT version FROM stream
 _LOAD_SNAPSHOT = f"""
 SELECT stream_id, version, type, schema_version, data, recorded_at
 FROM {schema.SNAPSHOTS} WHERE stream_id = %s
-"""
-
-# The high-water mark above `after`, in one statement so that the snapshot's
-# xmin and the rows seen come from the same snapshot. `settled` is the
-# highest row whose inserting xid is below every running xid: every gap under
-# it is final (schema.py says why). Above it a row is safe only while
-# positions stay contiguous. Row xids are 32 bits: compared modulo 2**32.
-_SAFE_HEAD = f"""
-WITH snap AS (
-    SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin
-), settled AS (
-    SELECT coalesce((
-        SELECT e.position FROM {E} e, snap
-        WHERE e.position > %(after)s
-          AND ((snap.xmin - e.xmin::text::bigint) & 4294967295) BETWEEN 1 AND 2147483647
-        ORDER BY e.position DESC LIMIT 1
-    ), %(after)s) AS position
-), run AS (
-    -- A scalar subquery, not a join: the bound must reach the index scan as a
-    -- parameter, or the planner walks the whole index from position 1.
-    SELECT e.position, e.position - row_number() OVER (ORDER BY e.position) AS base
-    FROM {E} e
-    WHERE e.position > (SELECT position FROM settled)
-    ORDER BY e.position LIMIT {WALK}
-)
-SELECT greatest(
-    settled.position,
-    (SELECT max(run.position) FROM run WHERE run.base = settled.position)
-) FROM settled
 """
 
 T = TypeVar("T")
@@ -139,8 +109,11 @@ class PostgresBackend(Backend):
                 for row in conn.execute(
                     "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(t) IS NOT NULL "
                     "UNION ALL SELECT %s FROM pg_attribute WHERE attrelid = to_regclass(%s) "
-                    "AND attname = 'version' AND NOT attisdropped",
-                    (sorted(schema.TABLES), schema.EARLIER_LAYOUT, S),
+                    "AND attname = 'version' AND NOT attisdropped "
+                    "UNION ALL SELECT %s FROM pg_proc WHERE oid = "
+                    "to_regprocedure('eventcraft_append(text, text, bigint, text)') "
+                    "AND prosrc LIKE '%%pg_advisory_xact_lock_shared%%'",
+                    (sorted(schema.TABLES), schema.EARLIER_LAYOUT, S, schema.APPEND_TAKES_LOG_LOCK),
                 )
             )
             for statement in schema.ddl("postgresql", existing):
@@ -296,14 +269,13 @@ class PostgresBackend(Backend):
         return self._pages(query, params, after, _position, limit, rows=_recorded_events, upto=head)
 
     def _safe_head(self, after: int) -> int:
-        def query(conn: psycopg.Connection[Any]) -> int:
-            row = conn.execute(_SAFE_HEAD, {"after": after}).fetchone()
-            return int(row[0]) if row else after
-
-        return self._with_connection(query)
+        return self._with_connection(partial(safe_head, after=after))
 
     def high_water_mark(self) -> int:
         return self._safe_head(0)
+
+    def log_status(self) -> LogStatus:
+        return self._with_connection(log_status)
 
     def wait_for_events(self, after: int, timeout: float) -> bool:
         return self._listener.wait(after, timeout, self.high_water_mark)

@@ -1,0 +1,136 @@
+"""The high-water mark on PostgreSQL: the ordering rule of `schema.py` in SQL.
+
+Two statements with one body. `_COARSE` bounds the writers that may still
+fill a gap by the snapshot's xmin, the oldest transaction running anywhere on
+the server: an index probe or two, and all a read pays while the log has no
+gap, or only gaps whose writers have ended. When it stops short of a
+committed row, `_PRECISE` judges again by the transactions that hold the
+store's append lock (`schema.LOG_LOCK_KEY`), so that a transaction elsewhere
+on the server never holds readers back. Each statement is sound on its own;
+the second only passes more.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from .. import schema
+from ..log_status import HeldPosition, LogStatus
+
+WALK = 10_000
+"""Most rows the high-water mark moves past the last settled row in one call."""
+
+E = schema.EVENTS
+_MASK = 4294967295
+
+# Transactions that hold the store's append lock, as the lock manager has
+# them when the statement reads it: after the statement's snapshot was taken.
+_LOCKS = f"""
+locks AS MATERIALIZED (
+    SELECT l.locktype, l.virtualtransaction, l.pid, l.transactionid::text::bigint AS xid
+    FROM pg_locks l
+    WHERE l.granted AND (
+        l.locktype = 'transactionid'
+        OR (l.locktype = 'advisory'
+            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND l.classid = {schema.LOG_LOCK_TAG}
+            AND l.objid = '{E}'::regclass::oid
+            AND l.objsubid = 1)
+    )
+), running AS (
+    SELECT xid, virtualtransaction FROM locks WHERE locktype = 'transactionid'
+), writers AS (
+    SELECT r.xid, l.pid FROM running r
+    JOIN locks l ON l.locktype = 'advisory' AND l.virtualtransaction = r.virtualtransaction
+)"""
+
+# The oldest xid that may still fill a gap, as one row `xid` (64 bits).
+_COARSE_HORIZON = """
+horizon AS (
+    SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xid
+)"""
+# The snapshot's running xids that hold the append lock now, or have ended
+# since the snapshot (writers or not, nobody can tell any more); none: xmax.
+_PRECISE_HORIZON = f"""{_LOCKS}, snap AS (
+    SELECT pg_current_snapshot() AS s
+), blockers AS (
+    SELECT x::text::bigint AS xid FROM snap, pg_snapshot_xip(snap.s) AS x
+), horizon AS (
+    SELECT coalesce(
+        (SELECT min(b.xid) FROM blockers b
+         WHERE (b.xid & {_MASK}) IN (SELECT xid FROM writers)
+            OR (b.xid & {_MASK}) NOT IN (SELECT xid FROM running)),
+        (SELECT pg_snapshot_xmax(s)::text::bigint FROM snap)
+    ) AS xid
+)"""
+
+# `settled` is the highest row whose inserting xid is below the horizon:
+# every gap under it is final. Above it a row is safe only while positions
+# stay contiguous. Row xids are 32 bits: compared modulo 2**32. The second
+# column says whether a committed row waits beyond a gap the rule did not pass.
+_HEAD = f"""
+WITH {{horizon}}, settled AS (
+    SELECT coalesce((
+        SELECT e.position FROM {E} e, horizon
+        WHERE e.position > %(after)s
+          AND ((horizon.xid - e.xmin::text::bigint) & {_MASK}) BETWEEN 1 AND 2147483647
+        ORDER BY e.position DESC LIMIT 1
+    ), %(after)s) AS position
+), run AS (
+    -- A scalar subquery, not a join: the bound must reach the index scan as a
+    -- parameter, or the planner walks the whole index from position 1.
+    SELECT e.position, e.position - row_number() OVER (ORDER BY e.position) AS base
+    FROM {E} e
+    WHERE e.position > (SELECT position FROM settled)
+    ORDER BY e.position LIMIT {WALK}
+), head AS (
+    SELECT greatest(
+        settled.position,
+        (SELECT max(run.position) FROM run WHERE run.base = settled.position)
+    ) AS position FROM settled
+)
+SELECT head.position,
+       coalesce((SELECT min(e.position) FROM {E} e WHERE e.position > head.position)
+                > head.position + 1, false)
+FROM head
+"""
+_COARSE = _HEAD.format(horizon=_COARSE_HORIZON)
+_PRECISE = _HEAD.format(horizon=_PRECISE_HORIZON)
+
+# The oldest append in flight: the one that holds the first position readers wait at.
+_OLDEST_WRITER = f"""
+WITH {_LOCKS}
+SELECT w.pid, extract(epoch FROM now() - coalesce(a.xact_start, p.prepared))::float8
+FROM writers w
+LEFT JOIN pg_stat_activity a ON a.pid = w.pid
+LEFT JOIN pg_prepared_xacts p ON p.transaction::text::bigint = w.xid
+ORDER BY w.xid LIMIT 1
+"""
+_LAST = f"SELECT coalesce(max(position), 0) FROM {E}"
+
+
+def safe_head(conn: psycopg.Connection[Any], after: int) -> int:
+    """The high-water mark above `after` (`after` itself if nothing past it is readable)."""
+    head, waiting = _head(conn, _COARSE, after)
+    if waiting:
+        head, _ = _head(conn, _PRECISE, after)
+    return head
+
+
+def log_status(conn: psycopg.Connection[Any]) -> LogStatus:
+    high_water_mark = safe_head(conn, 0)
+    row = conn.execute(_LAST).fetchone()
+    head = int(row[0]) if row else 0
+    if head <= high_water_mark:
+        return LogStatus(head=head, high_water_mark=high_water_mark, held=None)
+    writer = conn.execute(_OLDEST_WRITER).fetchone()
+    pid, seconds = (writer[0], float(writer[1] or 0.0)) if writer else (None, 0.0)
+    held = HeldPosition(position=high_water_mark + 1, pid=pid, seconds=seconds)
+    return LogStatus(head=head, high_water_mark=high_water_mark, held=held)
+
+
+def _head(conn: psycopg.Connection[Any], query: str, after: int) -> tuple[int, bool]:
+    row = conn.execute(query, {"after": after}).fetchone()
+    return (int(row[0]), bool(row[1])) if row else (after, False)
