@@ -8,6 +8,7 @@ from .errors import (
     ProjectionError,
     ProjectionStopped,
     ProjectionTimeout,
+    TableConflict,
     UnknownProjection,
 )
 from .fold import Fold, State
@@ -41,5 +42,6 @@ __all__ = [
     "State",
     "StreamKey",
     "Subscription",
+    "TableConflict",
     "UnknownProjection",
 ]

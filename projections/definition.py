@@ -9,13 +9,12 @@ from collections.abc import Iterable, Sequence
 import sqlalchemy as sa
 from eventcraft.eventstore import RecordedEvent
 
+from . import identifiers
 from .errors import DefinitionError
 from .policy import ErrorPolicy
 from .read_model import ReadModel
 
 _NAME = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
-MAX_TABLE_NAME = 50
-"""Room for a generation suffix within PostgreSQL's 63-byte identifiers."""
 # An attribute of the exception itself: the error store, rebuilds and retries
 # all see the user's own exception, unwrapped.
 _FAILED_AT = "_eventcraft_failed_at"
@@ -70,10 +69,7 @@ def _checked_tables(name: str, tables: Iterable[sa.Table]) -> Iterable[sa.Table]
     for table in tables:
         if not isinstance(table, sa.Table):
             raise DefinitionError(f"{name}: tables must be sqlalchemy Tables, not {table!r}")
-        if len(table.name) > MAX_TABLE_NAME:
-            raise DefinitionError(
-                f"{name}: table name {table.name!r} is longer than {MAX_TABLE_NAME} characters"
-            )
+        identifiers.check_declared(name, table)
         if table.fullname in seen:
             raise DefinitionError(f"{name}: table {table.fullname!r} is declared twice")
         seen.add(table.fullname)

@@ -7,7 +7,8 @@
     ├── UnknownProjection (LookupError)  no projection of that name in this runner
     ├── ParkedEventNotFound (LookupError) no parked event at that position
     ├── ProjectionStopped                a handler kept failing under the "stop" policy
-    └── ProjectionTimeout (TimeoutError) `wait_until` ran out of time
+    ├── ProjectionTimeout (TimeoutError) `wait_until` ran out of time
+    └── TableConflict                    a table of a declared name that the runner did not make
 
 Store errors (`StoreUnavailable`, ...) and SQLAlchemy's errors from the
 read-model database pass through unchanged.
@@ -57,3 +58,11 @@ class ProjectionTimeout(ProjectionError, TimeoutError):
         """The projections that had not reached it, with their checkpoints."""
         lagging = ", ".join(f"{name!r} at {at}" for name, at in sorted(behind.items()))
         super().__init__(f"position {position} not reached within {timeout:g} s: {lagging}")
+
+
+class TableConflict(ProjectionError):
+    """A table of a declared table's name exists that the runner did not make.
+
+    The runner serves each declared table as a view of that name, and never
+    replaces a table it did not make: the table is left as it was.
+    """

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from . import identifiers
 from .definition import Definition
+from .errors import TableConflict
 
 
 def physical_name(table: sa.Table, generation: int) -> str:
-    return f"{table.name}__g{generation}"
+    return identifiers.of_generation(table.name, generation)
 
 
 def tables_of(definition: Definition, generation: int) -> dict[str, sa.Table]:
@@ -28,10 +30,14 @@ def tables_of(definition: Definition, generation: int) -> dict[str, sa.Table]:
             # Explicit names must differ between generations that coexist.
             for index in copy.indexes:
                 if isinstance(index.name, str) and index.name:
-                    index.name = sa.sql.elements.conv(f"{index.name}__g{generation}")
+                    index.name = sa.sql.elements.conv(
+                        identifiers.of_generation(index.name, generation)
+                    )
             for constraint in copy.constraints:
                 if isinstance(constraint.name, str) and constraint.name:
-                    constraint.name = sa.sql.elements.conv(f"{constraint.name}__g{generation}")
+                    constraint.name = sa.sql.elements.conv(
+                        identifiers.of_generation(constraint.name, generation)
+                    )
             cached[table.fullname] = copy
         definition.generation_tables[generation] = cached
     return cached
@@ -50,10 +56,22 @@ def drop(connection: sa.Connection, definition: Definition, generation: int) -> 
 
 
 def serve(connection: sa.Connection, definition: Definition, generation: int) -> None:
-    """Point each declared table's view at `generation`."""
+    """Point each declared table's view at `generation`.
+
+    A table (not a view) of a declared name is not the runner's to replace:
+    it is refused, and the transaction's rollback leaves it as it was.
+    """
     quote = connection.dialect.identifier_preparer.format_table
     physical = tables_of(definition, generation)
+    inspector = sa.inspect(connection)
     for table in definition.tables:
+        if table.name in inspector.get_table_names(schema=table.schema):
+            raise TableConflict(
+                f"{definition.name}: a table {table.fullname!r} exists and is not one the runner "
+                f"made (it serves a declared table as a view over its own, "
+                f"{physical_name(table, generation)!r} and later generations): rename the "
+                f"declared table, or move yours out of the way"
+            )
         connection.exec_driver_sql(f"DROP VIEW IF EXISTS {quote(table)}")
         connection.exec_driver_sql(
             f"CREATE VIEW {quote(table)} AS SELECT * FROM {quote(physical[table.fullname])}"

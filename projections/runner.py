@@ -93,22 +93,28 @@ class ProjectionRunner:
         self._threads: dict[str, threading.Thread] = {}
         self.stopped: dict[str, ProjectionStopped] = {}
         """Projections whose thread ended on a handler failure under the "stop" policy."""
-        with self.database.transaction() as connection:
-            schema.create(connection)
         self._projectors: dict[str, Projector] = {}
-        for definition in self.definitions:
-            projector = Projector(
-                store,
-                self.database,
-                definition,
-                owner=self.owner,
-                batch_size=batch_size,
-                lease_ttl=lease_ttl,
-                stopping=self._stopping,
-            )
-            projector.on_commit = self._notify
-            projector.setup()
-            self._projectors[definition.name] = projector
+        try:
+            with self.database.transaction() as connection:
+                schema.create(connection)
+            for definition in self.definitions:
+                projector = Projector(
+                    store,
+                    self.database,
+                    definition,
+                    owner=self.owner,
+                    batch_size=batch_size,
+                    lease_ttl=lease_ttl,
+                    stopping=self._stopping,
+                )
+                projector.on_commit = self._notify
+                projector.setup()
+                self._projectors[definition.name] = projector
+        except BaseException:
+            # No runner to close for the caller: close the database we opened.
+            if self._owns_database:
+                self.database.close()
+            raise
 
     # --- running ---------------------------------------------------------------
 
