@@ -3,6 +3,7 @@
 from .context import StepContext
 from .definition import Action, Awaiting, RetryPolicy, Saga, Step, wait_for
 from .errors import (
+    EventLoopRunning,
     ReplyTimeout,
     SagaDefinitionError,
     SagaError,
@@ -14,13 +15,16 @@ from .errors import (
 from .orchestrator import Orchestrator, stream_of
 from .process_manager import ProcessManager, Route
 from .request_reply import request
+from .service import OrchestratorStatus
 from .state import InFlight, SagaState
 
 __all__ = [
     "Action",
     "Awaiting",
+    "EventLoopRunning",
     "InFlight",
     "Orchestrator",
+    "OrchestratorStatus",
     "ProcessManager",
     "ReplyTimeout",
     "RetryPolicy",

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 from .context import StepContext
-from .definition import Action
-from .errors import StepTimedOut
+from .definition import Action, Saga
+from .errors import EventLoopRunning, StepTimedOut
 
 
 def call(
@@ -24,13 +25,14 @@ def call(
     if inspect.iscoroutinefunction(function):
         return asyncio.run(_awaited(function, data, context, timeout))
     if timeout is None:
-        result = function(data, context)
-        return asyncio.run(_resolved(result)) if inspect.isawaitable(result) else result
+        return _settled(function(data, context), context.step)
     outcome: dict[str, Any] = {}
 
     def run() -> None:
         try:
-            outcome["result"] = function(data, context)
+            # Awaited here, in a thread with no loop of its own: its result
+            # is the awaitable's, as without a timeout.
+            outcome["result"] = _settled(function(data, context), context.step)
         except BaseException as error:  # handed to the caller's thread
             outcome["error"] = error
 
@@ -42,6 +44,47 @@ def call(
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("result")
+
+
+def refuse_in_running_loop(method: str, sagas: Iterable[Saga]) -> None:
+    """Raise `EventLoopRunning` if this thread's event loop runs and a saga has async steps.
+
+    Asked before anything is recorded: `asyncio.run` cannot run the steps
+    here, and a failure of that kind is the caller's, not the business's.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return  # no loop running in this thread: asyncio.run will do
+    for saga in sagas:
+        steps = [s.name for s in saga.steps if _is_async(s.action) or _is_async(s.compensation)]
+        if steps:
+            listed = ", ".join(steps)
+            reason = f"saga {saga.name!r} has async steps ({listed}); nothing was recorded"
+            raise EventLoopRunning(method, reason)
+
+
+def _is_async(function: Action | None) -> bool:
+    # An object whose __call__ is async is not a coroutine function to inspect.
+    dunder = type(function).__call__ if function is not None else None
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(dunder)
+
+
+def _settled(result: Any, step: str) -> Any:
+    """`result`, or what it resolves to if it is awaitable."""
+    if not inspect.isawaitable(result):
+        return result
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_resolved(result))
+    # A plain function that returned an awaitable, called from a running loop:
+    # not started, so nothing took effect; the try is left for a caller in a
+    # thread to take over, with the same key.
+    if inspect.iscoroutine(result):
+        result.close()
+    reason = f"step {step!r} returned an awaitable; its try is left to be taken over"
+    raise EventLoopRunning("run_pending", reason)
 
 
 async def _awaited(

@@ -5,7 +5,9 @@ SagaError
  ├── SagaNotFound (LookupError)        no saga instance with that id
  ├── UnknownSaga (LookupError)         the orchestrator was not given that definition
  ├── SagaNotParked                     retry/resolve of a saga that is not parked
- └── StepTimedOut (TimeoutError)       a step ran past its timeout (recorded as its failure)
+ ├── StepTimedOut (TimeoutError)       a step ran past its timeout (recorded as its failure)
+ ├── ReplyTimeout (TimeoutError)       no reply to a request within its timeout
+ └── EventLoopRunning (RuntimeError)   async steps driven from a thread whose event loop runs
 """
 
 from __future__ import annotations
@@ -52,3 +54,25 @@ class ReplyTimeout(SagaError, TimeoutError):
             f"no {' or '.join(reply_types)} replied to {command} {command_id} within {seconds} s"
         )
         self.command_id = command_id
+
+
+class EventLoopRunning(SagaError, RuntimeError):
+    """The orchestrator was called in a thread whose event loop is running, for async steps.
+
+    An async action is run with `asyncio.run`, which cannot nest in a running
+    loop; refusing the call (before anything is recorded) keeps that limit of
+    the orchestrator from turning into a failed step and a compensated saga.
+    """
+
+    def __init__(self, method: str, reason: str) -> None:
+        arguments = "" if method in ("run_pending", "run") else ", ..."
+        super().__init__(
+            f"orchestrator.{method}() was called from a running event loop, where asyncio.run "
+            f"cannot run async steps: {reason}. Call it in a thread: "
+            f"`await asyncio.to_thread(orchestrator.{method}{arguments})`"
+        )
+        self.method = method
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[EventLoopRunning], tuple[str, str]]:
+        return (type(self), (self.method, self.reason))

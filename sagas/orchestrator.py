@@ -34,11 +34,19 @@ from eventcraft.eventstore import (
 )
 
 from . import transitions as T
-from .calls import call
+from .calls import call, refuse_in_running_loop
 from .context import StepContext
 from .definition import Awaiting, Saga, Step
-from .errors import SagaDefinitionError, SagaNotFound, SagaNotParked, StepTimedOut, UnknownSaga
+from .errors import (
+    EventLoopRunning,
+    SagaDefinitionError,
+    SagaNotFound,
+    SagaNotParked,
+    StepTimedOut,
+    UnknownSaga,
+)
 from .index import CATEGORY, SagaIndex
+from .service import OrchestratorStatus, StatusBoard, keep_running
 from .state import SagaState, try_key
 
 log = logging.getLogger("eventcraft.sagas")
@@ -84,6 +92,7 @@ class Orchestrator:
         self.owner = owner or f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.clock = clock
         self._index = SagaIndex(store)
+        self._board = StatusBoard(self.owner)
 
     # --- starting and reading ---------------------------------------------------
 
@@ -135,8 +144,10 @@ class Orchestrator:
 
         Those that remain are parked, waiting (for a signal or a retry's
         back-off), or being run by another orchestrator. Instances of sagas
-        this orchestrator was not given are left alone.
+        this orchestrator was not given are left alone. Called from a running
+        event loop with async steps to run, it raises `EventLoopRunning`.
         """
+        refuse_in_running_loop("run_pending", self.sagas.values())
         self._index.refresh()
         remaining = sum(1 for stream in self._index.parked if self._runs(stream))
         for stream in sorted(self._index.active):
@@ -148,14 +159,22 @@ class Orchestrator:
         return remaining
 
     def run(self, stop: threading.Event, *, poll: float = 0.2) -> None:
-        """Keep advancing instances until `stop` is set (a service's main loop)."""
-        while not stop.is_set():
-            self.run_pending()
-            stop.wait(poll)
+        """Keep advancing instances until `stop` is set (a service's main loop).
+
+        An outage of the store does not end it: it backs off, says so in
+        `status()`, and carries on when the store is back (`service.py`).
+        """
+        refuse_in_running_loop("run", self.sagas.values())
+        keep_running(self.run_pending, stop, poll, self._board)
+
+    def status(self) -> OrchestratorStatus:
+        """What the `run()` loop is doing (running, waiting for the store...); no store call."""
+        return self._board.status
 
     def advance(self, name: str, saga_id: str) -> SagaState:
         """Drive one instance until it finishes, parks, or another owner holds it."""
         saga = self.definition(name)
+        refuse_in_running_loop("advance", [saga])
         stream = stream_of(name, saga_id)
         current = self._load(stream)
         while True:
@@ -210,6 +229,7 @@ class Orchestrator:
 
     def retry(self, name: str, saga_id: str) -> SagaState:
         """Try a parked instance's compensations again, from where they stopped."""
+        refuse_in_running_loop("retry", [self.definition(name)])
         current = self.state(name, saga_id)
         if current.status != "parked":
             raise SagaNotParked(current.stream_id, current.status)
@@ -296,6 +316,8 @@ class Orchestrator:
             final = current.failures.get(step.name, 0) + 1 >= step.retry.attempts
             self._fail(current, step, attempt, str(error), "unknown", final=final)
             return
+        except EventLoopRunning:
+            raise  # the caller's limit, not the step's failure
         except Exception as error:
             failures = current.failures.get(step.name, 0) + 1
             final = failures >= step.retry.attempts or not step.retryable(error)
@@ -303,13 +325,16 @@ class Orchestrator:
                 time.sleep(step.retry.delay(failures))
             return
         try:
-            # Not appended alone: it goes with the next move (the next step's
-            # start), one append for both. Lost in a crash, it costs a retry
-            # with the same key, which the service answers as before.
-            self._record(current, [T.step_succeeded(step.name, result)], defer=True)
+            succeeded = T.step_succeeded(step.name, result)
         except InvalidEvent as error:
-            # It took effect but its result cannot be kept: undo it.
+            # It took effect but its result cannot be kept: undo it. Failed for
+            # good, as another try would return the same.
             self._fail(current, step, attempt, f"unstorable result: {error}", "unknown", final=True)
+            return
+        # Not appended alone: it goes with the next move (the next step's
+        # start), one append for both. Lost in a crash, it costs a retry
+        # with the same key, which the service answers as before.
+        self._record(current, [succeeded], defer=True)
 
     def _fail(
         self,
@@ -347,6 +372,8 @@ class Orchestrator:
         assert step.compensation is not None
         try:
             call(step.compensation, current.data, context, step.timeout)
+        except EventLoopRunning:
+            raise
         except Exception as error:
             final = failures + 1 >= policy.attempts
             failed = T.compensation_failed(step.name, attempt, repr(error), final)

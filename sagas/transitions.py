@@ -9,6 +9,7 @@ import uuid
 from typing import Any, Literal
 
 from eventcraft.eventstore import NewEvent, RecordedEvent
+from eventcraft.eventstore.encoding import encode_object
 
 from . import state as S
 
@@ -37,7 +38,13 @@ def step_started(
 
 
 def step_succeeded(step: str, result: Any) -> NewEvent:
-    return NewEvent(S.STEP_SUCCEEDED, {"step": step, "result": result})
+    """`InvalidEvent` (naming the step and what it returned) if the store would refuse it."""
+    data = {"step": step, "result": result}
+    # Checked now, by the store's own encoder, rather than by the append: this
+    # event goes with the next move's append, and refused there it would fail
+    # that move (again at each pass) rather than the step that returned it.
+    encode_object(f"the result of step {step!r}", data)
+    return NewEvent(S.STEP_SUCCEEDED, data)
 
 
 def step_failed(

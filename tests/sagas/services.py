@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,40 @@ def flaky_fulfilment(ledger: Path, calls: Path) -> Saga:
             retry=RetryPolicy(attempts=2),
             compensation_retry=RetryPolicy(attempts=2),
         )
+        for n, u in (("reserve", "release"), ("charge", "refund"), ("ship", "cancel"))
+    ]
+    return Saga("fulfilment", steps)
+
+
+def gated_fulfilment(ledger: Path, calls: Path, gate: Path, held: str) -> Saga:
+    """Reserve, charge, ship; ship is refused for orders whose data says `refuse`.
+
+    The charge of order `held` takes effect, then waits for the file `gate`
+    (a test shuts the database down meanwhile), with `held` beside it saying
+    it is there. Every call is logged in `calls`.
+    """
+    book = Ledger(ledger)
+
+    def service(name: str) -> Any:
+        def run(data: dict[str, Any], context: StepContext) -> None:
+            with calls.open("a") as file:  # one short line per write: atomic with O_APPEND
+                file.write(json.dumps({"key": context.idempotency_key, "try": context.attempt}))
+                file.write("\n")
+            if name == "ship" and data["refuse"]:
+                raise RuntimeError("no courier")
+            book.apply(context.idempotency_key, f"{name}:{data['order']}")
+            if name == "charge" and data["order"] == held and not gate.exists():
+                (gate.parent / "held").touch()
+                deadline = time.monotonic() + 120
+                while not gate.exists():
+                    if time.monotonic() > deadline:
+                        raise TimeoutError("the test never opened the gate")
+                    time.sleep(0.01)
+
+        return run
+
+    steps = [
+        Step(n, service(n), compensation=service(u))
         for n, u in (("reserve", "release"), ("charge", "refund"), ("ship", "cancel"))
     ]
     return Saga("fulfilment", steps)

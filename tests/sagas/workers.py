@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, cast
 
 from eventcraft.eventstore import ANY, AppendResult, EventStore, ExpectedVersion, NewEvent
 from eventcraft.sagas import Orchestrator
 
-from .services import flaky_fulfilment, fulfilment
+from .services import flaky_fulfilment, fulfilment, gated_fulfilment
 
 
 class CrashingStore:
@@ -81,3 +83,25 @@ def run_example_and_crash(
         orchestrator = Orchestrator(store, [fulfilment.order_fulfilment])
         orchestrator.start(fulfilment.order_fulfilment, order, saga_id="1")
         orchestrator.run_pending()
+
+
+def orchestrate_through_outages(
+    url: str, ledger: str, calls: str, gate: str, held: str, statuses: Any, finish: Any
+) -> None:
+    """Run `Orchestrator.run()` in a thread; put each change of its status on `statuses`
+    until `finish` is set."""
+    saga = gated_fulfilment(Path(ledger), Path(calls), Path(gate), held)
+    with EventStore.open(url) as store:
+        orchestrator = Orchestrator(store, [saga])
+        stop = threading.Event()
+        loop = threading.Thread(target=orchestrator.run, args=(stop,), kwargs={"poll": 0.05})
+        loop.start()
+        reported = None
+        while not finish.wait(0.01):
+            status = orchestrator.status()
+            if (status.state, status.unfinished, status.retry_in) != reported:
+                reported = (status.state, status.unfinished, status.retry_in)
+                statuses.put({**asdict(status), "text": str(status)})
+        stop.set()
+        loop.join(30)
+        statuses.put({"state": "ended", "loop_alive": loop.is_alive()})
