@@ -1,6 +1,7 @@
 """eventstore: an append-only log of events in streams, with one global order."""
 
 from .errors import (
+    AppendOutcomeUnknown,
     DuplicateEventId,
     EventStoreError,
     InvalidEvent,
@@ -32,6 +33,7 @@ __all__ = [
     "ANY",
     "EVENT_VERSION",
     "NO_STREAM",
+    "AppendOutcomeUnknown",
     "AppendResult",
     "Backend",
     "DuplicateEventId",

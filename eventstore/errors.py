@@ -8,6 +8,7 @@
     ├── InvalidEvent (ValueError)       a name, payload or argument the store refuses
     ├── UnsupportedStoreURL (ValueError)
     └── StoreUnavailable (ConnectionError)  the database could not be reached
+        └── AppendOutcomeUnknown            the connection broke after an append was sent
 
 Driver errors (sqlite3's, psycopg's) are translated into these at the backend
 boundary; they never reach a caller.
@@ -70,3 +71,24 @@ class UnsupportedStoreURL(EventStoreError, ValueError):
 
 class StoreUnavailable(EventStoreError, ConnectionError):
     """The database could not be reached, or the connection broke mid-call."""
+
+
+class AppendOutcomeUnknown(StoreUnavailable):
+    """An append was sent, then the connection broke before its answer came back.
+
+    It may or may not have been written. Retrying the same events (the same
+    event ids) is safe: if the first append was stored, the retry writes
+    nothing and returns its result. The error that broke the connection is
+    the `__cause__`.
+    """
+
+    def __init__(self, stream_id: str, detail: str) -> None:
+        self.stream_id = stream_id
+        self.detail = detail
+        super().__init__(
+            f"the append to stream {stream_id!r} may or may not have been written: {detail}; "
+            "retrying the same events is safe"
+        )
+
+    def __reduce__(self) -> tuple[type[AppendOutcomeUnknown], tuple[str, str]]:
+        return (type(self), (self.stream_id, self.detail))

@@ -20,7 +20,12 @@ from psycopg.rows import RowMaker
 
 from .. import schema
 from ..encoding import PreparedBatch, PreparedEvent
-from ..errors import EventStoreError, StoreUnavailable, WrongExpectedVersion
+from ..errors import (
+    AppendOutcomeUnknown,
+    EventStoreError,
+    StoreUnavailable,
+    WrongExpectedVersion,
+)
 from ..events import (
     ANY,
     EVENT_VERSION,
@@ -168,9 +173,7 @@ class PostgresBackend(Backend):
                 f"{_ANY_TRIES} times in a row"
             )
 
-        # Safe to resend after a dropped connection: a batch that did commit is
-        # recognised by its event ids and answered with its original result.
-        return self._with_connection(attempt)
+        return self._appending(stream_id, attempt)
 
     def _in_parts(
         self, head: tuple[bytes, ...], batch: PreparedBatch
@@ -357,6 +360,30 @@ class PostgresBackend(Backend):
             return page
 
         return paged(fetch, start, next_start, _same, limit, PAGE)
+
+    def _appending(
+        self, stream_id: str, attempt: Callable[[psycopg.Connection[Any]], AppendResult]
+    ) -> AppendResult:
+        """`attempt`, sent once more on a new connection if the first one broke.
+
+        Safe to resend: a batch that did commit is recognised by its event ids
+        and answered with its original result. When the second try cannot be
+        made either, whether the first committed is unknown, and the caller is
+        told so, with the error that broke the connection as the cause.
+        """
+        try:
+            return self._pool.run(attempt)
+        except psycopg.OperationalError as error:
+            broken = error
+        except psycopg.Error as error:
+            raise EventStoreError(f"PostgreSQL event store: {error}") from error
+        try:
+            return self._pool.run(attempt)
+        except (psycopg.OperationalError, StoreUnavailable) as again:
+            detail = f"the connection broke after it was sent ({broken}); the retry: {again}"
+            raise AppendOutcomeUnknown(stream_id, detail) from broken
+        except psycopg.Error as error:
+            raise EventStoreError(f"PostgreSQL event store: {error}") from error
 
     def _with_connection(self, call: Callable[[psycopg.Connection[Any]], T]) -> T:
         """Run `call` on a pooled connection; once more on a new one if the first broke.

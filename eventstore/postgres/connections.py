@@ -11,6 +11,7 @@ it is read when the connection is next lent, by which time it has arrived.
 from __future__ import annotations
 
 import re
+import select
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import orjson
 import psycopg
+from psycopg import pq
 from psycopg.types.json import set_json_loads
 
 from ..errors import StoreUnavailable, UnsupportedStoreURL
@@ -68,6 +70,21 @@ class PostgresTarget:
         return options
 
 
+def _alive(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
+    """False if the server has said something on an idle connection: its goodbye.
+
+    The server sends an idle connection nothing but the error it closes it
+    with (a restart, a terminated backend, a session timeout), so one poll of
+    the socket tells, before an append is sent into a dead connection and its
+    outcome becomes unknown. A connection with a reply outstanding (pipeline
+    mode) has something to read, and is judged by reading it.
+    """
+    if conn.pgconn.pipeline_status != pq.PipelineStatus.OFF:
+        return True
+    readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+    return not readable
+
+
 class ConnectionPool:
     def __init__(self, target: PostgresTarget) -> None:
         self.target = target
@@ -95,6 +112,9 @@ class ConnectionPool:
             if self._closed:
                 raise StoreUnavailable("the event store is closed")
             conn = self._idle.pop() if self._idle else None
+        if conn is not None and not _alive(conn):
+            conn.close()
+            conn = None
         if conn is not None:
             try:
                 finish_outstanding(conn)
