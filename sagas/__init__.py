@@ -12,7 +12,8 @@ from .errors import (
     StepTimedOut,
     UnknownSaga,
 )
-from .orchestrator import Orchestrator, stream_of
+from .journal import stream_of
+from .orchestrator import Orchestrator
 from .process_manager import ProcessManager, Route
 from .request_reply import request
 from .service import OrchestratorStatus

@@ -1,34 +1,28 @@
 """Run saga instances to their end, durably: record each transition, then act on it.
 
-Every move is an append to the instance's stream (`saga-<name>:<id>`) that
-expects the version the move was decided on. Two orchestrators that decide
-at once cannot both record: the loser reloads and finds the other's move.
-An action or compensation is called only after its start is recorded, with
-a lease saying how long its owner may take; a start that no outcome
-follows (its process died) is taken over by anyone once the lease lapses,
-and retried with the same idempotency key. Deadlines are stored in the
-stream too, so they hold across restarts.
+Every move is appended to the instance's stream (`journal.py`) first. An
+action or compensation is called only after its start is recorded, with a
+lease saying how long its owner may take; a start that no outcome follows
+(its process died) is taken over by anyone once the lease lapses, and
+retried with the same idempotency key. Deadlines are stored in the stream
+too, so they hold across restarts.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-import orjson
 from eventcraft.eventstore import (
     NO_STREAM,
     DuplicateEventId,
     EventStore,
     InvalidEvent,
-    NewEvent,
     RecordedEvent,
     WrongExpectedVersion,
 )
@@ -46,18 +40,13 @@ from .errors import (
     UnknownSaga,
 )
 from .index import CATEGORY, SagaIndex
+from .journal import Journal, parsed, stream_of
 from .service import OrchestratorStatus, StatusBoard, keep_running
 from .state import SagaState, try_key
-
-log = logging.getLogger("eventcraft.sagas")
 
 MAX_CRASHES = 5
 """Tries of one step that may end with no outcome (their process died) before it is failed."""
 _MAX_ID = 200
-
-
-def stream_of(name: str, saga_id: str) -> str:
-    return f"{CATEGORY}-{name}:{saga_id}"
 
 
 class Orchestrator:
@@ -92,6 +81,8 @@ class Orchestrator:
         self.owner = owner or f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.clock = clock
         self._index = SagaIndex(store)
+        journal = Journal(store, self.owner)
+        self._record, self._load = journal.record, journal.load
         self._board = StatusBoard(self.owner)
 
     # --- starting and reading ---------------------------------------------------
@@ -153,7 +144,7 @@ class Orchestrator:
         for stream in sorted(self._index.active):
             if not self._runs(stream):
                 continue  # another service's saga, in the same store
-            name, saga_id = _parsed(stream)
+            name, saga_id = parsed(stream)
             if not self.advance(name, saga_id).finished:
                 remaining += 1
         return remaining
@@ -397,72 +388,6 @@ class Orchestrator:
             compensating=compensating,
         )
 
-    def _record(self, current: SagaState, events: list[NewEvent], *, defer: bool = False) -> bool:
-        """Append the deferred events and `events` if the stream is still where `current`
-        was read; False if another orchestrator moved it (`current` is then stale).
-
-        `defer` holds `events` back, to go with the next append: `current` evolves at
-        once, as if they were written.
-        """
-        stamped = [
-            NewEvent(e.type, e.data, {"correlation_id": current.correlation_id}, e.id)
-            for e in events
-        ]
-        if defer:
-            self._evolve(current, stamped, current.version + 1, [0] * len(stamped))
-            current.unsaved.extend(stamped)
-            return True
-        batch = [*current.unsaved, *stamped]
-        if not batch:
-            return True
-        try:
-            done = self.store.append(
-                current.stream_id, batch, expected_version=current.version - len(current.unsaved)
-            )
-        except WrongExpectedVersion:
-            log.info("%s moved on under %s; reloading", current.stream_id, self.owner)
-            current.stale = True
-            return False
-        finally:
-            current.unsaved.clear()
-        # Evolve with what was just written rather than read the stream again.
-        written = done.positions[len(done.positions) - len(stamped) :]
-        self._evolve(current, stamped, current.version + 1, written)
-        return True
-
-    @staticmethod
-    def _evolve(
-        current: SagaState, events: list[NewEvent], first: int, positions: Sequence[int]
-    ) -> None:
-        """`current` after `events`, their JSON round-tripped as the store returns it."""
-        now = datetime.now(UTC)
-        for offset, (event, position) in enumerate(zip(events, positions, strict=True)):
-            stored = orjson.loads(orjson.dumps(event.data))
-            current.evolve(
-                RecordedEvent(
-                    event.id,
-                    current.stream_id,
-                    first + offset,
-                    position,
-                    event.type,
-                    stored,
-                    dict(event.metadata),
-                    now,
-                )
-            )
-
-    def _load(self, stream: str) -> SagaState | None:
-        events = iter(self.store.read_stream(stream))
-        first = next(events, None)
-        if first is None:
-            return None
-        name, saga_id = _parsed(stream)
-        current = SagaState(name=name, saga_id=saga_id, stream_id=stream)
-        current.evolve(first)
-        for event in events:
-            current.evolve(event)
-        return current
-
     def definition(self, name: str) -> Saga:
         """The definition of saga `name`; `UnknownSaga` if this orchestrator lacks it."""
         saga = self.sagas.get(name)
@@ -471,13 +396,7 @@ class Orchestrator:
         return saga
 
     def _runs(self, stream: str) -> bool:
-        return _parsed(stream)[0] in self.sagas
-
-
-def _parsed(stream: str) -> tuple[str, str]:
-    """(saga name, saga id) of an instance's stream."""
-    name, _, saga_id = stream.removeprefix(f"{CATEGORY}-").partition(":")
-    return name, saga_id
+        return parsed(stream)[0] in self.sagas
 
 
 class _Waiting(Exception):
