@@ -59,3 +59,16 @@ def test_plain_steps_still_run_from_a_running_loop(store: EventStore) -> None:
 
     assert asyncio.run(service()) == 0
     assert orchestrator.state("plain", "1").results == {"note": 1}
+
+
+def test_a_plain_step_that_returns_an_awaitable_keeps_what_it_resolves_to_under_a_timeout(
+    store: EventStore,
+) -> None:
+    async def work() -> int:
+        return 7
+
+    saga = Saga("wrapped", [Step("one", lambda d, c: work(), timeout=5)])
+    orchestrator = Orchestrator(store, [saga])
+    orchestrator.start(saga, {}, saga_id="1")
+    orchestrator.run_pending()
+    assert orchestrator.state("wrapped", "1").results == {"one": 7}
