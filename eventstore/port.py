@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import abc
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 
 from .encoding import PreparedBatch
@@ -70,6 +71,14 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def high_water_mark(self) -> int:
         """The highest position below which no event can appear any more."""
+
+    def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
+        """The event stored with this id, None if there is none.
+
+        This scans the log; a backend with an index on ids looks it up instead.
+        """
+        events = self.read_all(after=0, limit=None, categories=None, types=None)
+        return next((event for event in events if event.id == event_id), None)
 
     def log_status(self) -> LogStatus:
         """The head, the high-water mark and what holds readers between them.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Any
@@ -122,6 +123,12 @@ class EventStore:
     def high_water_mark(self) -> int:
         """The position up to which the log is complete: no event can appear below it."""
         return self._backend.high_water_mark()
+
+    def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
+        """The event stored with `event_id`, or None if no event has that id."""
+        if not isinstance(event_id, uuid.UUID):
+            raise InvalidEvent(f"an event id is a UUID, not {event_id!r}")
+        return self._backend.read_event(event_id)
 
     def log_status(self) -> LogStatus:
         """The log's head, its high-water mark, and the append in flight that holds readers

@@ -10,6 +10,7 @@ that rule in SQL.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any, TypeVar, cast
@@ -57,6 +58,7 @@ S = schema.STREAMS
 _COLUMNS = "id, stream_id, version, position, type, data, metadata, recorded_at"
 
 _STORED_IDS = f"SELECT id, stream_id, version, position FROM {E} WHERE id = ANY(%s)"
+_EVENT_BY_ID = f"SELECT {_COLUMNS} FROM {E} WHERE id = %s"
 _STREAM_VERSION = f"SELECT coalesce(max(version), 0) FROM {E} WHERE stream_id = %s"
 _ANY_TRIES = 100
 """Appends at ANY that lose the race for the stream's next version before giving up."""
@@ -243,6 +245,13 @@ class PostgresBackend(Backend):
         return self._pages(
             query, {"stream": stream_id}, from_version, _version_after, None, rows=_encoded_events
         )
+
+    def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
+        def find(conn: psycopg.Connection[Any]) -> RecordedEvent | None:
+            with conn.cursor(binary=True, row_factory=_recorded_events) as cur:
+                return cur.execute(_EVENT_BY_ID, (event_id,)).fetchone()
+
+        return self._with_connection(find)
 
     def read_all(
         self,

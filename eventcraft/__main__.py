@@ -1,0 +1,5 @@
+"""`python -m eventcraft`: the `eventcraft` command."""
+
+from eventcraft.cli.main import run
+
+run()

@@ -1,0 +1,68 @@
+"""`App`: what a service runs, gathered in one object the command line and the console load.
+
+# myservice/eventcraft_app.py
+app = App(store="postgresql://db/orders", projections=[balances], sagas=[checkout])
+
+$ eventcraft --app myservice.eventcraft_app:app projections status
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from eventcraft.domain import EventRegistry
+from eventcraft.projections import Definition
+from eventcraft.sagas import Saga
+
+from .operations.errors import InputError
+
+
+@dataclass(frozen=True)
+class App:
+    """A service's event store and the definitions it runs against it."""
+
+    store: str | None = None
+    """The store URL; `--store` or `EVENTCRAFT_STORE` override it."""
+    projections: Sequence[Definition] = field(default_factory=tuple)
+    """The projections, folds and subscriptions its runners run."""
+    sagas: Sequence[Saga] = field(default_factory=tuple)
+    """The sagas its orchestrators run."""
+    registry: EventRegistry | None = None
+    """Its domain events, for commands that decode them."""
+    database: str | None = None
+    """The read models' database URL, when it is not the store's."""
+
+    def __post_init__(self) -> None:
+        for definition in self.projections:
+            if not isinstance(definition, Definition):
+                raise InputError(f"App.projections holds {definition!r}, not a projection")
+        for saga in self.sagas:
+            if not isinstance(saga, Saga):
+                raise InputError(f"App.sagas holds {saga!r}, not a Saga")
+        names = [d.name for d in self.projections]
+        if len(set(names)) != len(names):
+            raise InputError(f"App.projections names a projection twice: {names}")
+
+
+def load_app(reference: str) -> App:
+    """The `App` named `module:attribute`, the module found from the current folder too.
+
+    A console script's path lacks the folder it runs in, which `python -m`
+    has; a service's own modules are usually there (as uvicorn and celery do).
+    """
+    module_name, _, attribute = reference.partition(":")
+    if not module_name or not attribute:
+        raise InputError(f"name the app as module:attribute, not {reference!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        found = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise InputError(f"cannot load the app {reference!r}: {error}") from error
+    if not isinstance(found, App):
+        raise InputError(f"{reference!r} is {type(found).__name__}, not an eventcraft.App")
+    return found

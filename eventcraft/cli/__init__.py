@@ -1,0 +1,5 @@
+"""The `eventcraft` command line (see `main.py`)."""
+
+from .main import cli, main
+
+__all__ = ["cli", "main"]

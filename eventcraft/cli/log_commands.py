@@ -1,0 +1,188 @@
+"""Commands that read the log: streams, show, log, event, trace, stats."""
+
+from __future__ import annotations
+
+import threading
+
+import click
+from rich.tree import Tree
+
+from ..operations import log as operations
+from ..operations.log import LogFilter, TraceNode
+from .output import (
+    console,
+    emit_events,
+    emit_json,
+    event_json,
+    events_table,
+    json_option,
+    table,
+    when,
+)
+from .shell import shell
+
+POSITIVE = click.IntRange(min=1)
+NOT_NEGATIVE = click.IntRange(min=0)
+
+
+@click.command(epilog="\b\nExamples:\n  eventcraft streams --category order --limit 20")
+@click.option("--category", help="Only streams of this category.")
+@click.option("--after", metavar="ID", help="Start after this stream id (keyset paging).")
+@click.option("--limit", type=POSITIVE, default=50, show_default=True)
+@json_option
+def streams(category: str | None, after: str | None, limit: int, as_json: bool) -> None:
+    """List streams: id, version, first and last event time."""
+    found = operations.streams(shell().store(), category=category, after=after, limit=limit)
+    if as_json:
+        emit_json(found)
+        return
+    console().print(
+        table(
+            ("stream", "version", "first event (UTC)", "last event (UTC)"),
+            (
+                (s.stream_id, s.version, when(s.first_recorded_at), when(s.last_recorded_at))
+                for s in found
+            ),
+        )
+    )
+
+
+@click.command(
+    epilog="\b\nExamples:\n  eventcraft show order-42\n  eventcraft show order-42 --from 3 --json"
+)
+@click.argument("stream")
+@click.option("--from", "from_version", type=POSITIVE, help="First version to show.")
+@click.option("--limit", type=POSITIVE, help="Most events to show.")
+@json_option
+def show(stream: str, from_version: int | None, limit: int | None, as_json: bool) -> None:
+    """Show a stream's events, in version order."""
+    events = operations.stream_events(
+        shell().store(), stream, from_version=from_version, limit=limit
+    )
+    if as_json:
+        emit_events(events)
+    else:
+        console().print(events_table(events, title=stream))
+
+
+@click.command(
+    epilog="\b\nExamples:\n  eventcraft log --after 1000 --limit 50\n"
+    "  eventcraft log --category order --type OrderPlaced --follow --json"
+)
+@click.option("--after", type=NOT_NEGATIVE, default=0, help="Start after this position.")
+@click.option("--limit", type=POSITIVE, default=None, help="Most events to show.")
+@click.option("--category", "categories", multiple=True, help="Only this category (repeatable).")
+@click.option("--type", "types", multiple=True, help="Only this event type (repeatable).")
+@click.option("--correlation", metavar="ID", help="Only events of this correlation id.")
+@click.option("--follow", is_flag=True, help="Go on showing new events until interrupted.")
+@json_option
+def log(
+    after: int,
+    limit: int | None,
+    categories: tuple[str, ...],
+    types: tuple[str, ...],
+    correlation: str | None,
+    follow: bool,
+    as_json: bool,
+) -> None:
+    """Read the global log in position order."""
+    store = shell().store()
+    where = LogFilter(categories=categories, types=types, correlation_id=correlation)
+    if follow:
+        stop = threading.Event()
+        events = operations.follow(store, after=after, where=where, stopped=stop.is_set)
+        try:
+            if as_json:
+                emit_events(events)
+            else:
+                out = console()
+                for event in events:
+                    out.print(
+                        f"{event.position:>8}  {event.stream_id}  v{event.version}  {event.type}"
+                    )
+        except KeyboardInterrupt:
+            stop.set()
+        return
+    found = operations.log_events(store, after=after, limit=limit, where=where)
+    if as_json:
+        emit_events(found)
+    else:
+        console().print(events_table(found))
+
+
+@click.command(
+    epilog="\b\nExamples:\n  eventcraft event 1042\n  eventcraft event 0b0e…-uuid --json"
+)
+@click.argument("position_or_id")
+@json_option
+def event(position_or_id: str, as_json: bool) -> None:
+    """Show one event, whole: data and metadata pretty-printed."""
+    found = operations.find_event(shell().store(), position_or_id)
+    if as_json:
+        emit_events([found])
+    else:
+        console().print(event_json(found))
+
+
+@click.command(epilog="\b\nExamples:\n  eventcraft trace checkout-42")
+@click.argument("correlation_id")
+@json_option
+def trace(correlation_id: str, as_json: bool) -> None:
+    """Show every event of one correlation as a causation tree."""
+    roots = operations.trace(shell().store(), correlation_id)
+    if as_json:
+        emit_json([_tree_document(node) for node in roots])
+        return
+    tree = Tree(f"correlation {correlation_id}")
+    for node in roots:
+        _grow(tree, node)
+    console().print(tree)
+
+
+@click.command(epilog="\b\nExamples:\n  eventcraft stats --json")
+@json_option
+def stats(as_json: bool) -> None:
+    """Show the head, the high-water mark, and counts by category and type."""
+    found = operations.stats(shell().store())
+    if as_json:
+        emit_json(found)
+        return
+    out = console()
+    out.print(
+        table(
+            ("head", "high-water mark", "events", "first event (UTC)", "last event (UTC)"),
+            [
+                (
+                    found.head,
+                    found.high_water_mark,
+                    found.events,
+                    when(found.first_recorded_at),
+                    when(found.last_recorded_at),
+                )
+            ],
+        )
+    )
+    out.print(table(("category", "events"), found.by_category.items()))
+    out.print(table(("type", "events"), found.by_type.items()))
+
+
+def _grow(parent: Tree, node: TraceNode) -> None:
+    event = node.event
+    branch = parent.add(
+        f"@{event.position} {event.type}  {event.stream_id} v{event.version}  "
+        f"{when(event.recorded_at)}"
+    )
+    for child in node.caused:
+        _grow(branch, child)
+
+
+def _tree_document(node: TraceNode) -> dict[str, object]:
+    from ..operations.documents import event_document
+
+    return {
+        "event": event_document(node.event),
+        "caused": [_tree_document(child) for child in node.caused],
+    }
+
+
+LOG_COMMANDS = (streams, show, log, event, trace, stats)

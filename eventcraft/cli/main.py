@@ -1,0 +1,110 @@
+"""`eventcraft`: see, export, verify and operate an event store from a terminal.
+
+The command tree is click's: explicit, with the error output in our hands (one
+line on stderr, exit 2 for what the user typed, exit 1 for what the command
+found), where Typer would draw its own panels around errors. Each command
+parses, calls one function of `eventcraft.operations`, and prints.
+
+Exit codes: 0 done; 1 the command ran and found problems, or the store could
+not be reached; 2 a usage or input error. `--debug` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+
+from eventcraft import __version__
+from eventcraft.eventstore import (
+    EventStoreError,
+    InvalidEvent,
+    StoreUnavailable,
+    UnsupportedStoreURL,
+)
+
+from ..operations.errors import InputError, OperationError, Problems
+from .log_commands import LOG_COMMANDS
+from .shell import Shell
+
+EPILOG = """\b
+Examples:
+  eventcraft --store sqlite:///var/app/events.db stats
+  eventcraft --store postgresql://db/app log --category order --follow
+  eventcraft --app myservice.app:app projections status
+"""
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
+@click.option(
+    "--store",
+    "store_url",
+    envvar="EVENTCRAFT_STORE",
+    metavar="URL",
+    help="The store: sqlite:///path.db, postgresql://user@host/db, memory:// "
+    "[env EVENTCRAFT_STORE; default: the App's].",
+)
+@click.option(
+    "--app",
+    "app_reference",
+    envvar="EVENTCRAFT_APP",
+    metavar="MODULE:NAME",
+    help="The service's eventcraft.App, for commands about projections and sagas "
+    "[env EVENTCRAFT_APP].",
+)
+@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@click.version_option(__version__, "--version", prog_name="eventcraft")
+@click.pass_context
+def cli(
+    context: click.Context, store_url: str | None, app_reference: str | None, debug: bool
+) -> None:
+    """See, export, verify and operate an eventcraft event store."""
+    shell = Shell(store_url=store_url, app_reference=app_reference, debug=debug)
+    context.obj = shell
+    context.call_on_close(shell.close)
+
+
+for command in LOG_COMMANDS:
+    cli.add_command(command)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The console script: runs a command and turns what it raised into an exit code."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        result = cli.main(args=arguments, prog_name="eventcraft", standalone_mode=False)
+    except click.exceptions.Exit as done:
+        return done.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:
+        if "--debug" in arguments and not isinstance(error, click.ClickException | click.Abort):
+            raise
+        message, code = _explained(error)
+        lines = message.strip().splitlines()
+        click.echo(f"error: {lines[0] if lines else type(error).__name__}", err=True)
+        return code
+    return result if isinstance(result, int) else 0
+
+
+def _explained(error: Exception) -> tuple[str, int]:
+    """The one line an error is shown as, and the exit code it ends the command with."""
+    if isinstance(error, click.UsageError):
+        hint = f" (see: {error.ctx.command_path} --help)" if error.ctx else ""
+        return f"{error.format_message()}{hint}", 2
+    if isinstance(error, click.ClickException):
+        return error.format_message(), error.exit_code
+    if isinstance(error, click.Abort):
+        return "aborted: nothing was done", 1
+    if isinstance(error, InputError | UnsupportedStoreURL | InvalidEvent):
+        return str(error), 2
+    if isinstance(error, StoreUnavailable):
+        return f"the store cannot be reached: {error}", 1
+    if isinstance(error, Problems | OperationError | EventStoreError):
+        return str(error), 1
+    return f"{type(error).__name__}: {error} (run with --debug for the traceback)", 1
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""What every command is given: the store and the App it was pointed at, opened on demand."""
+
+from __future__ import annotations
+
+import os
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import click
+
+from eventcraft.eventstore import EventStore
+
+from ..operations.errors import InputError
+
+if TYPE_CHECKING:
+    from ..app import App
+
+
+@dataclass
+class Shell:
+    """The global options, and what they open, closed when the command ends."""
+
+    store_url: str | None
+    app_reference: str | None
+    debug: bool
+    _app: App | None = None
+    _store: EventStore | None = None
+    _resources: ExitStack = field(default_factory=ExitStack)
+
+    def app(self) -> App:
+        """The App named by `--app` or `EVENTCRAFT_APP`; the command needs one."""
+        if self._app is None:
+            if not self.app_reference:
+                raise InputError(
+                    "this command needs the service's definitions: "
+                    "give --app MODULE:NAME or set EVENTCRAFT_APP"
+                )
+            from ..app import load_app
+
+            self._app = load_app(self.app_reference)
+        return self._app
+
+    def url(self) -> str:
+        """The store URL: `--store`, else `EVENTCRAFT_STORE`, else the App's."""
+        url = self.store_url
+        if not url and self.app_reference:
+            url = self.app().store
+        if not url:
+            raise InputError("name the store: give --store URL or set EVENTCRAFT_STORE")
+        return url
+
+    def store(self) -> EventStore:
+        if self._store is None:
+            self._store = self._resources.enter_context(EventStore.open(self.url()))
+        return self._store
+
+    def close(self) -> None:
+        self._resources.close()
+
+
+def shell() -> Shell:
+    """The running command's shell."""
+    found = click.get_current_context().find_object(Shell)
+    assert found is not None, "commands run under the eventcraft group"
+    return found
+
+
+def environment_default(name: str) -> str | None:
+    return os.environ.get(name) or None

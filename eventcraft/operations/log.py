@@ -1,0 +1,176 @@
+"""Reading the log as an operator does: streams, a stream, the global log, one event,
+a correlation's causation tree, and counts. Every shell shows what these return."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from eventcraft.eventstore import EventStore, RecordedEvent
+
+from .errors import InputError, NotFound
+
+FOLLOW_WAIT = 1.0
+"""Longest a follower waits for the next event before it checks whether to stop, in s."""
+
+
+@dataclass(frozen=True)
+class StreamSummary:
+    stream_id: str
+    version: int
+    first_recorded_at: datetime | None
+    last_recorded_at: datetime | None
+
+
+@dataclass(frozen=True)
+class LogFilter:
+    """Which events of the log an operator asks for; empty means all of them."""
+
+    categories: Sequence[str] = ()
+    types: Sequence[str] = ()
+    correlation_id: str | None = None
+
+    def accepts(self, event: RecordedEvent) -> bool:
+        return self.correlation_id is None or (
+            str(event.metadata.get("correlation_id")) == self.correlation_id
+        )
+
+
+@dataclass
+class TraceNode:
+    """An event of a correlation and the events it caused, in position order."""
+
+    event: RecordedEvent
+    caused: list[TraceNode] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LogStats:
+    head: int
+    high_water_mark: int
+    events: int
+    by_category: dict[str, int]
+    by_type: dict[str, int]
+    first_recorded_at: datetime | None
+    last_recorded_at: datetime | None
+
+
+def streams(
+    store: EventStore, *, category: str | None, after: str | None, limit: int
+) -> list[StreamSummary]:
+    """Streams in id order, with their version and first and last event times."""
+    summaries = []
+    for info in store.list_streams(category=category, after=after, limit=limit):
+        first = next(iter(store.read_stream(info.stream_id, limit=1)), None)
+        last = next(iter(store.read_stream(info.stream_id, backwards=True, limit=1)), None)
+        summaries.append(
+            StreamSummary(
+                info.stream_id,
+                info.version,
+                first.recorded_at if first else None,
+                last.recorded_at if last else None,
+            )
+        )
+    return summaries
+
+
+def stream_events(
+    store: EventStore, stream_id: str, *, from_version: int | None, limit: int | None
+) -> list[RecordedEvent]:
+    """A stream's events in version order; `NotFound` for a stream with none."""
+    events = list(store.read_stream(stream_id, from_version=from_version, limit=limit))
+    if not events and store.stream_version(stream_id) == 0:
+        raise NotFound(f"no stream {stream_id!r} in the store")
+    return events
+
+
+def log_events(
+    store: EventStore, *, after: int, limit: int | None, where: LogFilter
+) -> Iterator[RecordedEvent]:
+    """The global log after `after`, filtered, at most `limit` events."""
+    events = store.read_all(
+        after=after, categories=where.categories or None, types=where.types or None
+    )
+    shown = 0
+    for event in events:
+        if limit is not None and shown >= limit:
+            return
+        if where.accepts(event):
+            shown += 1
+            yield event
+
+
+def follow(
+    store: EventStore, *, after: int, where: LogFilter, stopped: Callable[[], bool]
+) -> Iterator[RecordedEvent]:
+    """The log after `after` and every event appended later, until `stopped()`."""
+    while not stopped():
+        # The read goes at least this far: the events it filtered out up to here
+        # are passed for good, and the wait starts from there.
+        read_to = store.high_water_mark()
+        for event in log_events(store, after=after, limit=None, where=where):
+            yield event
+            after = event.position
+        after = max(after, read_to)
+        store.wait_for_events(after, FOLLOW_WAIT)
+
+
+def find_event(store: EventStore, key: str) -> RecordedEvent:
+    """The event at a position (a whole number) or with an id (a UUID)."""
+    if key.isdigit():
+        position = int(key)
+        found = next(iter(store.read_all(after=position - 1, limit=1)), None) if position else None
+        if found is None or found.position != position:
+            raise NotFound(f"no event at position {position}")
+        return found
+    try:
+        event_id = uuid.UUID(key)
+    except ValueError:
+        raise InputError(f"{key!r} is neither a position nor an event id") from None
+    found = store.read_event(event_id)
+    if found is None:
+        raise NotFound(f"no event with id {event_id}")
+    return found
+
+
+def trace(store: EventStore, correlation_id: str) -> list[TraceNode]:
+    """The correlation's events as trees: each under the event that caused it."""
+    events = list(
+        log_events(store, after=0, limit=None, where=LogFilter(correlation_id=correlation_id))
+    )
+    if not events:
+        raise NotFound(f"no event with correlation id {correlation_id!r}")
+    nodes = {str(event.id): TraceNode(event) for event in events}
+    roots = []
+    for node in nodes.values():
+        cause = nodes.get(str(node.event.metadata.get("causation_id")))
+        if cause is None or cause is node:
+            roots.append(node)
+        else:
+            cause.caused.append(node)
+    return roots
+
+
+def stats(store: EventStore) -> LogStats:
+    """Where the log stands and what it holds, counted over the whole log."""
+    status = store.log_status()
+    categories: Counter[str] = Counter()
+    types: Counter[str] = Counter()
+    first = last = None
+    for event in store.read_all():
+        categories[event.category] += 1
+        types[event.type] += 1
+        first = first or event.recorded_at
+        last = event.recorded_at
+    return LogStats(
+        head=status.head,
+        high_water_mark=status.high_water_mark,
+        events=sum(categories.values()),
+        by_category=dict(sorted(categories.items())),
+        by_type=dict(sorted(types.items())),
+        first_recorded_at=first,
+        last_recorded_at=last,
+    )
