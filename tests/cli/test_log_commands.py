@@ -1,0 +1,193 @@
+"""Reading the log from the command line: streams, show, log, event, trace, stats."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+import orjson
+import pytest
+from eventcraft.eventstore import EventStore, NewEvent
+
+from eventcraft.operations import NotFound
+from eventcraft.operations import log as operations
+from eventcraft.operations.documents import event_document
+from eventcraft.operations.log import LogFilter
+
+from .conftest import HISTORY, Run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _ndjson(text: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+# The operations, on every backend.
+
+
+def test_streams_list_each_stream_with_its_version_and_times(known: EventStore) -> None:
+    found = operations.streams(known, category="order", after=None, limit=10)
+    assert [(s.stream_id, s.version) for s in found] == [("order-1", 2), ("order-2", 2)]
+    first, last = found[0].first_recorded_at, found[0].last_recorded_at
+    assert first is not None and last is not None and first <= last
+    paged = operations.streams(known, category=None, after="order-2", limit=1)
+    assert [s.stream_id for s in paged] == ["payment-1"]
+
+
+def test_the_log_filters_by_category_type_and_correlation(known: EventStore) -> None:
+    def types(**where: object) -> list[str]:
+        chosen = LogFilter(**where)  # type: ignore[arg-type]
+        return [e.type for e in operations.log_events(known, after=0, limit=None, where=chosen)]
+
+    assert types() == [row[1] for row in HISTORY]
+    assert types(categories=["order"], types=["OrderPlaced"]) == ["OrderPlaced", "OrderPlaced"]
+    assert types(correlation_id="checkout-2") == ["OrderPlaced", "OrderCancelled"]
+    limited = operations.log_events(known, after=2, limit=2, where=LogFilter())
+    assert [e.position for e in limited] == [3, 4]
+
+
+def test_an_event_is_found_by_position_or_id(known: EventStore) -> None:
+    by_position = operations.find_event(known, "3")
+    assert operations.find_event(known, str(by_position.id)) == by_position
+    assert by_position.type == "OrderPaid"
+    with pytest.raises(NotFound, match="no event at position 99"):
+        operations.find_event(known, "99")
+    with pytest.raises(NotFound, match="no event with id"):
+        operations.find_event(known, str(uuid.uuid4()))
+
+
+def test_a_trace_is_the_correlations_causation_tree(known: EventStore) -> None:
+    (root,) = operations.trace(known, "checkout-1")
+    shape = []
+    node = root
+    while True:
+        shape.append(node.event.type)
+        if not node.caused:
+            break
+        (node,) = node.caused
+    assert shape == ["OrderPlaced", "PaymentTaken", "OrderPaid", "ParcelSent"]
+    with pytest.raises(NotFound):
+        operations.trace(known, "no-such-correlation")
+
+
+def test_stats_count_the_log_by_category_and_type(known: EventStore) -> None:
+    found = operations.stats(known)
+    assert (found.head, found.high_water_mark, found.events) == (6, 6, 6)
+    assert found.by_category == {"order": 4, "payment": 1, "shipment": 1}
+    assert found.by_type["OrderPlaced"] == 2 and sum(found.by_type.values()) == 6
+
+
+def test_following_the_log_sees_later_appends_and_stops_when_told(known: EventStore) -> None:
+    stop = threading.Event()
+    followed = operations.follow(
+        known, after=5, where=LogFilter(categories=["order"]), stopped=stop.is_set
+    )
+    assert next(followed).position == 6  # already there
+
+    def append_later() -> None:
+        known.append("invoice-9", [NewEvent("Ignored", {})])  # filtered out, passed
+        known.append("order-9", [NewEvent("OrderPlaced", {})])
+
+    threading.Thread(target=append_later).start()
+    later = next(followed)
+    assert (later.stream_id, later.position) == ("order-9", 8)
+    stop.set()
+    assert list(followed) == []
+
+
+# The commands, against stores the command opens by URL.
+
+
+def test_show_and_log_print_tables_and_json_that_match_the_store(known_url: str, run: Run) -> None:
+    shown = run("--store", known_url, "show", "order-1")
+    assert shown.code == 0 and "OrderPlaced" in shown.out and "OrderPaid" in shown.out
+    with EventStore.open(known_url) as store:
+        stored = [orjson.loads(orjson.dumps(event_document(e))) for e in store.read_all()]
+    as_json = run("--store", known_url, "log", "--json")
+    assert as_json.code == 0 and _ndjson(as_json.out) == stored
+    one = run("--store", known_url, "event", "2", "--json")
+    assert _ndjson(one.out) == [stored[1]]
+    streams = run("--store", known_url, "streams", "--json")
+    listed = json.loads(streams.out)
+    assert [s["stream_id"] for s in listed][:2] == ["order-1", "order-2"]
+    stats = json.loads(run("--store", known_url, "stats", "--json").out)
+    assert (stats["events"], stats["by_category"]["order"]) == (6, 4)
+    tree = run("--store", known_url, "trace", "checkout-1")
+    assert tree.code == 0
+    assert (
+        tree.out.index("OrderPlaced")
+        < tree.out.index("PaymentTaken")
+        < tree.out.index("ParcelSent")
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message", "code"),
+    [
+        (["show", "nope-1"], "error: no stream 'nope-1' in the store", 2),
+        (["event", "99"], "error: no event at position 99", 2),
+        (["event", "x"], "error: 'x' is neither a position nor an event id", 2),
+        (["trace", "none"], "error: no event with correlation id 'none'", 2),
+        (["log", "--limit", "0"], "error: Invalid value for '--limit'", 2),
+        (["log", "--after", "-1"], "error: Invalid value for '--after'", 2),
+        (["shw", "order-1"], "error: No such command 'shw'.", 2),
+    ],
+)
+def test_each_usage_error_is_one_line_and_exit_2(
+    known_url: str, run: Run, arguments: list[str], message: str, code: int
+) -> None:
+    outcome = run("--store", known_url, *arguments)
+    assert outcome.code == code
+    assert outcome.err.startswith(message) and outcome.err.count("\n") == 1
+    assert outcome.out == ""
+
+
+def test_a_store_must_be_named_and_reachable(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EVENTCRAFT_STORE", raising=False)
+    monkeypatch.delenv("EVENTCRAFT_APP", raising=False)
+    unnamed = run("stats")
+    assert (unnamed.code, unnamed.err) == (
+        2,
+        "error: name the store: give --store URL or set EVENTCRAFT_STORE\n",
+    )
+    bogus = run("--store", "bogus://x", "stats")
+    assert bogus.code == 2 and bogus.err.startswith("error: no backend for 'bogus://x'")
+    down = run("--store", "postgresql://postgres@127.0.0.1:1/none", "stats")
+    assert down.code == 1 and down.err.startswith("error: the store cannot be reached:")
+    assert down.err.count("\n") == 1
+
+
+def test_the_store_url_may_come_from_the_environment(
+    known_url: str, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVENTCRAFT_STORE", known_url)
+    assert json.loads(run("stats", "--json").out)["events"] == 6
+
+
+def test_the_installed_command_prints_ndjson_and_one_line_errors(known_url: str) -> None:
+    def eventcraft(*arguments: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "eventcraft", "--store", known_url, *arguments],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+
+    listed = eventcraft("log", "--category", "order", "--json")
+    assert listed.returncode == 0
+    assert [e["type"] for e in _ndjson(listed.stdout)] == [
+        "OrderPlaced",
+        "OrderPaid",
+        "OrderPlaced",
+        "OrderCancelled",
+    ]
+    missing = eventcraft("show", "nope-1")
+    assert (missing.returncode, missing.stderr) == (2, "error: no stream 'nope-1' in the store\n")
+    assert "Traceback" not in missing.stderr
+    helped = eventcraft("log", "--help")
+    assert helped.returncode == 0 and "eventcraft log --category order" in helped.stdout
