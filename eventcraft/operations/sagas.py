@@ -1,0 +1,258 @@
+"""Operating an App's sagas: listing instances, one instance's timeline, and the actions
+on parked or running ones (retry, resolve, cancel). Every shell shows what these return.
+
+An instance is read from its stream, transition by transition, with the
+sagas package's own `SagaState.evolve`; the actions go through an
+`Orchestrator`, which re-checks the instance's status as it records them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from eventcraft.eventstore import EventStore, RecordedEvent
+from eventcraft.sagas import Orchestrator, SagaNotParked, SagaState, stream_of
+from eventcraft.sagas import state as S
+from eventcraft.sagas.index import CATEGORY
+from eventcraft.sagas.journal import parsed
+from eventcraft.sagas.state import try_key
+
+from ..app import App
+from .errors import InputError, NotFound, Problems
+
+STATUSES = ("running", "compensating", "completed", "compensated", "parked", "resolved")
+"""An instance's status, from started to settled."""
+
+_TRIES = {
+    S.STEP_STARTED: False,
+    S.STEP_SUCCEEDED: False,
+    S.STEP_FAILED: False,
+    S.COMPENSATION_STARTED: True,
+    S.COMPENSATION_SUCCEEDED: True,
+    S.COMPENSATION_FAILED: True,
+}
+"""The transitions of one try of an action (False) or a compensation (True)."""
+
+
+@dataclass(frozen=True)
+class SagaSummary:
+    """One instance: which saga, where it stands, and when it started and last moved."""
+
+    name: str
+    saga_id: str
+    stream_id: str
+    status: str
+    """running, compensating, completed, compensated, parked or resolved."""
+    step: str | None
+    """The step its latest transition concerns (the one under way, failed or parked on)."""
+    version: int
+    """Its transitions so far."""
+    started_at: datetime
+    updated_at: datetime
+    failure: str | None
+    """Why it is compensating, or was compensated."""
+    parked_because: str | None
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One transition of an instance, as recorded in its stream."""
+
+    version: int
+    position: int
+    recorded_at: datetime
+    type: str
+    step: str | None
+    attempt: int | None
+    idempotency_key: str | None
+    """The key the action or compensation was (or is to be) called with."""
+    error: str | None
+    result: Any
+    """A succeeded step's result (None otherwise)."""
+    note: str | None
+    """A failure's reason, a resolution's note, a signal's event type, a try's outcome."""
+    data: dict[str, Any]
+    """The transition's data, whole."""
+
+
+@dataclass(frozen=True)
+class SagaDetail:
+    saga: SagaSummary
+    data: dict[str, Any]
+    """What the instance was started with."""
+    correlation_id: str
+    results: dict[str, Any]
+    """The succeeded steps' results, by step."""
+    transitions: list[Transition]
+
+
+def instances(
+    store: EventStore, app: App, *, status: str | None = None, name: str | None = None
+) -> list[SagaSummary]:
+    """The instances in the store, of any saga (or of `name`), in stream order."""
+    if status is not None and status not in STATUSES:
+        raise InputError(f"no saga status {status!r} (there are: {', '.join(STATUSES)})")
+    if name is not None:
+        _check_name(app, name)
+    found = []
+    for info in store.list_streams(category=CATEGORY):
+        if name is not None and parsed(info.stream_id)[0] != name:
+            continue
+        read = _read(store, info.stream_id)
+        if read is not None and (status is None or read[0].status == status):
+            found.append(_summary(*read))
+    return found
+
+
+def parked(store: EventStore, app: App) -> list[SagaSummary]:
+    """The parked instances of the App's sagas, in stream order."""
+    streams = [state.stream_id for state in Orchestrator(store, app.sagas).parked()]
+    read = (_read(store, stream) for stream in streams)
+    return [_summary(*r) for r in read if r is not None and r[0].status == "parked"]
+
+
+def saga(store: EventStore, app: App, name: str, saga_id: str) -> SagaDetail:
+    """The instance and its every transition; `NotFound` for an unknown saga or id."""
+    _check_name(app, name)
+    read = _read(store, stream_of(name, saga_id))
+    if read is None:
+        raise NotFound(f"no {name!r} saga with id {saga_id!r}")
+    state, events = read
+    return SagaDetail(
+        saga=_summary(state, events),
+        data=state.data,
+        correlation_id=state.correlation_id,
+        results=dict(state.results),
+        transitions=[_transition(state.stream_id, event) for event in events],
+    )
+
+
+def expect(store: EventStore, app: App, name: str, saga_id: str, status: str) -> SagaSummary:
+    """The instance, if its status is `status`; `Problems` saying what it is otherwise."""
+    found = saga(store, app, name, saga_id).saga
+    if found.status != status:
+        raise Problems(f"{found.stream_id} is {found.status}, not {status}")
+    return found
+
+
+def retry(store: EventStore, app: App, name: str, saga_id: str) -> SagaSummary:
+    """Run a parked instance's compensations again, here and now, from where they stopped.
+
+    `Problems` if it is no longer parked, or if a compensation fails again
+    (it is parked again).
+    """
+    _check_name(app, name)
+    orchestrator = Orchestrator(store, app.sagas)
+    try:
+        orchestrator.retry(name, saga_id)
+    except SagaNotParked as error:
+        raise Problems(str(error)) from error
+    found = _summary_of(store, name, saga_id)
+    if found.status == "parked":
+        raise Problems(f"{found.stream_id} was retried and is parked again: {found.parked_because}")
+    return found
+
+
+def resolve(store: EventStore, app: App, name: str, saga_id: str, note: str) -> SagaSummary:
+    """Mark a parked instance settled by hand, with the operator's note; nothing runs for
+    it again. `Problems` if it is no longer parked."""
+    _check_name(app, name)
+    if not note.strip():
+        raise InputError("a resolution needs a note saying how it was settled")
+    try:
+        Orchestrator(store, app.sagas).resolve(name, saga_id, note)
+    except SagaNotParked as error:
+        raise Problems(str(error)) from error
+    return _summary_of(store, name, saga_id)
+
+
+def cancel(store: EventStore, app: App, name: str, saga_id: str, reason: str) -> SagaSummary:
+    """Stop a running instance: it fails, and the App's orchestrators compensate what it
+    did. `Problems` if it is no longer running."""
+    _check_name(app, name)
+    if not Orchestrator(store, app.sagas).cancel(name, saga_id, reason):
+        found = _summary_of(store, name, saga_id)
+        raise Problems(f"{found.stream_id} is {found.status}, not running")
+    return _summary_of(store, name, saga_id)
+
+
+# --- reading an instance ------------------------------------------------------------
+
+
+def _check_name(app: App, name: str) -> None:
+    known = [s.name for s in app.sagas]
+    if name not in known:
+        raise NotFound(f"no saga {name!r} in the app (it has: {', '.join(known) or 'none'})")
+
+
+def _read(store: EventStore, stream: str) -> tuple[SagaState, list[RecordedEvent]] | None:
+    events = list(store.read_stream(stream))
+    if not events:
+        return None
+    name, saga_id = parsed(stream)
+    state = SagaState(name=name, saga_id=saga_id, stream_id=stream)
+    for event in events:
+        state.evolve(event)
+    return state, events
+
+
+def _summary_of(store: EventStore, name: str, saga_id: str) -> SagaSummary:
+    read = _read(store, stream_of(name, saga_id))
+    if read is None:
+        raise NotFound(f"no {name!r} saga with id {saga_id!r}")
+    return _summary(*read)
+
+
+def _summary(state: SagaState, events: list[RecordedEvent]) -> SagaSummary:
+    steps = (e.data.get("step") for e in reversed(events))
+    return SagaSummary(
+        name=state.name,
+        saga_id=state.saga_id,
+        stream_id=state.stream_id,
+        status=state.status,
+        step=next((s for s in steps if isinstance(s, str)), None),
+        version=state.version,
+        started_at=events[0].recorded_at,
+        updated_at=events[-1].recorded_at,
+        failure=state.failure,
+        parked_because=state.parked_because,
+    )
+
+
+def _transition(stream: str, event: RecordedEvent) -> Transition:
+    d = event.data
+    step = d.get("step") if event.type in _TRIES or event.type == S.PARKED else None
+    compensating = _TRIES.get(event.type)
+    key = None
+    if compensating is not None and step is not None:
+        key = f"{stream}/{try_key(step, compensating)}"
+    return Transition(
+        version=event.version,
+        position=event.position,
+        recorded_at=event.recorded_at,
+        type=event.type,
+        step=step,
+        attempt=d.get("attempt"),
+        idempotency_key=key,
+        error=d.get("error"),
+        result=d.get("result"),
+        note=_note(event),
+        data=d,
+    )
+
+
+def _note(event: RecordedEvent) -> str | None:
+    d = event.data
+    if event.type in (S.FAILED, S.COMPENSATED):
+        return d.get("reason")
+    if event.type == S.RESOLVED:
+        return d.get("note")
+    if event.type == S.SIGNALLED:
+        return f"signalled {d.get('type')}"
+    if event.type == S.STEP_FAILED:
+        return f"outcome {d.get('outcome')}" + (", final" if d.get("final") else "")
+    if event.type == S.COMPENSATION_FAILED and d.get("final"):
+        return "final"
+    return None
