@@ -29,8 +29,6 @@ from .log_commands import LOG_COMMANDS
 from .projection_commands import projections
 from .saga_commands import sagas
 from .shell import Shell
-from .spark_commands import spark
-from .transfer_commands import TRANSFER_COMMANDS
 
 EPILOG = """\b
 Examples:
@@ -69,11 +67,10 @@ def cli(
     context.call_on_close(shell.close)
 
 
-for command in (*LOG_COMMANDS, *TRANSFER_COMMANDS):
+for command in LOG_COMMANDS:
     cli.add_command(command)
 cli.add_command(projections)
 cli.add_command(sagas)
-cli.add_command(spark)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
