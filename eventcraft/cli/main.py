@@ -29,6 +29,7 @@ from .log_commands import LOG_COMMANDS
 from .projection_commands import projections
 from .saga_commands import sagas
 from .shell import Shell
+from .spark_commands import spark
 
 EPILOG = """\b
 Examples:
@@ -71,6 +72,7 @@ for command in LOG_COMMANDS:
     cli.add_command(command)
 cli.add_command(projections)
 cli.add_command(sagas)
+cli.add_command(spark)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,8 +1,16 @@
-"""`eventcraft-spark` (or `python -m eventcraft.projections.spark`): replay and export.
+"""`python -m eventcraft.projections.spark`: replay and export, as before `eventcraft spark`.
 
-    eventcraft-spark export --store postgresql://db/app --archive /data/log
-    eventcraft-spark replay examples.read_models:account_balances \
+    python -m eventcraft.projections.spark export --store URL --archive /data/log
+    python -m eventcraft.projections.spark replay examples.read_models:account_balances \
         --store postgresql://db/app --archive /data/log --master spark://head:7077
+
+Deprecated: use `eventcraft --store URL spark export | replay ...`, which
+checks every argument, the store, the archive and the fold before a JVM
+starts. The `eventcraft-spark` console script is now an alias of that
+command (`eventcraft.cli.spark_commands.alias_main`); this module cannot
+delegate to it, as the library never imports the `eventcraft` shell. It
+prints a one-line note saying so, and refuses a local archive that does
+not exist rather than replay it as an empty log.
 
 The fold is named as `module:attribute`, the module importable here and on
 the executors.
@@ -25,6 +33,11 @@ from .session import LOCAL_SETTINGS, spark_session
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = _parser().parse_args(argv)
+    print(_DEPRECATED, file=sys.stderr)
+    archive = getattr(arguments, "archive", None)
+    if arguments.command == "replay" and archive and _missing(archive):
+        print(f"error: the archive {archive!r} does not exist: nothing to replay", file=sys.stderr)
+        return 2
     local = arguments.master.startswith("local")
     spark = spark_session(arguments.master, settings=LOCAL_SETTINGS if local else None)
     try:
@@ -57,6 +70,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+_DEPRECATED = (
+    "note: python -m eventcraft.projections.spark is deprecated: "
+    "use `eventcraft --store URL spark export|replay ...`"
+)
+
+
+def _missing(archive: str) -> bool:
+    """A local archive (no `scheme://`, as `Archive` reads it) that is not there."""
+    return "://" not in archive and not archive.startswith("file:") and not os.path.isdir(archive)
+
+
 def load_definition(reference: str) -> Definition:
     """The definition named `module:attribute`, importable from the current folder too.
 
@@ -79,7 +103,8 @@ def load_definition(reference: str) -> Definition:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="eventcraft-spark", description="Replay the event log as Spark jobs."
+        prog="python -m eventcraft.projections.spark",
+        description="Replay the event log as Spark jobs.",
     )
     master = argparse.ArgumentParser(add_help=False)
     # Taken before the command or after it: `--master URL replay ...`, `replay ... --master URL`.

@@ -112,7 +112,8 @@ def test_a_failing_replay_swaps_nothing_and_leaves_no_tables(
 def test_the_command_line_exports_and_replays(
     spark: Any, sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from eventcraft.projections.spark.cli import main
+    # `eventcraft-spark`, today's arguments: an alias of `eventcraft spark` now.
+    from eventcraft.cli.spark_commands import alias_main as main
 
     with EventStore.open(sqlite_url) as store:
         append(store, HISTORY)

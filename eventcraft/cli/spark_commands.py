@@ -1,0 +1,180 @@
+"""`eventcraft spark export | replay`: the log as Spark jobs, every argument checked first.
+
+Starting a JVM takes 8 to 25 s, so each command first calls a `check_*`
+operation (master URL, store opened, local archive, database URL, fold
+imported) and only then `run_*`, the one place pyspark is imported: help
+and every argument error work without the spark extra.
+
+`eventcraft-spark`, the command before this one, stays as an alias
+(`alias_main`): today's arguments, rewritten to `eventcraft --store URL
+spark ...` and run by the same checks, with a one-line note on stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+
+from ..operations import spark as operations
+from .output import emit_json, json_option
+from .shell import shell
+
+_ARCHIVE_HELP = (
+    "Local folder or Hadoop URL (hdfs:, s3a:, ...). A local folder is checked here; "
+    "a Hadoop URL can only be checked by Spark, so it is passed through."
+)
+_MASTER = click.option(
+    "--master",
+    default="local[*]",
+    show_default=True,
+    metavar="URL",
+    help=f"Spark master: {operations.MASTER_FORMS}.",
+)
+
+
+@click.group(
+    epilog="\b\nExamples:\n"
+    "  eventcraft --store postgresql://db/app spark export --archive /data/log\n"
+    "  eventcraft --store postgresql://db/app spark replay \\\n"
+    "      examples.read_models:account_balances --archive /data/log \\\n"
+    "      --master spark://head:7077"
+)
+def spark() -> None:
+    """Replay the log as Spark jobs: archive it as Parquet, rebuild a fold's read model.
+
+    Arguments, the store, a local archive and the fold are checked before the
+    JVM starts. Needs the spark extra (pip install 'eventcraft[spark]') and Java 17.
+    """
+
+
+@spark.command(
+    "export",
+    epilog="\b\nExamples:\n"
+    "  eventcraft --store sqlite:///events.db spark export --archive ./archive\n"
+    "  eventcraft --store postgresql://db/app spark export --archive hdfs://nn/log",
+)
+@click.option("--archive", required=True, metavar="PATH|URL", help=_ARCHIVE_HELP)
+@_MASTER
+@json_option
+def export_command(archive: str, master: str, as_json: bool) -> None:
+    """Append the store's events since the last export to the Parquet archive.
+
+    A local archive folder is created if missing; its parent folder must exist.
+    """
+    plan = operations.check_export(shell().url(), archive, master=master)
+    report = operations.run_export(plan)
+    if as_json:
+        emit_json(report)
+        return
+    click.echo(
+        f"exported {report.events} events (positions {report.after + 1}-{report.upto}) "
+        f"to {report.path}"
+    )
+
+
+@spark.command(
+    "replay",
+    epilog="\b\nExamples:\n"
+    "  eventcraft --store sqlite:///events.db spark replay myservice.folds:balances\n"
+    "  eventcraft --store postgresql://db/app spark replay myservice.folds:balances \\\n"
+    "      --archive /data/log --database postgresql://db/reads --partitions 16\n"
+    "  eventcraft --app myservice.app:app spark replay account-balances",
+)
+@click.argument("fold", metavar="MODULE:NAME")
+@click.option(
+    "--archive",
+    metavar="PATH|URL",
+    help="Read the log from this archive, not the store. " + _ARCHIVE_HELP,
+)
+@click.option(
+    "--database", metavar="URL", help="Read-model database (default: the App's, or the store's)."
+)
+@click.option(
+    "--partitions", type=click.IntRange(min=1), help="Tasks that fold and write (default: cores)."
+)
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+@_MASTER
+@json_option
+def replay_command(
+    fold: str,
+    archive: str | None,
+    database: str | None,
+    partitions: int | None,
+    quiet: bool,
+    master: str,
+    as_json: bool,
+) -> None:
+    """Rebuild a Fold's read model from the whole log in Spark, then swap it in.
+
+    FOLD is module:attribute, importable from this folder and on the executors,
+    or with --app the name of one of the App's projections.
+    """
+    context = shell()
+    app = context.app() if context.app_reference else None
+    plan = operations.check_replay(
+        fold,
+        context.url(),
+        archive=archive,
+        database=database if database is not None else (app.database if app else None),
+        partitions=partitions,
+        master=master,
+        progress=not quiet and not as_json and sys.stdout.isatty(),
+        app=app,
+    )
+    done = operations.run_replay(plan)
+    if as_json:
+        emit_json(done)
+        return
+    click.echo(
+        f"replayed {done.name}: {done.events} events up to position {done.replayed_to} "
+        f"into {done.rows} rows, generation {done.generation}, checkpoint {done.position} "
+        f"({done.caught_up} caught up in the swap), {done.seconds:.1f} s"
+    )
+
+
+def alias_main(argv: Sequence[str] | None = None) -> int:
+    """`eventcraft-spark`: today's arguments, run as `eventcraft --store URL spark ...`.
+
+    `eventcraft-spark [--master URL] export|replay ... --store URL` takes the
+    store after the command and the master on either side; both are moved to
+    where `eventcraft` takes them, and everything else is passed on as it is.
+    """
+    from .main import main
+
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    translated = _translated(arguments)
+    if not {"-h", "--help"} & set(arguments):
+        click.echo(
+            "note: eventcraft-spark is now `eventcraft [--store URL] spark export|replay ...`",
+            err=True,
+        )
+    return main(translated)
+
+
+def alias_run() -> None:
+    sys.exit(alias_main())
+
+
+def _translated(arguments: list[str]) -> list[str]:
+    globals_: list[str] = []
+    before: list[str] = []
+    command: list[str] = []
+    items = iter(arguments)
+    for item in items:
+        if not command and item in ("export", "replay"):
+            command = [item]
+        elif item == "--store":
+            globals_ += [item, next(items, "")]
+        elif item.startswith("--store=") or item == "--debug":
+            globals_.append(item)
+        elif not command and item == "--master":
+            before += [item, next(items, "")]
+        elif command:
+            command.append(item)
+        else:
+            before.append(item)
+    if not command:
+        return [*globals_, "spark", *before]
+    return [*globals_, "spark", command[0], *before, *command[1:]]
