@@ -67,9 +67,11 @@ def show(name: str, saga_id: str, as_json: bool) -> None:
     if why:
         out.print(Text(f"{'parked' if summary.parked_because else 'failed'}: {why}"))
     timeline = Table(title=None)
-    for column in ("#", "time (UTC)", "transition", "step", "try", "idempotency key"):
+    for column in ("#", "time (UTC)", "transition", "step", "try"):
         timeline.add_column(column, justify="right" if column in ("#", "try") else "left")
-    timeline.add_column("error / result / note", overflow="fold")
+    # The key whole, folded if need be: it is what an operator looks up in the service's logs.
+    timeline.add_column("idempotency key", overflow="fold")
+    timeline.add_column("error / result / note")
     for t in found.transitions:
         shown = t.error or (_json(t.result) if t.type == "StepSucceeded" else t.note) or ""
         timeline.add_row(
