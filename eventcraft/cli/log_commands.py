@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import click
+from rich.text import Text
 from rich.tree import Tree
 
 from ..operations import log as operations
@@ -133,7 +134,7 @@ def trace(correlation_id: str, as_json: bool) -> None:
     if as_json:
         emit_json([_tree_document(node) for node in roots])
         return
-    tree = Tree(f"correlation {correlation_id}")
+    tree = Tree(Text(f"correlation {correlation_id}"))
     for node in roots:
         _grow(tree, node)
     console().print(tree)
@@ -169,8 +170,10 @@ def stats(as_json: bool) -> None:
 def _grow(parent: Tree, node: TraceNode) -> None:
     event = node.event
     branch = parent.add(
-        f"@{event.position} {event.type}  {event.stream_id} v{event.version}  "
-        f"{when(event.recorded_at)}"
+        Text(
+            f"@{event.position} {event.type}  {event.stream_id} v{event.version}  "
+            f"{when(event.recorded_at)}"
+        )
     )
     for child in node.caused:
         _grow(branch, child)

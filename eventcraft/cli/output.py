@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.syntax import Syntax
 from rich.table import Table
+from rich.text import Text
 
 from eventcraft.eventstore import RecordedEvent
 
@@ -57,11 +58,11 @@ def events_table(events: Iterable[RecordedEvent], *, title: str | None = None) -
     for event in events:
         table.add_row(
             str(event.position),
-            event.stream_id,
+            Text(event.stream_id),
             str(event.version),
-            event.type,
+            Text(event.type),
             when(event.recorded_at),
-            str(event.metadata.get("correlation_id", "")),
+            Text(str(event.metadata.get("correlation_id", ""))),
         )
     return table
 
@@ -71,7 +72,8 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | No
     for column in columns:
         shown.add_column(column)
     for row in rows:
-        shown.add_row(*("" if value is None else str(value) for value in row))
+        # Text, not markup: a value holding [brackets] (an error's repr) shows as it is.
+        shown.add_row(*(Text("" if value is None else str(value)) for value in row))
     return shown
 
 
