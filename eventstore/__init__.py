@@ -1,5 +1,6 @@
 """eventstore: an append-only log of events in streams, with one global order."""
 
+from .encoding import MAX_EVENT_BYTES
 from .errors import (
     AppendOutcomeUnknown,
     DuplicateEventId,
@@ -32,6 +33,7 @@ from .store import EventStore
 __all__ = [
     "ANY",
     "EVENT_VERSION",
+    "MAX_EVENT_BYTES",
     "NO_STREAM",
     "AppendOutcomeUnknown",
     "AppendResult",

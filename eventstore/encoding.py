@@ -9,6 +9,8 @@ refused batch has written nothing.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import uuid
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -24,6 +26,15 @@ MAX_NAME_LENGTH = 255
 
 MAX_BATCH = 100_000
 """Most events in one append."""
+
+MAX_EVENT_BYTES = 4 * 1024 * 1024
+"""Default for the most bytes of JSON an event's data and metadata may take together.
+
+A store opened with `max_event_bytes=` has its own limit.
+"""
+
+MAX_INT = 2**63 - 1
+"""Largest version, position or limit: both databases keep them as 64-bit signed integers."""
 
 # PostgreSQL's text and jsonb cannot hold NUL; refusing it everywhere keeps
 # the backends interchangeable.
@@ -46,7 +57,12 @@ class PreparedEvent(NamedTuple):
 
 
 def check_name(what: str, value: object) -> str:
-    """Return `value` if it is usable as a stream id or event type, else raise."""
+    """Return `value` if the store can hold it as a stream id or event type, else raise.
+
+    The rules for names looked up. A name written for the first time must
+    also pass `check_new_name`; a stream written before that rule existed
+    stays readable.
+    """
     if not isinstance(value, str):
         raise InvalidEvent(f"{what} must be a str, not {type(value).__name__}: {value!r}")
     if not value:
@@ -68,6 +84,48 @@ def check_name(what: str, value: object) -> str:
     return value
 
 
+def check_new_name(what: str, value: object) -> str:
+    """Return `value` if it may name a new stream or event type, else raise.
+
+    Beyond `check_name`: no control characters and no whitespace at either
+    end, which look like another name when printed or are lost when a name
+    is copied from a log line.
+    """
+    name = check_name(what, value)
+    # One C-speed test for the common case: isprintable() is False for every
+    # control character and for all whitespace but the plain space.
+    if not (name.isprintable() and name[0] != " " and name[-1] != " "):
+        _refuse_unprintable(what, name)
+    return name
+
+
+def check_stream_id(value: object) -> str:
+    """Return `value` if it may name a new stream, else raise."""
+    stream_id = check_new_name("stream id", value)
+    if stream_id[0] == "-":
+        raise InvalidEvent(
+            f"stream id must not start with '-': its category, the part before the first "
+            f"'-', would be empty: {stream_id!r}"
+        )
+    return stream_id
+
+
+def _refuse_unprintable(what: str, name: str) -> None:
+    for index, char in enumerate(name):
+        code = ord(char)
+        if code < 0x20 or 0x7F <= code < 0xA0:
+            raise InvalidEvent(
+                f"{what} must not contain control characters (newlines, tabs and the like), "
+                f"found {char!r} at index {index}: {name!r}"
+            )
+    if not name.strip():
+        raise InvalidEvent(f"{what} must not be only whitespace: {name!r}")
+    if name != name.strip():
+        raise InvalidEvent(f"{what} must not begin or end with whitespace: {name!r}")
+    # Otherwise printable enough: format characters (emoji joiners), or
+    # whitespace such as a no-break space inside the name.
+
+
 def check_expected_version(stream_id: str, expected: object) -> int | StreamState:
     if isinstance(expected, StreamState):
         return expected
@@ -80,20 +138,36 @@ def check_expected_version(stream_id: str, expected: object) -> int | StreamStat
         raise InvalidEvent(
             f"expected_version for stream {stream_id!r} must not be negative: {expected}"
         )
+    if expected > MAX_INT:
+        raise InvalidEvent(
+            f"expected_version for stream {stream_id!r} must be at most {MAX_INT}: {expected}"
+        )
     return expected
 
 
-def check_position(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidEvent(f"{name} must be a non-negative int, not {value!r}")
+def check_position(name: str, value: object, most: int = MAX_INT) -> int:
+    """Return `value` if it is a version or position a store can hold (0 included), else raise."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
+        raise InvalidEvent(f"{name} must be an int from 0 to {most}, not {value!r}")
     return value
+
+
+MAX_AFTER = MAX_INT - 1
+"""Largest `after` of a read of the log: no event can follow position MAX_INT, and
+PostgreSQL's high-water mark looks one position past `after`."""
 
 
 def check_limit(value: object) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidEvent(f"limit must be None or a non-negative int, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INT:
+        raise InvalidEvent(f"limit must be None or an int from 0 to {MAX_INT}, not {value!r}")
+    return value
+
+
+def check_max_event_bytes(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidEvent(f"max_event_bytes must be a positive int, not {value!r}")
     return value
 
 
@@ -103,13 +177,19 @@ class PreparedBatch:
     Everything but the encoding is checked at once: the container, the event
     types, the ids. The encoding, most of the cost, waits for `encoded`, so
     that a backend may encode the next part of a large batch while the
-    database writes the last one. An event that cannot be encoded raises
+    database writes the last one. An event that cannot be encoded, or whose
+    data and metadata take more than `max_event_bytes` of JSON, raises
     `InvalidEvent` from `encoded`; a backend asks before it commits anything,
     and rolls back what it began.
     """
 
-    def __init__(self, stream_id: str, events: Sequence[NewEvent]) -> None:
-        check_name("stream id", stream_id)
+    def __init__(
+        self,
+        stream_id: str,
+        events: Sequence[NewEvent],
+        max_event_bytes: int = MAX_EVENT_BYTES,
+    ) -> None:
+        check_stream_id(stream_id)
         if isinstance(events, NewEvent) or not isinstance(events, Sequence):
             raise InvalidEvent(
                 f"events for stream {stream_id!r} must be a sequence of NewEvent, "
@@ -132,7 +212,7 @@ class PreparedBatch:
                     f"not {type(event).__name__}"
                 )
             if event.type not in types:
-                check_name(f"the type of event {index} for stream {stream_id!r}", event.type)
+                check_new_name(f"the type of event {index} for stream {stream_id!r}", event.type)
                 types.add(event.type)
             if type(event.id) is not uuid.UUID and not isinstance(event.id, uuid.UUID):
                 raise InvalidEvent(
@@ -149,6 +229,7 @@ class PreparedBatch:
         """The events' ids, in order."""
         self._events = events
         self._encoded: list[PreparedEvent] = []
+        self._max_event_bytes = max_event_bytes
 
     def __len__(self) -> int:
         return len(self._events)
@@ -157,6 +238,7 @@ class PreparedBatch:
         """Events `start` to `stop` (exclusive), encoded; raises `InvalidEvent` at a fault."""
         done = self._encoded
         stream_id = self.stream_id
+        most = self._max_event_bytes
         for index in range(len(done), min(stop, len(self._events))):
             event = self._events[index]
             try:
@@ -168,6 +250,12 @@ class PreparedBatch:
                 encode_object(f"{where}: data", event.data)
                 encode_object(f"{where}: metadata", event.metadata)
                 raise
+            if len(data) + len(metadata) > most:
+                raise InvalidEvent(
+                    f"{_where(stream_id, index, event)} takes {len(data) + len(metadata)} bytes "
+                    f"of JSON ({len(data)} of data, {len(metadata)} of metadata); the store's "
+                    f"limit is {most} (max_event_bytes)"
+                )
             done.append(_new_prepared(PreparedEvent, (event.id, event.type, data, metadata)))
         return done[start:stop]
 
@@ -208,7 +296,38 @@ def _encode(value: dict[str, Any] | BaseModel) -> bytes:
     # the encoding, and most payloads hold no escape at all.
     if b"\\" in encoded and _JSON_NUL in encoded:
         raise InvalidEvent("contains a NUL character, which the store cannot hold")
+    # orjson writes NaN and the infinities as null, and has no option to refuse
+    # them; only a payload with a null in it can hold one, so only such a
+    # payload is searched, in Python.
+    if b"null" in encoded:
+        found = _non_finite(value, "")
+        if found is not None:
+            raise InvalidEvent(
+                f"holds {found[1]!r} at {found[0]}: JSON has no NaN or "
+                "infinity, and the store would keep null instead"
+            )
     return encoded
+
+
+def _non_finite(value: object, path: str) -> tuple[str, float] | None:
+    """The path to the first NaN or infinity in `value` as orjson would encode it, if any."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path, value)
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
+    else:
+        return None
+    for key, item in items:
+        if isinstance(item, str | int | bool) or item is None:
+            continue
+        found = _non_finite(item, f"{path}[{key!r}]")
+        if found is not None:
+            return found
+    return None
 
 
 decode = orjson.loads

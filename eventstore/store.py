@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from types import TracebackType
@@ -11,13 +12,17 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel
 
 from .encoding import (
+    MAX_AFTER,
+    MAX_EVENT_BYTES,
+    MAX_INT,
     PreparedBatch,
     check_expected_version,
     check_limit,
+    check_max_event_bytes,
     check_name,
     check_position,
 )
-from .errors import InvalidEvent, UnsupportedStoreURL
+from .errors import EventStoreError, InvalidEvent, StoreUnavailable, UnsupportedStoreURL
 from .events import (
     ANY,
     AppendResult,
@@ -46,13 +51,23 @@ class EventStore:
     Safe to share between threads; open one per process.
     """
 
-    def __init__(self, backend: Backend, url: str) -> None:
+    def __init__(
+        self, backend: Backend, url: str, *, max_event_bytes: int = MAX_EVENT_BYTES
+    ) -> None:
         self._backend = backend
         self.url = url
+        self.max_event_bytes = check_max_event_bytes(max_event_bytes)
+        """The most bytes of JSON an appended event's data and metadata may take together."""
 
     @classmethod
-    def open(cls, url: str) -> EventStore:
-        return cls(_backend_for(url), url)
+    def open(cls, url: str, *, max_event_bytes: int = MAX_EVENT_BYTES) -> EventStore:
+        """The store at `url`; raises `StoreUnavailable` if its database cannot be opened.
+
+        An event whose data and metadata take more than `max_event_bytes` of
+        JSON together is refused (`InvalidEvent`); the default is 4 MiB.
+        """
+        check_max_event_bytes(max_event_bytes)
+        return cls(_open_backend(url), url, max_event_bytes=max_event_bytes)
 
     def append(
         self,
@@ -66,7 +81,7 @@ class EventStore:
         the same batch again (same event ids) writes nothing and returns the
         first result, so a caller may retry until it gets an answer.
         """
-        batch = PreparedBatch(stream_id, events)
+        batch = PreparedBatch(stream_id, events, self.max_event_bytes)
         expected = check_expected_version(stream_id, expected_version)
         return self._backend.append(stream_id, category_of(stream_id), batch, expected)
 
@@ -114,7 +129,7 @@ class EventStore:
         `categories` and `types` narrow it to some streams or event types.
         """
         return self._backend.read_all(
-            after=check_position("after", after),
+            after=check_position("after", after, MAX_AFTER),
             limit=check_limit(limit),
             categories=_names("category", categories),
             types=_names("event type", types),
@@ -142,9 +157,16 @@ class EventStore:
         polls with a short back-off. Either way a True answer means
         `read_all(after=after)` has something to return.
         """
-        check_position("after", after)
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < 0:
-            raise InvalidEvent(f"timeout must be a number of seconds >= 0, not {timeout!r}")
+        check_position("after", after, MAX_AFTER)
+        if (
+            not isinstance(timeout, int | float)
+            or isinstance(timeout, bool)
+            or not 0 <= timeout <= threading.TIMEOUT_MAX  # NaN fails this too
+        ):
+            raise InvalidEvent(
+                f"timeout must be a number of seconds from 0 to {threading.TIMEOUT_MAX}, "
+                f"not {timeout!r}"
+            )
         return self._backend.wait_for_events(after, float(timeout))
 
     def stream_version(self, stream_id: str) -> int:
@@ -176,6 +198,15 @@ class EventStore:
         stored is ignored. A version the stream has not reached is refused
         (`InvalidEvent`).
         """
+        # Checked here only for range; prepare_snapshot checks the rest.
+        for name, value, most in (
+            ("version", version, MAX_INT),
+            ("schema_version", schema_version, _MAX_INT32),
+        ):
+            if isinstance(value, int) and value > most:
+                raise InvalidEvent(
+                    f"snapshot of stream {stream_id!r}: {name} must be at most {most}, not {value}"
+                )
         prepared = prepare_snapshot(stream_id, version, type, schema_version, data)
         self._backend.save_snapshot(prepared)
 
@@ -201,6 +232,9 @@ class EventStore:
         return f"EventStore.open({_redacted(self.url)!r})"
 
 
+_MAX_INT32 = 2**31 - 1  # a snapshot's schema_version is a 32-bit column
+
+
 def _names(what: str, names: Sequence[str] | str | None) -> tuple[str, ...] | None:
     if names is None:
         return None
@@ -212,15 +246,47 @@ def _names(what: str, names: Sequence[str] | str | None) -> tuple[str, ...] | No
 
 
 def _redacted(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
+    try:
+        password = urlsplit(url).password
+    except ValueError:  # unparsable: where a password would be is unknown
+        return url.split("://", 1)[0] + "://..."
+    if password is None:
         return url
-    return url.replace(f":{parts.password}@", ":***@", 1)
+    return url.replace(f":{password}@", ":***@", 1)
+
+
+def _without_password(url: str, text: str) -> str:
+    """`text`, a driver's message, with the password of `url` masked should it quote it."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return text
+    return text.replace(password, "***") if password else text
+
+
+def _open_backend(url: str) -> Backend:
+    """The backend for `url`, its driver's and the OS's errors raised as `StoreUnavailable`."""
+    try:
+        return _backend_for(url)
+    except (InvalidEvent, UnsupportedStoreURL):
+        raise
+    except (EventStoreError, OSError) as error:
+        # A backend's own StoreUnavailable names the database, not the URL the
+        # caller gave; the driver's error stays the cause either way.
+        cause = error.__cause__ if isinstance(error, EventStoreError) and error.__cause__ else error
+        detail = _without_password(url, str(error))
+        raise StoreUnavailable(
+            f"cannot open the event store at {_redacted(url)!r}: {detail}"
+        ) from cause
 
 
 def _backend_for(url: str) -> Backend:
     if not isinstance(url, str):
         raise UnsupportedStoreURL(f"a store URL must be a str, not {type(url).__name__}")
+    if "\x00" in url:
+        raise UnsupportedStoreURL(
+            f"a store URL must not contain a NUL character: {_redacted(url)!r}"
+        )
     scheme = url.split(":", 1)[0].lower() if "://" in url else ""
     if scheme == "memory":
         from .memory import MemoryBackend
