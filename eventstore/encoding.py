@@ -13,6 +13,7 @@ import dataclasses
 import math
 import uuid
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import orjson
@@ -54,6 +55,8 @@ class PreparedEvent(NamedTuple):
     """The payload as JSON (an object)."""
     metadata: bytes
     """The metadata as JSON (an object)."""
+    recorded_at: datetime | None
+    """The time given to keep (in UTC), or None for the time of the append."""
 
 
 def check_name(what: str, value: object) -> str:
@@ -205,6 +208,7 @@ class PreparedBatch:
         seen: set[int] = set()
         types: set[str] = set()  # names already checked: a batch repeats a few
         ids: list[uuid.UUID] = []
+        timed = False
         for index, event in enumerate(events):
             if type(event) is not NewEvent and not isinstance(event, NewEvent):
                 raise InvalidEvent(
@@ -224,9 +228,14 @@ class PreparedBatch:
                 )
             seen.add(event.id.int)
             ids.append(event.id)
+            if event.recorded_at is not None:
+                _check_recorded_at(stream_id, index, event)
+                timed = True
         self.stream_id = stream_id
         self.ids = ids
         """The events' ids, in order."""
+        self.timed = timed
+        """Some event has a `recorded_at` of its own (an import's): the backend keeps it."""
         self._events = events
         self._encoded: list[PreparedEvent] = []
         self._max_event_bytes = max_event_bytes
@@ -256,7 +265,12 @@ class PreparedBatch:
                     f"of JSON ({len(data)} of data, {len(metadata)} of metadata); the store's "
                     f"limit is {most} (max_event_bytes)"
                 )
-            done.append(_new_prepared(PreparedEvent, (event.id, event.type, data, metadata)))
+            recorded_at = event.recorded_at
+            if recorded_at is not None:
+                recorded_at = recorded_at.astimezone(UTC)
+            done.append(
+                _new_prepared(PreparedEvent, (event.id, event.type, data, metadata, recorded_at))
+            )
         return done[start:stop]
 
     def all(self) -> list[PreparedEvent]:
@@ -266,6 +280,15 @@ class PreparedBatch:
 
 # tuple.__new__ straight from C: the named tuple's own __new__ is Python code.
 _new_prepared = tuple.__new__
+
+
+def _check_recorded_at(stream_id: str, index: int, event: NewEvent) -> None:
+    given = event.recorded_at
+    if not isinstance(given, datetime) or given.utcoffset() is None:
+        raise InvalidEvent(
+            f"{_where(stream_id, index, event)}: recorded_at must be None or a datetime with "
+            f"a time zone, not {given!r}"
+        )
 
 
 def _where(stream_id: str, index: int, event: NewEvent) -> str:

@@ -51,6 +51,9 @@ class NewEvent:
     """Context of the event: `correlation_id`, `causation_id` and whatever the caller adds."""
     id: uuid.UUID = field(default_factory=new_event_id)
     """Unique across the store; resending the same ids makes a retry safe."""
+    recorded_at: datetime | None = None
+    """When the event was recorded, timezone-aware: None (the usual) for when the store
+    writes it. Given by an import, which keeps the time an event was first written."""
 
 
 class EncodedEvent(NamedTuple):

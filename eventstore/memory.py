@@ -69,7 +69,7 @@ class MemoryBackend(Backend):
                     type=event.type,
                     data=decode(event.data),
                     metadata=decode(event.metadata),
-                    recorded_at=now,
+                    recorded_at=event.recorded_at or now,
                 )
                 for offset, event in enumerate(events, start=1)
             ]

@@ -104,8 +104,11 @@ so each store (each schema) has its own lock."""
 LOG_LOCK_KEY = f"(({LOG_LOCK_TAG}::bigint << 32) | '{EVENTS}'::regclass::oid::bigint)"
 """The append lock's key in SQL: `pg_locks` shows it as classid `LOG_LOCK_TAG`, objid the
 table's oid, objsubid 1."""
-APPEND_TAKES_LOG_LOCK = "eventcraft_append.log_lock"
-"""In `ddl`'s `existing`: the store's append function takes the append lock (0.2 on)."""
+APPEND_IS_CURRENT = "eventcraft_append.current"
+"""In `ddl`'s `existing`: the store's append function is this release's (it takes the
+append lock, and keeps an event's given `recorded_at`)."""
+APPEND_CURRENT_MARKS = ("pg_advisory_xact_lock_shared", "->>'recorded_at'")
+"""Text found in the source of this release's append function, and in no earlier one's."""
 
 APPEND_AT_ANY = -1
 """The append function's expected version for ANY (0 is no stream, n is version n)."""
@@ -180,7 +183,8 @@ CREATE OR REPLACE FUNCTION eventcraft_append(
 ) RETURNS text LANGUAGE plpgsql AS $$
 -- p_expected: -1 for ANY (APPEND_AT_ANY), 0 for no stream, n for exactly version n.
 -- p_events: a JSON array of {{"id", "type", "data", "metadata"}} objects, one
--- parameter where arrays of each field cost the client far more to send.
+-- parameter where arrays of each field cost the client far more to send; an
+-- object may add "recorded_at" (an import keeps the original time), else now().
 -- Returns the stream's new version and the events' positions, in a line
 -- of numbers separated by spaces.
 --
@@ -220,14 +224,16 @@ BEGIN
             INSERT INTO {EVENTS}
                 (position, stream_id, version, id, type, data, metadata, recorded_at, category)
             VALUES (nextval('{POSITION_SEQUENCE}'), p_stream, base + 1, (batch->0->>'id')::uuid,
-                    batch->0->>'type', batch->0->'data', batch->0->'metadata', now(), p_category)
+                    batch->0->>'type', batch->0->'data', batch->0->'metadata',
+                    coalesce((batch->0->>'recorded_at')::timestamptz, now()), p_category)
             RETURNING ARRAY[position] INTO positions;
         ELSE
             positions := ARRAY(SELECT nextval('{POSITION_SEQUENCE}') FROM generate_series(1, n));
             INSERT INTO {EVENTS}
                 (position, stream_id, version, id, type, data, metadata, recorded_at, category)
             SELECT positions[e.i], p_stream, base + e.i, (e.event->>'id')::uuid,
-                   e.event->>'type', e.event->'data', e.event->'metadata', now(), p_category
+                   e.event->>'type', e.event->'data', e.event->'metadata',
+                   coalesce((e.event->>'recorded_at')::timestamptz, now()), p_category
             FROM jsonb_array_elements(batch) WITH ORDINALITY AS e(event, i);
         END IF;
     EXCEPTION WHEN unique_violation THEN
@@ -276,7 +282,7 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
 
     `existing` names the tables the database holds, `EARLIER_LAYOUT` if it
     was made by a release that kept each stream's version in the streams
-    table, and `APPEND_TAKES_LOG_LOCK` if its append function is 0.2's. A
+    table, and `APPEND_IS_CURRENT` if its append function is this release's. A
     store made by an older release lacks only newer objects: opening it adds
     them and brings the older ones up to date.
     """
@@ -299,8 +305,8 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
         if postgres:
             statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_NOTIFY_FUNCTION}() CASCADE")
             statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_APPEND}")
-    if postgres and (fresh or APPEND_TAKES_LOG_LOCK not in existing):
-        # A store made before 0.2 gets the function that takes the append lock.
+    if postgres and (fresh or APPEND_IS_CURRENT not in existing):
+        # An older store gets the function that takes the append lock and keeps times.
         statements += [_POSTGRES_STREAM_VERSION, _POSTGRES_APPEND]
     if fresh:
         statements += _POSTGRES_APPEND_ONLY if postgres else _SQLITE_TRIGGERS

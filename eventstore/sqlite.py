@@ -123,7 +123,8 @@ class SQLiteBackend(Backend):
         expected: int | StreamState,
     ) -> AppendResult:
         events = batch.all()
-        return self._guard(lambda: self._append(stream_id, category, events, expected))
+        timed = batch.timed
+        return self._guard(lambda: self._append(stream_id, category, events, expected, timed))
 
     def _append(
         self,
@@ -131,6 +132,7 @@ class SQLiteBackend(Backend):
         category: str,
         events: Sequence[PreparedEvent],
         expected: int | StreamState,
+        timed: bool,
     ) -> AppendResult:
         conn = self._conn
         conflict: Exception | None = None
@@ -144,7 +146,8 @@ class SQLiteBackend(Backend):
                 else:
                     first = conn.execute(_NEXT_POSITION).fetchone()[0]
                     conn.executemany(
-                        _INSERT_EVENT, _event_rows(stream_id, category, events, actual, first)
+                        _INSERT_EVENT,
+                        _event_rows(stream_id, category, events, actual, first, timed),
                     )
                     version = actual + len(events)
                     if actual == 0:
@@ -321,8 +324,14 @@ class SQLiteBackend(Backend):
 
 
 def _event_rows(
-    stream_id: str, category: str, events: Sequence[PreparedEvent], actual: int, first: int
+    stream_id: str,
+    category: str,
+    events: Sequence[PreparedEvent],
+    actual: int,
+    first: int,
+    timed: bool,
 ) -> list[tuple[Any, ...]]:
+    """The rows of an append; with `timed`, events with a `recorded_at` of their own keep it."""
     now = datetime.now(UTC).isoformat()
     return [
         (
@@ -333,7 +342,7 @@ def _event_rows(
             event.type,
             event.data.decode(),
             event.metadata.decode(),
-            now,
+            event.recorded_at.isoformat() if timed and event.recorded_at else now,
             category,
         )
         for offset, event in enumerate(events)

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from .errors import DuplicateEventId, InvalidEvent, WrongExpectedVersion
 from .events import ANY, EVENT_VERSION, NO_STREAM, NewEvent, RecordedEvent, StreamInfo
 from .store import EventStore
+from .testing_import import ImportConformance
 from .testing_input import InputConformance
 from .testing_snapshots import SnapshotConformance
 from .testing_waiting import WaitingConformance
@@ -50,7 +51,9 @@ class _Placed(BaseModel):
     tags: list[str]
 
 
-class EventStoreConformance(InputConformance, SnapshotConformance, WaitingConformance):
+class EventStoreConformance(
+    ImportConformance, InputConformance, SnapshotConformance, WaitingConformance
+):
     """Behaviour every backend must show. Needs a `store` fixture: a new, empty store."""
 
     # --- appending and optimistic concurrency ---------------------------------
