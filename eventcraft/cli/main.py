@@ -30,6 +30,7 @@ from .projection_commands import projections
 from .saga_commands import sagas
 from .shell import Shell
 from .spark_commands import spark
+from .transfer_commands import TRANSFER_COMMANDS
 
 EPILOG = """\b
 Examples:
@@ -68,7 +69,7 @@ def cli(
     context.call_on_close(shell.close)
 
 
-for command in LOG_COMMANDS:
+for command in (*LOG_COMMANDS, *TRANSFER_COMMANDS):
     cli.add_command(command)
 cli.add_command(projections)
 cli.add_command(sagas)

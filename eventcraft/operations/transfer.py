@@ -1,0 +1,246 @@
+"""Export and import: a store's events as NDJSON, one event a line, and back.
+
+Together they copy a store between backends and make a logical backup. An
+import keeps every event's id, stream, version, data, metadata and time;
+positions are the target's own, given in the order of the file, so the
+copy's global log keeps the original order.
+
+An export is canonical: object keys sorted (PostgreSQL's jsonb keeps them in
+an order of its own), so one history exports to the same bytes from any
+backend, positions aside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import IO
+
+import orjson
+
+from eventcraft.eventstore import (
+    DuplicateEventId,
+    EventStore,
+    NewEvent,
+    RecordedEvent,
+    WrongExpectedVersion,
+)
+
+from .documents import event_document, event_from_document
+from .errors import InputError, Problems
+
+BATCH = 5_000
+"""Most events of one stream an import appends at once (PostgreSQL sends a large batch
+in parts, in one transaction)."""
+
+PROGRESS_EVERY = 10_000
+"""Events between two reports to a progress callback."""
+
+Progress = Callable[[int], None]
+
+
+def _no_progress(done: int) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    events: int
+    """Lines written."""
+    last_position: int | None
+    """The position of the last event written; an export `--after` it continues this one."""
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    events: int
+    """Events read from the file."""
+    written: int
+    """Events appended to the store."""
+    skipped: int
+    """Events the store already held (same id, stream and version): written before."""
+
+
+def export_line(event: RecordedEvent) -> bytes:
+    """The event as an export's line: `documents.event_document`, keys sorted, newline ended."""
+    return orjson.dumps(
+        event_document(event), option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SORT_KEYS
+    )
+
+
+def export_span(store: EventStore, *, after: int, until: int | None) -> int:
+    """How many positions an export covers, for a progress bar: to `until` or the
+    high-water mark."""
+    end = store.high_water_mark() if until is None else until
+    return max(end - after, 0)
+
+
+def export_events(
+    store: EventStore,
+    out: IO[bytes],
+    *,
+    after: int = 0,
+    until: int | None = None,
+    categories: Sequence[str] = (),
+    progress: Progress = _no_progress,
+) -> ExportReport:
+    """Write the log after `after` and up to `until` (of `categories`, if given) to `out`.
+
+    `progress` is told how many positions past `after` are done, now and then.
+    """
+    if until is not None and until < after:
+        raise InputError(f"--until {until} is before --after {after}: nothing to export")
+    count = 0
+    last = None
+    write = out.write
+    for event in store.read_all(after=after, categories=categories or None):
+        if until is not None and event.position > until:
+            break
+        write(export_line(event))
+        count += 1
+        last = event.position
+        if count % PROGRESS_EVERY == 0:
+            progress(event.position - after)
+    out.flush()
+    progress((last or after) - after)
+    return ExportReport(events=count, last_position=last)
+
+
+def events_in_store(store: EventStore) -> int:
+    """The store's head: 0 for an empty store (an import into any other asks first)."""
+    return store.log_status().head
+
+
+def read_export(lines: Iterable[bytes]) -> Iterator[tuple[int, RecordedEvent]]:
+    """The events of an export's lines, each with its line number; `InputError` at the
+    first malformed line, naming it. Blank lines are passed over."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            document = orjson.loads(line)
+            if not isinstance(document, dict):
+                raise ValueError(f"a line holds a JSON object, not {type(document).__name__}")
+            event = event_from_document(document)
+        except orjson.JSONDecodeError as error:
+            raise InputError(f"line {number}: not JSON: {error}") from None
+        except ValueError as error:
+            raise InputError(f"line {number}: {error}") from None
+        yield number, event
+
+
+def import_events(
+    store: EventStore, source: IO[bytes], *, progress: Progress = _no_progress
+) -> ImportReport:
+    """Append the events of an export read from `source`, keeping ids, versions and times.
+
+    Consecutive events of one stream go in one append, at the version the
+    file gives them, so streams keep their versions and the log its order.
+    Idempotent by event id: events the store already holds where the file
+    puts them are skipped, so a second import writes nothing and an import
+    into a store that holds the start of the file resumes after it. Appends
+    are whole per batch: after a malformed line (`InputError`, naming it)
+    the events before it stay written, and the same import run again once
+    the line is fixed completes the copy.
+
+    `progress` is told the bytes read so far, now and then.
+    """
+    importer = _Importer(store, store.log_status().head)
+    read = 0
+
+    def measured() -> Iterator[bytes]:
+        nonlocal read
+        for count, line in enumerate(source, start=1):
+            read += len(line)
+            if count % PROGRESS_EVERY == 0:
+                progress(read)
+            yield line
+
+    batch: list[tuple[int, RecordedEvent]] = []
+    for number, event in read_export(measured()):
+        if batch:
+            last = batch[-1][1]
+            if (
+                event.stream_id != last.stream_id
+                or event.version != last.version + 1
+                or len(batch) >= BATCH
+            ):
+                importer.write(batch)
+                batch = []
+        batch.append((number, event))
+    if batch:
+        importer.write(batch)
+    progress(read)
+    return ImportReport(importer.events, importer.written, importer.skipped)
+
+
+class _Importer:
+    """Appends an import's batches and counts what it wrote and what was there."""
+
+    def __init__(self, store: EventStore, head: int) -> None:
+        self.store = store
+        self.head = head
+        """The store's last position before the import: a batch answered with positions
+        up to here was stored before (the store answers a repeated append so)."""
+        self.events = self.written = self.skipped = 0
+
+    def write(self, batch: list[tuple[int, RecordedEvent]]) -> None:
+        self.events += len(batch)
+        first = batch[0][1]
+        stream_id = first.stream_id
+        try:
+            result = self.store.append(
+                stream_id, _new_events(batch), expected_version=first.version - 1
+            )
+        except WrongExpectedVersion as conflict:
+            self._resume(batch, conflict.actual)
+            return
+        except DuplicateEventId:  # some of the batch is stored: an import with other bounds
+            self._resume(batch, self.store.stream_version(stream_id))
+            return
+        if result.positions[0] <= self.head:
+            self.skipped += len(batch)
+        else:
+            self.written += len(batch)
+
+    def _append(self, stream_id: str, batch: list[tuple[int, RecordedEvent]]) -> None:
+        try:
+            self.store.append(
+                stream_id, _new_events(batch), expected_version=batch[0][1].version - 1
+            )
+        except DuplicateEventId as error:
+            number = next((n for n, e in batch if e.id == error.event_id), batch[0][0])
+            raise Problems(
+                f"line {number}: event {error.event_id} is already in the store, "
+                f"{error.detail}; nothing from this line on was imported"
+            ) from None
+
+    def _resume(self, batch: list[tuple[int, RecordedEvent]], actual: int) -> None:
+        """Append what the store lacks of a batch its stream has moved past or short of."""
+        number, first = batch[0]
+        stream_id = first.stream_id
+        if actual < first.version - 1:
+            raise Problems(
+                f"line {number}: {stream_id} version {first.version} cannot follow version "
+                f"{actual} in the store: the file starts this stream part-way (an export "
+                "--after or --until?); import the events before it first"
+            )
+        held = list(self.store.read_stream(stream_id, from_version=first.version, limit=len(batch)))
+        for (line, event), stored in zip(batch, held, strict=False):
+            if stored.id != event.id:
+                raise Problems(
+                    f"line {line}: the store holds another event at {stream_id} version "
+                    f"{event.version} (id {stored.id}, the file's {event.id}); "
+                    "it is not a copy of this file"
+                )
+        self.skipped += len(held)
+        rest = batch[len(held) :]
+        if rest:
+            self._append(stream_id, rest)
+            self.written += len(rest)
+
+
+def _new_events(batch: list[tuple[int, RecordedEvent]]) -> list[NewEvent]:
+    return [
+        NewEvent(e.type, e.data, e.metadata, id=e.id, recorded_at=e.recorded_at) for _, e in batch
+    ]

@@ -1,0 +1,228 @@
+"""export and import: as operations on every backend, as commands on SQLite and PostgreSQL,
+and once through the installed entry point with pipes."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from eventcraft.eventstore import EventStore, NewEvent
+
+from eventcraft.operations import InputError, Problems
+from eventcraft.operations.transfer import export_events, import_events
+
+from .conftest import HISTORY, Run, fill
+
+
+@pytest.fixture
+def copy_url(tmp_path: Path) -> str:
+    """A new SQLite store beside the `known` one (which may be SQLite too)."""
+    return f"sqlite:///{tmp_path / 'copy.db'}"
+
+
+def exported(store: EventStore, **options: object) -> bytes:
+    out = io.BytesIO()
+    export_events(store, out, **options)  # type: ignore[arg-type]
+    return out.getvalue()
+
+
+def without_positions(ndjson: bytes) -> list[dict[str, object]]:
+    documents = [orjson.loads(line) for line in ndjson.splitlines()]
+    for document in documents:
+        del document["position"]
+    return documents
+
+
+def test_an_export_holds_every_event_with_every_field(known: EventStore) -> None:
+    lines = exported(known).splitlines()
+    assert len(lines) == len(HISTORY)
+    first = orjson.loads(lines[0])
+    assert sorted(first) == sorted(
+        ["position", "id", "stream_id", "version", "type", "recorded_at", "data", "metadata"]
+    )
+    assert [(d["stream_id"], d["type"], d["data"]) for d in map(orjson.loads, lines)] == [
+        (stream, type_, data) for stream, type_, data, _, _ in HISTORY
+    ]
+
+
+def test_an_export_takes_a_range_of_positions_and_categories(known: EventStore) -> None:
+    positions = [e.position for e in known.read_all()]
+    part = [
+        orjson.loads(line)
+        for line in exported(known, after=positions[1], until=positions[4]).splitlines()
+    ]
+    assert [d["position"] for d in part] == positions[2:5]
+    orders = [orjson.loads(line) for line in exported(known, categories=["order"]).splitlines()]
+    assert {d["stream_id"] for d in orders} == {"order-1", "order-2"}
+
+
+def test_an_import_copies_ids_versions_data_and_times(known: EventStore, copy_url: str) -> None:
+    original = exported(known)
+    with EventStore.open(copy_url) as copy:
+        report = import_events(copy, io.BytesIO(original))
+        assert (report.events, report.written, report.skipped) == (6, 6, 0)
+        assert without_positions(exported(copy)) == without_positions(original)
+        assert [e.stream_id for e in copy.read_all()] == [e.stream_id for e in known.read_all()]
+
+
+def test_an_import_run_twice_writes_nothing_the_second_time(
+    known: EventStore, store_url: str
+) -> None:
+    original = exported(known)
+    with EventStore.open(store_url) as copy:
+        import_events(copy, io.BytesIO(original))
+        head = copy.high_water_mark()
+        again = import_events(copy, io.BytesIO(original))
+        assert (again.written, again.skipped) == (0, 6)
+        assert copy.high_water_mark() == head
+
+
+def test_an_import_resumes_where_the_store_stops(known: EventStore, copy_url: str) -> None:
+    lines = exported(known).splitlines(keepends=True)
+    with EventStore.open(copy_url) as copy:
+        import_events(copy, io.BytesIO(b"".join(lines[:3])))
+        # A later export holds what was imported and more: its batches have other bounds.
+        known.append("order-1", [NewEvent("OrderNoted", {"note": "late"})])
+        report = import_events(copy, io.BytesIO(exported(known)))
+        assert (report.written, report.skipped) == (4, 3)
+        assert without_positions(exported(copy)) == without_positions(exported(known))
+
+
+def test_an_import_into_a_store_with_other_events_at_those_versions_is_refused(
+    known: EventStore, copy_url: str
+) -> None:
+    with EventStore.open(copy_url) as other:
+        other.append("order-1", [NewEvent("OrderPlaced", {})])
+        with pytest.raises(
+            Problems,
+            match=r"line 1: the store holds another event at order-1 version 1",
+        ):
+            import_events(other, io.BytesIO(exported(known)))
+
+
+def test_an_import_of_a_stream_begun_part_way_is_refused(known: EventStore, copy_url: str) -> None:
+    tail = exported(known, after=known.high_water_mark() - 1)
+    with EventStore.open(copy_url) as copy, pytest.raises(Problems, match=r"line 1: .*part-way"):
+        import_events(copy, io.BytesIO(tail))
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        (lambda line: line[:-5], "not JSON"),
+        (lambda line: line.replace(b'"type"', b'"kind"'), "missing type"),
+        (lambda line: line.replace(b'"id":"', b'"id":"zz'), "badly formed hexadecimal UUID"),
+        (lambda line: b"[1, 2]", "JSON object"),
+    ],
+    ids=["bad JSON", "missing field", "bad UUID", "not an object"],
+)
+def test_a_malformed_line_is_named_and_what_came_before_stays_importable(
+    known: EventStore, copy_url: str, fault: object, message: str
+) -> None:
+    lines = exported(known).splitlines()
+    broken = list(lines)
+    broken[3] = fault(lines[3])  # type: ignore[operator]
+    with EventStore.open(copy_url) as copy:
+        with pytest.raises(InputError, match=f"line 4: .*{message}"):
+            import_events(copy, io.BytesIO(b"\n".join(broken)))
+        # Fixed, the same import completes the copy.
+        report = import_events(copy, io.BytesIO(b"\n".join(lines)))
+        assert report.written + report.skipped == 6
+        assert without_positions(exported(copy)) == without_positions(exported(known))
+
+
+# --- the commands --------------------------------------------------------------------
+
+
+def test_the_round_trip_sqlite_postgres_exports_the_same_bytes_but_positions(
+    run: Run, sqlite_url: str, pg_url: str, tmp_path: Path
+) -> None:
+    with EventStore.open(sqlite_url) as source:
+        fill(source)
+        # Keys in an order PostgreSQL's jsonb would change, and a time it must keep.
+        source.append("order-3", [NewEvent("OrderPlaced", {"zeta": 1, "a": {"yy": 2, "b": 3}})])
+    first, second = tmp_path / "first.ndjson", tmp_path / "second.ndjson"
+    assert run("--store", sqlite_url, "export", "--out", str(first)).code == 0
+    imported = run("--store", pg_url, "import", str(first))
+    assert imported.code == 0, imported.err
+    assert "7 written" in imported.out
+    assert run("--store", pg_url, "export", "--out", str(second)).code == 0
+
+    def lines_but_positions(path: Path) -> list[bytes]:
+        return [line.split(b',"recorded_at"', 1)[1] for line in path.read_bytes().splitlines()]
+
+    assert lines_but_positions(first) == lines_but_positions(second)
+    assert without_positions(first.read_bytes()) == without_positions(second.read_bytes())
+
+
+def test_export_to_stdout_and_import_from_a_file(run: Run, known_url: str, tmp_path: Path) -> None:
+    exported_ = run("--store", known_url, "export", "--out", "-")
+    assert exported_.code == 0 and exported_.err == ""
+    path = tmp_path / "events.ndjson"
+    path.write_text(exported_.out)
+    target = f"sqlite:///{tmp_path / 'copy.db'}"
+    done = run("--store", target, "import", str(path), "--json")
+    assert done.code == 0
+    assert orjson.loads(done.out) == {"events": 6, "written": 6, "skipped": 0}
+
+
+def test_import_into_a_store_with_events_needs_yes_without_a_terminal(
+    run: Run, known_url: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "events.ndjson"
+    path.write_text(run("--store", known_url, "export", "--out", "-").out)
+    refused = run("--store", known_url, "import", str(path))
+    assert refused.code == 2
+    assert "pass --yes" in refused.err and len(refused.err.splitlines()) == 1
+    again = run("--store", known_url, "import", str(path), "--yes", "--json")
+    assert again.code == 0
+    assert orjson.loads(again.out) == {"events": 6, "written": 0, "skipped": 6}
+
+
+def test_a_malformed_line_exits_2_naming_it(run: Run, sqlite_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "events.ndjson"
+    path.write_bytes(b"\n\n{not json}\n")
+    outcome = run("--store", sqlite_url, "import", str(path))
+    assert outcome.code == 2
+    assert outcome.err.startswith("error: line 3: not JSON")
+    assert len(outcome.err.splitlines()) == 1
+
+
+def test_export_and_import_refuse_unusable_files(run: Run, known_url: str, tmp_path: Path) -> None:
+    missing = run("--store", known_url, "import", str(tmp_path / "none.ndjson"))
+    assert (missing.code, missing.err.splitlines()[0][:22]) == (2, "error: cannot read '/t")
+    unwritable = run("--store", known_url, "export", "--out", str(tmp_path / "no" / "x.ndjson"))
+    assert unwritable.code == 2 and "cannot write" in unwritable.err
+    backwards = run("--store", known_url, "export", "--after", "5", "--until", "2", "--out", "-")
+    assert backwards.code == 2 and "--until 2 is before --after 5" in backwards.err
+    no_out = run("--store", known_url, "export")
+    assert no_out.code == 2 and "--out" in no_out.err
+
+
+def test_export_piped_into_import_through_the_real_entry_point(
+    known_url: str, tmp_path: Path
+) -> None:
+    target = f"sqlite:///{tmp_path / 'copy.db'}"
+    command = [sys.executable, "-m", "eventcraft"]
+    exporter = subprocess.Popen(
+        [*command, "--store", known_url, "export", "--out", "-"], stdout=subprocess.PIPE
+    )
+    importer = subprocess.run(
+        [*command, "--store", target, "import", "-"],
+        stdin=exporter.stdout,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert exporter.stdout is not None
+    exporter.stdout.close()
+    assert exporter.wait(timeout=60) == 0
+    assert importer.returncode == 0, importer.stderr
+    assert "6 written" in importer.stdout
+    assert importer.stderr == ""  # no progress bar without a terminal
+    with EventStore.open(known_url) as source, EventStore.open(target) as copy:
+        assert without_positions(exported(copy)) == without_positions(exported(source))
