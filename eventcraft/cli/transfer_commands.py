@@ -131,7 +131,8 @@ def verify(as_json: bool) -> None:
     if not found.ok:
         listed = len(found.problems)
         more = f" ({listed} listed)" if listed < found.problem_count else ""
-        raise Problems(f"verify found {found.problem_count} problems{more}")
+        noun = "problem" if found.problem_count == 1 else "problems"
+        raise Problems(f"verify found {found.problem_count} {noun}{more}")
 
 
 TRANSFER_COMMANDS = (export, import_, verify)
