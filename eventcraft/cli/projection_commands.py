@@ -4,48 +4,15 @@ parked events retried or discarded."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
 
 import click
 
-from eventcraft.eventstore import EventStore
-
-from ..app import App
 from ..operations import projections as operations
-from ..operations.errors import InputError, Problems
+from ..operations.errors import Problems
 from .output import console, emit_json, json_option, progress, table, when
-from .shell import shell
-
-F = TypeVar("F", bound=Callable[..., Any])
+from .shell import confirmed, opened, yes_option
 
 POSITION = click.IntRange(min=1)
-
-yes_option: Callable[[F], F] = click.option(
-    "--yes", "-y", is_flag=True, help="Do it without asking for confirmation."
-)
-
-
-def interactive() -> bool:
-    """Whether there is a person at a terminal to ask."""
-    return sys.stdin.isatty()
-
-
-def confirmed(question: str, yes: bool) -> None:
-    """Go on if `--yes` was given or the person at the terminal agrees; otherwise
-    abort (exit 1), or, with no terminal to ask, refuse (exit 2) rather than hang."""
-    if yes:
-        return
-    if not interactive():
-        raise InputError("there is no terminal to confirm this at: pass --yes to go ahead")
-    click.confirm(question, abort=True)
-
-
-def opened() -> tuple[EventStore, App]:
-    """The App the command was pointed at, and its store."""
-    found = shell()
-    app = found.app()
-    return found.store(), app
 
 
 @click.group(

@@ -14,7 +14,7 @@ from rich.text import Text
 from ..operations import sagas as operations
 from ..operations.sagas import SagaSummary
 from .output import console, emit_json, json_option, table, when
-from .projection_commands import confirmed, opened, yes_option
+from .shell import confirmed, opened, yes_option
 
 APP = "eventcraft --app svc.app:app"
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -15,6 +17,14 @@ from ..operations.errors import InputError
 
 if TYPE_CHECKING:
     from ..app import App
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+NO_TERMINAL = "there is no terminal to confirm this at: pass --yes to go ahead"
+
+yes_option: Callable[[F], F] = click.option(
+    "--yes", "-y", is_flag=True, help="Do it without asking for confirmation."
+)
 
 
 @dataclass
@@ -64,6 +74,31 @@ def shell() -> Shell:
     found = click.get_current_context().find_object(Shell)
     assert found is not None, "commands run under the eventcraft group"
     return found
+
+
+def opened() -> tuple[EventStore, App]:
+    """The store and the App the command was pointed at; the command needs both."""
+    found = shell()
+    app = found.app()
+    return found.store(), app
+
+
+def interactive() -> bool:
+    """Whether there is a person at a terminal to ask."""
+    return sys.stdin.isatty()
+
+
+def confirmed(
+    question: str, yes: bool, *, refusal: str = NO_TERMINAL, can_ask: bool = True
+) -> None:
+    """Go on if `--yes` was given or the person at the terminal agrees; otherwise abort
+    (exit 1), or, with no terminal to ask (or stdin taken by data), refuse (exit 2) with
+    `refusal` rather than hang."""
+    if yes:
+        return
+    if not (can_ask and interactive()):
+        raise InputError(refusal)
+    click.confirm(question, abort=True)
 
 
 def environment_default(name: str) -> str | None:

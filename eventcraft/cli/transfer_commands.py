@@ -13,7 +13,7 @@ from ..operations import transfer
 from ..operations import verify as verification
 from ..operations.errors import InputError, Problems
 from .output import console, emit_json, json_option, progress, table
-from .shell import shell
+from .shell import confirmed, shell
 
 NOT_NEGATIVE = click.IntRange(min=0)
 
@@ -72,16 +72,14 @@ def import_(source: str, yes: bool, as_json: bool) -> None:
             except OSError as error:
                 raise InputError(f"cannot read {source!r}: {error.strerror}") from None
         held = transfer.events_in_store(store)
-        if held and not yes:
-            if source == "-" or not sys.stdin.isatty():
-                raise InputError(
-                    f"the store already holds events (up to position {held}): "
-                    "pass --yes to import into it"
-                )
-            click.confirm(
+        if held:
+            confirmed(
                 f"The store already holds events (up to position {held}); events of the file it "
                 "holds are skipped. Import into it?",
-                abort=True,
+                yes,
+                refusal=f"the store already holds events (up to position {held}): "
+                "pass --yes to import into it",
+                can_ask=source != "-",  # stdin is the data, not the person
             )
         with progress("import (bytes)", size) as done:
             report = transfer.import_events(store, file, progress=done)

@@ -16,7 +16,7 @@ from eventcraft.eventstore import EventStore
 from eventcraft.projections import ProjectionRunner
 
 from eventcraft import App
-from eventcraft.cli import projection_commands
+from eventcraft.cli import projection_commands, shell
 from eventcraft.operations import NotFound, Problems
 from eventcraft.operations import projections as operations
 
@@ -187,7 +187,7 @@ def test_retry_asks_applies_and_exits_1_when_the_handler_fails_again(
         2,
         "error: there is no terminal to confirm this at: pass --yes to go ahead\n",
     )
-    monkeypatch.setattr(projection_commands, "interactive", lambda: True)
+    monkeypatch.setattr(shell, "interactive", lambda: True)
     monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))
     declined = shop_cli("projections", "retry", "order-notes", "7")
     assert (declined.code, declined.err) == (1, "error: aborted: nothing was done\n")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from eventcraft.eventstore import EventStore
 
-from eventcraft.cli import projection_commands, saga_commands
+from eventcraft.cli import saga_commands, shell
 from eventcraft.operations import InputError, NotFound, Problems
 from eventcraft.operations import sagas as operations
 
@@ -182,7 +182,7 @@ def test_retry_resolve_and_cancel_ask_act_and_recheck(
         2,
         "error: there is no terminal to confirm this at: pass --yes to go ahead\n",
     )
-    monkeypatch.setattr(projection_commands, "interactive", lambda: True)
+    monkeypatch.setattr(shell, "interactive", lambda: True)
     monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))
     declined = shop_cli("sagas", "cancel", "delivery", "d1")
     assert (declined.code, declined.err) == (1, "error: aborted: nothing was done\n")
