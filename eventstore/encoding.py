@@ -316,26 +316,54 @@ def _encode(value: dict[str, Any] | BaseModel) -> bytes:
     except (TypeError, orjson.JSONEncodeError) as error:
         raise InvalidEvent(f"cannot be encoded as JSON: {error}") from error
     # A backslash first: one memchr, where the six-byte search costs as much as
-    # the encoding, and most payloads hold no escape at all.
-    if b"\\" in encoded and _JSON_NUL in encoded:
+    # the encoding, and most payloads hold no escape at all. find() rather than
+    # `in`, which first tries its operand as an int and costs half as much again.
+    if encoded.find(b"\\") >= 0 and encoded.find(_JSON_NUL) >= 0:
         raise InvalidEvent("contains a NUL character, which the store cannot hold")
-    # orjson writes NaN and the infinities as null, and has no option to refuse
+    # orjson writes NaN and the infinities as null and has no option to refuse
     # them; only a payload with a null in it can hold one, so only such a
     # payload is searched, in Python.
-    if b"null" in encoded:
-        found = _non_finite(value, "")
-        if found is not None:
-            raise InvalidEvent(
-                f"holds {found[1]!r} at {found[0]}: JSON has no NaN or "
-                "infinity, and the store would keep null instead"
-            )
+    if encoded.find(b"null") >= 0 and _any_non_finite(value):
+        found = _first_non_finite(value, "")
+        raise InvalidEvent(
+            f"holds {found[1]!r} at {found[0]}: JSON has no NaN or infinity, "
+            "and the store would keep null instead"
+            if found
+            else "holds NaN or infinity, which JSON has not"
+        )
     return encoded
 
 
-def _non_finite(value: object, path: str) -> tuple[str, float] | None:
-    """The path to the first NaN or infinity in `value` as orjson would encode it, if any."""
+def _any_non_finite(value: object) -> bool:
+    """Whether `value` holds a NaN or infinity where orjson encodes one.
+
+    Exact types first: this runs for every payload that holds a null.
+    """
+    kind = type(value)
+    if kind is dict:
+        items: Any = value.values()  # type: ignore[attr-defined]
+    elif kind is list or kind is tuple:
+        items = value
+    else:
+        items = _children(value)
+        if items is None:
+            return isinstance(value, float) and not _isfinite(value)
+    for item in items:
+        kind = type(item)
+        if kind is str or kind is int or item is None or kind is bool:
+            continue
+        if kind is float:
+            if not _isfinite(item):
+                return True
+        elif _any_non_finite(item):
+            return True
+    return False
+
+
+def _first_non_finite(value: object, path: str) -> tuple[str, float] | None:
+    """The path to the first NaN or infinity in `value`, and that number; for the message."""
     if isinstance(value, float):
-        return None if math.isfinite(value) else (path, value)
+        return None if _isfinite(value) else (path, value)
     if isinstance(value, dict):
         items: Any = value.items()
     elif isinstance(value, list | tuple):
@@ -345,12 +373,24 @@ def _non_finite(value: object, path: str) -> tuple[str, float] | None:
     else:
         return None
     for key, item in items:
-        if isinstance(item, str | int | bool) or item is None:
-            continue
-        found = _non_finite(item, f"{path}[{key!r}]")
+        found = _first_non_finite(item, f"{path}[{key!r}]")
         if found is not None:
             return found
     return None
+
+
+def _children(value: object) -> Any:
+    """The values orjson encodes inside a dict or list subclass or a dataclass, else None."""
+    if isinstance(value, dict):
+        return value.values()
+    if isinstance(value, list | tuple):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [getattr(value, f.name) for f in dataclasses.fields(value)]
+    return None
+
+
+_isfinite = math.isfinite
 
 
 decode = orjson.loads
