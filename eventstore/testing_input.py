@@ -221,8 +221,10 @@ class InputConformance:
         self, store: EventStore, value: float, part: str
     ) -> None:
         payload = {"note": None, "lines": [{"sku": "a", "price": value}]}
-        broken = NewEvent("Broken", {}, metadata={})
-        broken = dataclasses.replace(broken, **{part: payload})
+        if part == "data":
+            broken = NewEvent("Broken", payload)
+        else:
+            broken = NewEvent("Broken", {}, metadata=payload)
         with pytest.raises(
             InvalidEvent,
             match=rf"event 1 \('Broken'\) for stream 'order-1': {part} holds {value!r} "
