@@ -7,6 +7,7 @@ the length of the call; it follows nothing in the background.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -117,19 +118,7 @@ def status(store: EventStore, app: App) -> list[ProjectionState]:
     with _runner(store, app) as runner:
         kinds = {d.name: _kind(d) for d in app.projections}
         return [
-            ProjectionState(
-                name=s.name,
-                kind=kinds[s.name],
-                position=s.position,
-                head=s.head,
-                lag_events=s.lag_events,
-                lag_seconds=s.lag_seconds,
-                generation=s.generation,
-                owner=s.owner,
-                parked=s.parked,
-                stopped_at=s.stopped_at,
-            )
-            for s in runner.status()
+            ProjectionState(kind=kinds[s.name], **dataclasses.asdict(s)) for s in runner.status()
         ]
 
 
