@@ -35,9 +35,7 @@ def console() -> Console:
 
 def emit_json(document: Any) -> None:
     """One JSON document on stdout."""
-    sys.stdout.buffer.write(
-        orjson.dumps(document, default=_default, option=orjson.OPT_INDENT_2) + b"\n"
-    )
+    sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
     sys.stdout.flush()
 
 
@@ -106,9 +104,3 @@ def progress(description: str, total: int | None) -> Iterator[Callable[[int], No
     with bar:
         task = bar.add_task(description, total=total)
         yield lambda done: bar.update(task, completed=done)
-
-
-def _default(value: Any) -> Any:
-    if isinstance(value, RecordedEvent):
-        return event_document(value)
-    raise TypeError(f"cannot show {type(value).__name__} as JSON")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -99,7 +98,3 @@ def confirmed(
     if not (can_ask and interactive()):
         raise InputError(refusal)
     click.confirm(question, abort=True)
-
-
-def environment_default(name: str) -> str | None:
-    return os.environ.get(name) or None
