@@ -8,9 +8,6 @@ $ eventcraft --app myservice.eventcraft_app:app projections status
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -19,6 +16,7 @@ from eventcraft.projections import Definition
 from eventcraft.sagas import Saga
 
 from .operations.errors import InputError
+from .operations.references import load_reference
 
 
 @dataclass(frozen=True)
@@ -49,20 +47,8 @@ class App:
 
 
 def load_app(reference: str) -> App:
-    """The `App` named `module:attribute`, the module found from the current folder too.
-
-    A console script's path lacks the folder it runs in, which `python -m`
-    has; a service's own modules are usually there (as uvicorn and celery do).
-    """
-    module_name, _, attribute = reference.partition(":")
-    if not module_name or not attribute:
-        raise InputError(f"name the app as module:attribute, not {reference!r}")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        found = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as error:
-        raise InputError(f"cannot load the app {reference!r}: {error}") from error
+    """The `App` named `module:attribute`, the module found from the current folder too."""
+    found = load_reference(reference, "the app")
     if not isinstance(found, App):
         raise InputError(f"{reference!r} is {type(found).__name__}, not an eventcraft.App")
     return found

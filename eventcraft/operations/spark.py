@@ -12,10 +12,8 @@ through the JVM: it is passed through unchecked, and Spark reports on it.
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -24,6 +22,7 @@ from eventcraft.eventstore import EventStore
 from eventcraft.projections import Definition, Fold, ProjectionError
 
 from .errors import InputError, NotFound, Problems
+from .references import load_reference
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -218,28 +217,14 @@ def check_database(url: str) -> str:
 
 
 def load_fold(reference: str, app: App | None = None) -> Fold:
-    """The Fold named `module:attribute` (found from the current folder too), or by name in `app`.
-
-    A console script's path lacks the folder it runs in, which `python -m`
-    has; the user's module is usually there (as uvicorn and celery look).
-    """
-    module_name, colon, attribute = reference.partition(":")
-    if not colon and app is not None:
+    """The Fold named `module:attribute` (from the current folder too), or by name in `app`."""
+    if ":" not in reference and app is not None:
         named = {definition.name: definition for definition in app.projections}
         if reference not in named:
             raise NotFound(f"the app has no projection {reference!r}: it has {sorted(named)}")
         found: object = named[reference]
     else:
-        if not module_name or not attribute:
-            raise InputError(f"name the fold as module:attribute, not {reference!r}")
-        if os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())
-        try:
-            found = getattr(importlib.import_module(module_name), attribute)
-        except Exception as error:  # the user's module may fail in any way as it loads
-            raise InputError(
-                f"cannot load {reference!r}: {type(error).__name__}: {error}"
-            ) from error
+        found = load_reference(reference, "the fold")
     if not isinstance(found, Definition):
         raise InputError(f"{reference!r} is {type(found).__name__}, not a projection definition")
     if not isinstance(found, Fold):

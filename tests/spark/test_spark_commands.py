@@ -194,8 +194,8 @@ def test_hadoop_archives_are_passed_through_unchecked(known_url: str) -> None:
     ("fold", "message"),
     [
         ("account_balances", "name the fold as module:attribute, not 'account_balances'"),
-        ("examples.read_models:nothing", "cannot load 'examples.read_models:nothing'"),
-        ("examples.nowhere:balances", "cannot load 'examples.nowhere:balances'"),
+        ("examples.read_models:nothing", "cannot load the fold 'examples.read_models:nothing'"),
+        ("examples.nowhere:balances", "cannot load the fold 'examples.nowhere:balances'"),
         ("examples.read_models:READ_MODELS", "is list, not a projection definition"),
         ("examples.read_models:orders_by_customer", "a Spark replay runs a Fold"),
     ],
