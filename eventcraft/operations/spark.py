@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from eventcraft.eventstore import EventStore
 from eventcraft.projections import Definition, Fold, ProjectionError
+from eventcraft.projections.archive_layout import chain_break, span_of
 
 from .errors import InputError, NotFound, Problems
 from .references import load_reference
@@ -44,7 +45,6 @@ _MASTER = re.compile(
     r"|yarn"
     r"|k8s://\S+"
 )
-_SEGMENT = re.compile(r"from-(\d+)-to-(\d+)")
 _SQL_SCHEMES = ("sqlite", "postgresql", "postgres", "postgresql+psycopg")
 
 
@@ -263,26 +263,19 @@ def _replay_archive(archive: str) -> list[tuple[int, int]] | None:
     if not os.path.isdir(local):
         what = "is not a folder" if os.path.exists(local) else "does not exist"
         raise NotFound(f"the archive {local!r} {what}: nothing to replay from")
-    segments = []
-    for name in os.listdir(local):
-        match = _SEGMENT.fullmatch(name)
-        if match and os.path.exists(os.path.join(local, name, "_SUCCESS")):
-            segments.append((int(match.group(1)), int(match.group(2))))
+    segments = sorted(
+        span
+        for name in os.listdir(local)
+        if (span := span_of(name)) and os.path.exists(os.path.join(local, name, "_SUCCESS"))
+    )
     if not segments:
         raise InputError(
             f"the archive {local!r} holds no committed segment (from-N-to-M/ with _SUCCESS): "
             "export to it first with `eventcraft spark export`"
         )
-    segments.sort()
-    expected = 1
-    for first, last in segments:
-        if first != expected:
-            what = "overlaps the one before" if first < expected else "leaves a gap"
-            raise InputError(
-                f"the archive {local!r} is not one log: segment from {first} to {last} {what} "
-                f"(the log continues at {expected})"
-            )
-        expected = last + 1
+    broken = chain_break(segments)
+    if broken:
+        raise InputError(f"the archive {local!r} is not one log: {broken}")
     return segments
 
 

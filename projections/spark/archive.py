@@ -14,18 +14,16 @@ filesystem the cluster mounts (file:, hdfs:, s3a:).
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from eventcraft.eventstore import EventStore
 from pyspark.sql import DataFrame, SparkSession
 
+from ..archive_layout import chain_break, segment_name, span_of
 from ..errors import ProjectionError
 from .rows import EVENT_DDL
 from .source import check_readable, read_store
-
-_SEGMENT = re.compile(r"from-(\d+)-to-(\d+)")
 
 
 class ArchiveError(ProjectionError):
@@ -70,15 +68,9 @@ class Archive:
             (segment for segment, committed in self._listing(spark) if committed),
             key=lambda segment: segment.first,
         )
-        expected = 1
-        for segment in found:
-            if segment.first != expected:
-                what = "overlaps the one before" if segment.first < expected else "leaves a gap"
-                raise ArchiveError(
-                    f"{self.path}: segment {segment.path} {what} "
-                    f"(it starts at {segment.first}, the log continues at {expected})"
-                )
-            expected = segment.last + 1
+        broken = chain_break((segment.first, segment.last) for segment in found)
+        if broken:
+            raise ArchiveError(f"{self.path}: {broken}")
         return found
 
     def last_position(self, spark: SparkSession) -> int:
@@ -110,7 +102,7 @@ class Archive:
         if upto <= after:
             return ExportReport(self.path, after, after, 0)
         events = read_store(spark, store_url, after=after, upto=upto)
-        target = f"{self.path}/from-{after + 1:015d}-to-{upto:015d}"
+        target = f"{self.path}/{segment_name(after + 1, upto)}"
         # Microsecond timestamps, not Spark's legacy INT96: any Parquet reader can read them.
         setting = "spark.sql.parquet.outputTimestampType"
         before = spark.conf.get(setting, None)
@@ -132,12 +124,12 @@ class Archive:
         listed = []
         for status in filesystem.listStatus(root):
             name = status.getPath().getName()
-            match = _SEGMENT.fullmatch(name)
-            if not status.isDirectory() or match is None:
+            span = span_of(name)
+            if not status.isDirectory() or span is None:
                 continue
             path = status.getPath().toString()
             committed = bool(filesystem.exists(status.getPath().suffix("/_SUCCESS")))
-            segment = Segment(int(match.group(1)), int(match.group(2)), path)
+            segment = Segment(*span, path)
             listed.append((segment, committed))
         return listed
 

@@ -1,0 +1,36 @@
+"""The Parquet archive's layout, without Spark: what its segments are called and when they
+form one log. `spark/archive.py` reads and writes the archive by these rules; the command
+line checks an archive by them before a JVM starts."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+SEGMENT_NAME = re.compile(r"from-(\d+)-to-(\d+)")
+"""A segment's folder: `from-<first position>-to-<last position>`."""
+
+
+def segment_name(first: int, last: int) -> str:
+    return f"from-{first:015d}-to-{last:015d}"
+
+
+def span_of(name: str) -> tuple[int, int] | None:
+    """The positions a segment's folder name says it holds; None if it is no segment's."""
+    match = SEGMENT_NAME.fullmatch(name)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def chain_break(spans: Iterable[tuple[int, int]]) -> str | None:
+    """Why segments sorted by their first position are not one log from position 1, or None.
+
+    Each must start where the one before ended: a later start leaves a gap an
+    archive reader would skip, an earlier one overlaps and would read events twice.
+    """
+    expected = 1
+    for first, last in spans:
+        if first != expected:
+            what = "overlaps the one before" if first < expected else "leaves a gap"
+            return f"segment from {first} to {last} {what} (the log continues at {expected})"
+        expected = last + 1
+    return None
