@@ -22,6 +22,7 @@ from eventcraft.projections import (
     ParkedEventNotFound,
     ProjectionError,
     ProjectionRunner,
+    ProjectionStatus,
     ProjectionStopped,
     Subscription,
 )
@@ -31,26 +32,11 @@ from .errors import InputError, NotFound, Problems
 
 
 @dataclass(frozen=True)
-class ProjectionState:
-    """Where one projection stands against the log."""
+class ProjectionState(ProjectionStatus):
+    """Where one projection stands against the log: the runner's status, and its kind."""
 
-    name: str
     kind: str
     """fold, projection or subscription."""
-    position: int
-    """The checkpoint: every event up to here is applied."""
-    head: int
-    """The log's high-water mark when the state was taken."""
-    lag_events: int
-    lag_seconds: float
-    """Age of the oldest event it reads and has not applied; 0 when current."""
-    generation: int
-    owner: str | None
-    """The runner holding its lease, if one does now."""
-    parked: int
-    """Events in its error store."""
-    stopped_at: int | None
-    """The position a handler failure stopped it at, if one did."""
 
 
 @dataclass(frozen=True)
