@@ -42,6 +42,7 @@ _ID_CHUNK = 500  # ids per lookup, well under SQLite's bound-parameter limit
 E = schema.EVENTS
 S = schema.STREAMS
 _COLUMNS = "id, stream_id, version, position, type, data, metadata, recorded_at"
+_EVENT_BY_ID = f"SELECT {_COLUMNS} FROM {E} WHERE id = ?"
 
 _STREAM_VERSION = f"SELECT coalesce(max(version), 0) FROM {E} WHERE stream_id = ?"
 _NEXT_POSITION = f"SELECT coalesce(max(position), 0) + 1 FROM {E}"
@@ -257,6 +258,10 @@ class SQLiteBackend(Backend):
 
     def high_water_mark(self) -> int:
         return self._guard(lambda: int(self._fetch(_HEAD, ())[0][0]))
+
+    def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
+        rows = self._guard(lambda: self._fetch(_EVENT_BY_ID, (event_id.hex,)))
+        return _event(rows[0]) if rows else None
 
     def stream_version(self, stream_id: str) -> int:
         rows = self._guard(lambda: self._fetch(_STREAM_VERSION, (stream_id,)))
