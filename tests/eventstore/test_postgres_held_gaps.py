@@ -22,9 +22,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 from eventcraft.eventstore import NO_STREAM, EventStore, NewEvent, WrongExpectedVersion, schema
-from eventcraft.eventstore.encoding import PreparedBatch
-from eventcraft.eventstore.postgres import PostgresTarget, batch_json
-from eventcraft.eventstore.postgres.wire import APPEND
+from eventcraft.eventstore.postgres import PostgresTarget
 from eventcraft.projections import Projection, ProjectionRunner
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
@@ -32,6 +30,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from ..conftest import PG_URL
 from ..postgres_server import postgres_server
 from . import gap_readers
+from .held_appends import append_uncommitted
 from .test_model import machine_on
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -164,14 +163,6 @@ def _in_thread(work: Callable[[], object]) -> threading.Thread:
     return thread
 
 
-def _append_uncommitted(conn: psycopg.Connection[Any], stream_id: str) -> int:
-    """An append called inside a transaction the test keeps open: a real in-flight append."""
-    batch = batch_json(PreparedBatch(stream_id, [NewEvent("Held", {})]).all()).decode()
-    row = conn.execute(APPEND, (stream_id, stream_id.split("-")[0], -1, batch)).fetchone()
-    assert row is not None
-    return int(row[0].split()[1])
-
-
 @pytest.mark.parametrize("outcome", ["commit", "rollback"])
 def test_an_append_in_flight_holds_readers_until_it_ends_and_the_store_names_it(
     pg_url: str, reader: Executor, outcome: str
@@ -182,7 +173,7 @@ def test_an_append_in_flight_holds_readers_until_it_ends_and_the_store_names_it(
         psycopg.connect(target.conninfo, options=target.options()) as held,
     ):
         first = store.append("early-1", [NewEvent("Early", {})]).positions[0]
-        position = _append_uncommitted(held, "held-1")
+        position = append_uncommitted(held, "held-1")[0]
         later = store.append("later-1", [NewEvent("Later", {})]).positions[0]
 
         status = store.log_status()
@@ -249,7 +240,7 @@ def test_a_store_made_by_the_previous_release_gets_the_append_that_takes_the_loc
         EventStore.open(pg_url) as store,
         psycopg.connect(target.conninfo, options=target.options()) as held,
     ):
-        position = _append_uncommitted(held, "held-1")
+        position = append_uncommitted(held, "held-1")[0]
         later = store.append("later-1", [NewEvent("Later", {})]).positions[0]
         assert [e.position for e in store.read_all()] == [1]
         status = store.log_status().held

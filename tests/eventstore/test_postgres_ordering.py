@@ -11,12 +11,10 @@ from typing import Any
 import psycopg
 import pytest
 from eventcraft.eventstore import EventStore, NewEvent
-from eventcraft.eventstore.encoding import PreparedBatch
-from eventcraft.eventstore.postgres import batch_json
 from eventcraft.eventstore.postgres.connections import PostgresTarget
-from eventcraft.eventstore.postgres.wire import APPEND
 
 from . import workers
+from .held_appends import append_uncommitted
 from .tailing import tail_until_written
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -36,18 +34,11 @@ def raw(pg_url: str) -> Iterator[psycopg.Connection[Any]]:
         yield conn
 
 
-def _append_uncommitted(conn: psycopg.Connection[Any], stream_id: str) -> int:
-    batch = batch_json(PreparedBatch(stream_id, [NewEvent("Held", {})]).all()).decode()
-    row = conn.execute(APPEND, (stream_id, stream_id.split("-")[0], -1, batch)).fetchone()
-    assert row is not None
-    return int(row[0].split()[1])
-
-
 def test_a_reader_waits_at_a_position_whose_transaction_is_still_open(
     store: EventStore, raw: psycopg.Connection[Any]
 ) -> None:
     first = store.append("early-1", [NewEvent("Early", {})]).positions[0]
-    held = _append_uncommitted(raw, "held-1")
+    held = append_uncommitted(raw, "held-1")[0]
     later = store.append("later-1", [NewEvent("Later", {})]).positions[0]
     assert first < held < later
 
@@ -64,7 +55,7 @@ def test_a_reader_waits_at_a_position_whose_transaction_is_still_open(
 def test_a_reader_passes_a_hole_left_by_a_rolled_back_append(
     store: EventStore, raw: psycopg.Connection[Any]
 ) -> None:
-    held = _append_uncommitted(raw, "held-1")
+    held = append_uncommitted(raw, "held-1")[0]
     later = store.append("later-1", [NewEvent("Later", {})]).positions[0]
     assert list(store.read_all()) == []
     raw.rollback()

@@ -65,10 +65,9 @@ def slow_committer(url: str, writer: int, appends: int, seed: int) -> list[str]:
     import time
 
     import psycopg
-    from eventcraft.eventstore.encoding import PreparedBatch
-    from eventcraft.eventstore.postgres import batch_json
     from eventcraft.eventstore.postgres.connections import PostgresTarget
-    from eventcraft.eventstore.postgres.wire import APPEND
+
+    from .held_appends import append_uncommitted
 
     rng = random.Random(seed)
     target = PostgresTarget.from_url(url)
@@ -76,8 +75,9 @@ def slow_committer(url: str, writer: int, appends: int, seed: int) -> list[str]:
     with psycopg.connect(target.conninfo, options=target.options()) as conn:
         for n in range(appends):
             ids = [uuid.uuid4() for _ in range(rng.choice((1, 3)))]
-            batch = PreparedBatch("slow", [NewEvent("Slow", {"n": n}, id=i) for i in ids]).all()
-            conn.execute(APPEND, (f"slow-{writer}", "slow", -1, batch_json(batch).decode()))
+            append_uncommitted(
+                conn, f"slow-{writer}", [NewEvent("Slow", {"n": n}, id=i) for i in ids]
+            )
             time.sleep(rng.random() * 0.01)  # the window in which later positions commit first
             if rng.random() < 0.2:
                 conn.rollback()
