@@ -135,7 +135,7 @@ def test_the_command_line_exports_and_replays(
         assert balance_rows(r) == replayed and len(replayed) == 9
 
     assert main(["replay", "examples.read_models:nothing", "--store", sqlite_url]) == 2
-    assert "cannot load 'examples.read_models:nothing'" in capsys.readouterr().err
+    assert "cannot load the fold 'examples.read_models:nothing'" in capsys.readouterr().err
 
 
 def test_a_fold_is_found_in_the_folder_the_command_runs_in(
