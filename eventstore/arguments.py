@@ -1,0 +1,202 @@
+"""The store's calls checked once, for `EventStore` and `AsyncEventStore` alike.
+
+Each function takes what a caller passed to one method of the store and
+returns what the backend's method takes, or raises `InvalidEvent` naming
+what was wrong. The two faces of the store call these and nothing else
+before their backends, so a rule about bad input cannot hold on one and not
+the other.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel
+
+from .encoding import (
+    MAX_AFTER,
+    MAX_INT,
+    PreparedBatch,
+    check_expected_version,
+    check_limit,
+    check_name,
+    check_position,
+)
+from .errors import EventStoreError, InvalidEvent, StoreUnavailable, UnsupportedStoreURL
+from .events import ExpectedVersion, NewEvent, StreamState, category_of
+from .snapshot import PreparedSnapshot, prepare_snapshot
+
+_MAX_INT32 = 2**31 - 1  # a snapshot's schema_version is a 32-bit column
+
+
+class AppendCall(NamedTuple):
+    """An append's arguments as a backend takes them."""
+
+    stream_id: str
+    category: str
+    batch: PreparedBatch
+    expected: int | StreamState
+
+
+class ReadAllCall(NamedTuple):
+    """A read of the log's arguments as a backend takes them."""
+
+    after: int
+    limit: int | None
+    categories: tuple[str, ...] | None
+    types: tuple[str, ...] | None
+
+
+def append_call(
+    stream_id: str,
+    events: Sequence[NewEvent],
+    expected_version: ExpectedVersion,
+    max_event_bytes: int,
+) -> AppendCall:
+    batch = PreparedBatch(stream_id, events, max_event_bytes)
+    expected = check_expected_version(stream_id, expected_version)
+    return AppendCall(stream_id, category_of(stream_id), batch, expected)
+
+
+def read_stream_call(
+    stream_id: str, from_version: int | None, limit: int | None
+) -> tuple[str, int | None, int | None]:
+    """The stream id, `from_version` and `limit` of a read of one stream, checked."""
+    check_name("stream id", stream_id)
+    if from_version is not None:
+        check_position("from_version", from_version)
+    return stream_id, from_version, check_limit(limit)
+
+
+def read_stream_encoded_call(stream_id: str, from_version: int | None) -> tuple[str, int]:
+    check_name("stream id", stream_id)
+    if from_version is not None:
+        check_position("from_version", from_version)
+    return stream_id, from_version or 1
+
+
+def read_all_call(
+    after: int,
+    limit: int | None,
+    categories: Sequence[str] | str | None,
+    types: Sequence[str] | str | None,
+) -> ReadAllCall:
+    return ReadAllCall(
+        check_position("after", after, MAX_AFTER),
+        check_limit(limit),
+        names("category", categories),
+        names("event type", types),
+    )
+
+
+def event_id_call(event_id: uuid.UUID) -> uuid.UUID:
+    if not isinstance(event_id, uuid.UUID):
+        raise InvalidEvent(f"an event id is a UUID, not {event_id!r}")
+    return event_id
+
+
+def wait_call(after: int, timeout: float) -> tuple[int, float]:
+    """`after` and `timeout` of a wait for events, checked; the timeout as a float."""
+    check_position("after", after, MAX_AFTER)
+    if (
+        not isinstance(timeout, int | float)
+        or isinstance(timeout, bool)
+        or not 0 <= timeout <= threading.TIMEOUT_MAX  # NaN fails this too
+    ):
+        raise InvalidEvent(
+            f"timeout must be a number of seconds from 0 to {threading.TIMEOUT_MAX}, "
+            f"not {timeout!r}"
+        )
+    return after, float(timeout)
+
+
+def list_streams_call(
+    category: str | None, after: str | None, limit: int | None
+) -> tuple[str | None, str | None, int | None]:
+    if category is not None:
+        check_name("category", category)
+    if after is not None:
+        check_name("after", after)
+    return category, after, check_limit(limit)
+
+
+def snapshot_call(
+    stream_id: str,
+    version: int,
+    type: str,
+    data: dict[str, Any] | BaseModel,
+    schema_version: int,
+) -> PreparedSnapshot:
+    # Checked here only for range; prepare_snapshot checks the rest.
+    for name, value, most in (
+        ("version", version, MAX_INT),
+        ("schema_version", schema_version, _MAX_INT32),
+    ):
+        if isinstance(value, int) and value > most:
+            raise InvalidEvent(
+                f"snapshot of stream {stream_id!r}: {name} must be at most {most}, not {value}"
+            )
+    return prepare_snapshot(stream_id, version, type, schema_version, data)
+
+
+def names(what: str, given: Sequence[str] | str | None) -> tuple[str, ...] | None:
+    if given is None:
+        return None
+    if isinstance(given, str):
+        given = (given,)
+    if not given:
+        raise InvalidEvent(f"an empty list of {what} names matches nothing; pass None for all")
+    return tuple(check_name(what, name) for name in given)
+
+
+def scheme_of(url: object) -> str:
+    """The backend a store URL names ("memory", "sqlite" or "postgresql"), or raise."""
+    if not isinstance(url, str):
+        raise UnsupportedStoreURL(f"a store URL must be a str, not {type(url).__name__}")
+    if "\x00" in url:
+        raise UnsupportedStoreURL(
+            f"a store URL must not contain a NUL character: {redacted(url)!r}"
+        )
+    scheme = url.split(":", 1)[0].lower() if "://" in url else ""
+    if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
+        return "postgresql"
+    if scheme in ("memory", "sqlite"):
+        return scheme
+    raise UnsupportedStoreURL(
+        f"no backend for {redacted(url)!r}: use sqlite:///PATH, postgresql://... or memory://"
+    )
+
+
+def unavailable(url: str, error: EventStoreError | OSError) -> StoreUnavailable:
+    """The error to raise for a database at `url` that could not be opened."""
+    # A backend's own StoreUnavailable names the database, not the URL the
+    # caller gave; the driver's error stays the cause either way.
+    cause = error.__cause__ if isinstance(error, EventStoreError) and error.__cause__ else error
+    detail = without_password(url, str(error))
+    raised = StoreUnavailable(f"cannot open the event store at {redacted(url)!r}: {detail}")
+    raised.__cause__ = cause
+    return raised
+
+
+def redacted(url: str) -> str:
+    """`url` with its password, if any, masked."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:  # unparsable: where a password would be is unknown
+        return url.split("://", 1)[0] + "://..."
+    if password is None:
+        return url
+    return url.replace(f":{password}@", ":***@", 1)
+
+
+def without_password(url: str, text: str) -> str:
+    """`text`, a driver's message, with the password of `url` masked should it quote it."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return text
+    return text.replace(password, "***") if password else text
