@@ -13,23 +13,19 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
-import orjson
 import psycopg
 from psycopg.rows import RowMaker
 
 from .. import schema
-from ..encoding import PreparedBatch, PreparedEvent
+from ..encoding import PreparedBatch
 from ..errors import (
     AppendOutcomeUnknown,
     EventStoreError,
     StoreUnavailable,
-    WrongExpectedVersion,
 )
 from ..events import (
-    ANY,
-    EVENT_VERSION,
     AppendResult,
     EncodedEvent,
     RecordedEvent,
@@ -41,47 +37,14 @@ from ..log_status import LogStatus
 from ..paging import paged
 from ..port import Backend
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
+from . import statements as sql
 from .connections import ConnectionPool, PostgresTarget
 from .head import log_status, safe_head
 from .listener import Listener
+from .statements import ANY_TRIES, PAGE, PART, batch_json
 from .wire import append_and_notify, append_in_parts, notify_statement
 
-PAGE = 2000
-"""Rows a read fetches in one statement."""
-
-PART = 250
-"""Events an append sends in one call of the append function; a larger batch goes in
-several, in one transaction, each encoded while the server writes the one before."""
-
-E = schema.EVENTS
-S = schema.STREAMS
-_COLUMNS = "id, stream_id, version, position, type, data, metadata, recorded_at"
-
-_STORED_IDS = f"SELECT id, stream_id, version, position FROM {E} WHERE id = ANY(%s)"
-_EVENT_BY_ID = f"SELECT {_COLUMNS} FROM {E} WHERE id = %s"
-_STREAM_VERSION = f"SELECT coalesce(max(version), 0) FROM {E} WHERE stream_id = %s"
-_ANY_TRIES = 100
-"""Appends at ANY that lose the race for the stream's next version before giving up."""
-# Saves only if the stream has reached the version; returns the stream's
-# version, so the caller can tell a refusal from an older snapshot kept.
-_SAVE_SNAPSHOT = f"""
-WITH stream AS (SELECT coalesce(max(version), 0) AS version FROM {E} WHERE stream_id = %(stream)s),
-saved AS (
-    INSERT INTO {schema.SNAPSHOTS} AS s
-        (stream_id, version, type, schema_version, data, recorded_at)
-    SELECT %(stream)s, %(version)s, %(type)s, %(schema_version)s, %(data)s::jsonb, now()
-    FROM stream WHERE stream.version >= %(version)s
-    ON CONFLICT (stream_id) DO UPDATE SET version = excluded.version, type = excluded.type,
-        schema_version = excluded.schema_version, data = excluded.data,
-        recorded_at = excluded.recorded_at
-    WHERE excluded.version >= s.version
-)
-SELECT version FROM stream
-"""
-_LOAD_SNAPSHOT = f"""
-SELECT stream_id, version, type, schema_version, data, recorded_at
-FROM {schema.SNAPSHOTS} WHERE stream_id = %s
-"""
+__all__ = ["PAGE", "PART", "PostgresBackend", "batch_json"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -123,7 +86,7 @@ class PostgresBackend(Backend):
                     (
                         sorted(schema.TABLES),
                         schema.EARLIER_LAYOUT,
-                        S,
+                        schema.STREAMS,
                         schema.APPEND_IS_CURRENT,
                         [f"%{mark}%" for mark in schema.APPEND_CURRENT_MARKS],
                     ),
@@ -139,11 +102,7 @@ class PostgresBackend(Backend):
         batch: PreparedBatch,
         expected: int | StreamState,
     ) -> AppendResult:
-        if isinstance(expected, int):
-            code = expected
-        else:
-            code = schema.APPEND_AT_ANY if expected is ANY else 0
-        head = (stream_id.encode(), category.encode(), b"%d" % code)
+        head = sql.append_head(stream_id, category, expected)
         if len(batch) > PART:
             send = self._in_parts(head, batch)
         else:
@@ -153,17 +112,14 @@ class PostgresBackend(Backend):
                 return [append_and_notify(conn, params, self._notify)]
 
         def attempt(conn: psycopg.Connection[Any]) -> AppendResult:
-            for _ in range(_ANY_TRIES):
+            for _ in range(ANY_TRIES):
                 try:
                     answers = send(conn)
                 except psycopg.errors.UniqueViolation as error:
                     return self._retried_or(conn, stream_id, batch, error)
                 except psycopg.DatabaseError as error:
-                    if error.sqlstate != schema.WRONG_EXPECTED_VERSION_SQLSTATE:
-                        raise
-                    if expected is not ANY:
-                        actual = int(error.diag.message_detail or 0)
-                        conflict = WrongExpectedVersion(stream_id, expected, actual)
+                    conflict = sql.version_conflict(error, stream_id, expected)
+                    if conflict is not None:
                         return self._retried_or(conn, stream_id, batch, conflict)
                     # At ANY, another append took the version read: read it again,
                     # unless this very batch is what took it.
@@ -171,14 +127,10 @@ class PostgresBackend(Backend):
                     if earlier is not None:
                         return earlier
                     continue
-                positions: list[int] = []
-                for answer in answers:
-                    version, *part_positions = map(int, answer.split())
-                    positions += part_positions
-                return AppendResult(version=version, positions=tuple(positions))
+                return sql.append_result(answers)
             raise EventStoreError(
                 f"append to stream {stream_id!r} at ANY lost the race for the next version "
-                f"{_ANY_TRIES} times in a row"
+                f"{ANY_TRIES} times in a row"
             )
 
         return self._appending(stream_id, attempt)
@@ -215,47 +167,46 @@ class PostgresBackend(Backend):
     def _stored_result(
         self, conn: psycopg.Connection[Any], stream_id: str, batch: PreparedBatch
     ) -> AppendResult | None:
-        rows = conn.execute(_STORED_IDS, (batch.ids,)).fetchall()
+        rows = conn.execute(sql.STORED_IDS, (batch.ids,)).fetchall()
         return resolve_stored_ids(stream_id, batch.ids, [StoredId(*row) for row in rows])
 
     def read_stream(
         self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None
     ) -> Iterator[RecordedEvent]:
+        params = {"stream": stream_id}
         if backwards:
-            start = (1 << 62) if from_version is None else from_version
-            query = (
-                f"SELECT {_COLUMNS} FROM {E} WHERE stream_id = %(stream)s "
-                "AND version <= %(start)s ORDER BY version DESC LIMIT %(count)s"
-            )
+            start = sql.LAST_VERSION if from_version is None else from_version
             return self._pages(
-                query, {"stream": stream_id}, start, _version_before, limit, rows=_recorded_events
+                sql.READ_STREAM_BACKWARDS,
+                params,
+                start,
+                sql.version_before,
+                limit,
+                rows=sql.recorded_events,
             )
-        query = (
-            f"SELECT {_COLUMNS} FROM {E} WHERE stream_id = %(stream)s "
-            "AND version >= %(start)s ORDER BY version LIMIT %(count)s"
-        )
         return self._pages(
-            query,
-            {"stream": stream_id},
+            sql.READ_STREAM_FORWARDS,
+            params,
             from_version or 1,
-            _version_after,
+            sql.version_after,
             limit,
-            rows=_recorded_events,
+            rows=sql.recorded_events,
         )
 
     def read_stream_encoded(self, stream_id: str, *, from_version: int) -> Iterator[EncodedEvent]:
-        query = (
-            f"SELECT version, type, data::text, (metadata->'{EVENT_VERSION}')::text FROM {E} "
-            "WHERE stream_id = %(stream)s AND version >= %(start)s ORDER BY version LIMIT %(count)s"
-        )
         return self._pages(
-            query, {"stream": stream_id}, from_version, _version_after, None, rows=_encoded_events
+            sql.READ_STREAM_ENCODED,
+            {"stream": stream_id},
+            from_version,
+            sql.version_after,
+            None,
+            rows=sql.encoded_events,
         )
 
     def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
         def find(conn: psycopg.Connection[Any]) -> RecordedEvent | None:
-            with conn.cursor(binary=True, row_factory=_recorded_events) as cur:
-                return cur.execute(_EVENT_BY_ID, (event_id,)).fetchone()
+            with conn.cursor(binary=True, row_factory=sql.recorded_events) as cur:
+                return cur.execute(sql.EVENT_BY_ID, (event_id,)).fetchone()
 
         return self._with_connection(find)
 
@@ -268,23 +219,10 @@ class PostgresBackend(Backend):
         types: Sequence[str] | None,
     ) -> Iterator[RecordedEvent]:
         head = self._safe_head(after)
-        filters = ""
-        params: dict[str, Any] = {}
-        if categories is not None:
-            filters += " AND category = ANY(%(categories)s)"
-            params["categories"] = list(categories)
-        if types is not None:
-            filters += " AND type = ANY(%(types)s)"
-            params["types"] = list(types)
-        # No `position <= head` in SQL: with a range on both sides (and stale
-        # statistics, or a generic plan) the planner expects a few rows and
-        # sorts all the rows past `start` for every page. The few rows past
-        # the head that a page may bring are dropped here instead.
-        query = (
-            f"SELECT {_COLUMNS} FROM {E} WHERE position > %(start)s"
-            f"{filters} ORDER BY position LIMIT %(count)s"
+        query, params = sql.read_all_query(categories, types)
+        return self._pages(
+            query, params, after, sql.position, limit, rows=sql.recorded_events, upto=head
         )
-        return self._pages(query, params, after, _position, limit, rows=_recorded_events, upto=head)
 
     def _safe_head(self, after: int) -> int:
         return self._with_connection(partial(safe_head, after=after))
@@ -300,7 +238,7 @@ class PostgresBackend(Backend):
 
     def stream_version(self, stream_id: str) -> int:
         def query(conn: psycopg.Connection[Any]) -> int:
-            row = conn.execute(_STREAM_VERSION, (stream_id,)).fetchone()
+            row = conn.execute(sql.STREAM_VERSION, (stream_id,)).fetchone()
             return int(row[0]) if row else 0
 
         return self._with_connection(query)
@@ -308,14 +246,7 @@ class PostgresBackend(Backend):
     def list_streams(
         self, *, category: str | None, after: str | None, limit: int | None
     ) -> Iterator[StreamInfo]:
-        query = (
-            f"SELECT stream_id, (SELECT max(version) FROM {E} e WHERE e.stream_id = s.stream_id) "
-            f"FROM {S} s WHERE stream_id > %(after)s"
-        )
-        if category is not None:
-            query += " AND category = %(category)s"
-        query += " ORDER BY stream_id LIMIT %(limit)s"
-        params = {"after": after or "", "category": category, "limit": limit}
+        query, params = sql.list_streams_query(category, after, limit)
 
         def fetch(conn: psycopg.Connection[Any]) -> list[StreamInfo]:
             return [StreamInfo(*row) for row in conn.execute(query, params)]
@@ -323,16 +254,16 @@ class PostgresBackend(Backend):
         return iter(self._with_connection(fetch))
 
     def save_snapshot(self, snapshot: PreparedSnapshot) -> None:
-        params = {
-            "stream": snapshot.stream_id,
-            "version": snapshot.version,
-            "type": snapshot.type,
-            "schema_version": snapshot.schema_version,
-            "data": snapshot.data.decode(),
-        }
+        params = sql.snapshot_params(
+            snapshot.stream_id,
+            snapshot.version,
+            snapshot.type,
+            snapshot.schema_version,
+            snapshot.data,
+        )
 
         def save(conn: psycopg.Connection[Any]) -> int:
-            row = conn.execute(_SAVE_SNAPSHOT, params).fetchone()
+            row = conn.execute(sql.SAVE_SNAPSHOT, params).fetchone()
             return int(row[0]) if row else 0
 
         actual = self._with_connection(save)
@@ -341,7 +272,7 @@ class PostgresBackend(Backend):
 
     def load_snapshot(self, stream_id: str) -> Snapshot | None:
         def load(conn: psycopg.Connection[Any]) -> Snapshot | None:
-            row = conn.execute(_LOAD_SNAPSHOT, (stream_id,)).fetchone()
+            row = conn.execute(sql.LOAD_SNAPSHOT, (stream_id,)).fetchone()
             return Snapshot(*row) if row else None
 
         return self._with_connection(load)
@@ -368,13 +299,9 @@ class PostgresBackend(Backend):
                 with conn.cursor(binary=True, row_factory=rows) as cur:
                     return cur.execute(query, {**params, "start": key, "count": count}).fetchall()
 
-            page = self._with_connection(run)
-            if upto is not None:
-                while page and cast(RecordedEvent, page[-1]).position > upto:
-                    page.pop()  # a short page: the last one
-            return page
+            return sql.up_to(self._with_connection(run), upto)
 
-        return paged(fetch, start, next_start, _same, limit, PAGE)
+        return paged(fetch, start, next_start, sql.same, limit, PAGE)
 
     def _appending(
         self, stream_id: str, attempt: Callable[[psycopg.Connection[Any]], AppendResult]
@@ -415,61 +342,3 @@ class PostgresBackend(Backend):
             except psycopg.Error as error:
                 raise EventStoreError(f"PostgreSQL event store: {error}") from error
         raise AssertionError("unreachable")
-
-
-def batch_json(events: Sequence[PreparedEvent], timed: bool = False) -> bytes:
-    """The events as the append function takes them: one JSON array.
-
-    `timed`: some event has a `recorded_at` of its own; only then is the key
-    sent (for those that have one), so the common append pays nothing for it.
-    """
-    if timed:
-        return orjson.dumps([_timed_event(event) for event in events])
-    return orjson.dumps(
-        [
-            {
-                "id": event.id,
-                "type": event.type,
-                "data": orjson.Fragment(event.data),
-                "metadata": orjson.Fragment(event.metadata),
-            }
-            for event in events
-        ]
-    )
-
-
-def _timed_event(event: PreparedEvent) -> dict[str, Any]:
-    sent: dict[str, Any] = {
-        "id": event.id,
-        "type": event.type,
-        "data": orjson.Fragment(event.data),
-        "metadata": orjson.Fragment(event.metadata),
-    }
-    if event.recorded_at is not None:
-        sent["recorded_at"] = event.recorded_at  # RFC 3339, with its offset
-    return sent
-
-
-def _recorded_events(cursor: psycopg.Cursor[Any]) -> RowMaker[RecordedEvent]:
-    return lambda values: RecordedEvent(*values)
-
-
-def _encoded_events(cursor: psycopg.Cursor[Any]) -> RowMaker[EncodedEvent]:
-    # tuple.__new__ straight from C: _make would check each row's length in Python.
-    return partial(tuple.__new__, EncodedEvent)
-
-
-def _same(event: R) -> R:
-    return event
-
-
-def _position(event: RecordedEvent) -> int:
-    return event.position
-
-
-def _version_after(event: RecordedEvent | EncodedEvent) -> int:
-    return event.version + 1
-
-
-def _version_before(event: RecordedEvent) -> int:
-    return event.version - 1

@@ -119,18 +119,42 @@ def safe_head(conn: psycopg.Connection[Any], after: int) -> int:
     return head
 
 
+async def safe_head_async(conn: psycopg.AsyncConnection[Any], after: int) -> int:
+    """`safe_head` on an async connection: the same statements, the same rule."""
+    head, waiting = _answer(await (await conn.execute(_COARSE, {"after": after})).fetchone(), after)
+    if waiting:
+        row = await (await conn.execute(_PRECISE, {"after": after})).fetchone()
+        head, _ = _answer(row, after)
+    return head
+
+
 def log_status(conn: psycopg.Connection[Any]) -> LogStatus:
     high_water_mark = safe_head(conn, 0)
     row = conn.execute(_LAST).fetchone()
     head = int(row[0]) if row else 0
     if head <= high_water_mark:
         return LogStatus(head=head, high_water_mark=high_water_mark, held=None)
-    writer = conn.execute(_OLDEST_WRITER).fetchone()
+    return _held(head, high_water_mark, conn.execute(_OLDEST_WRITER).fetchone())
+
+
+async def log_status_async(conn: psycopg.AsyncConnection[Any]) -> LogStatus:
+    high_water_mark = await safe_head_async(conn, 0)
+    row = await (await conn.execute(_LAST)).fetchone()
+    head = int(row[0]) if row else 0
+    if head <= high_water_mark:
+        return LogStatus(head=head, high_water_mark=high_water_mark, held=None)
+    return _held(head, high_water_mark, await (await conn.execute(_OLDEST_WRITER)).fetchone())
+
+
+def _held(head: int, high_water_mark: int, writer: tuple[Any, ...] | None) -> LogStatus:
     pid, seconds = (writer[0], float(writer[1] or 0.0)) if writer else (None, 0.0)
     held = HeldPosition(position=high_water_mark + 1, pid=pid, seconds=seconds)
     return LogStatus(head=head, high_water_mark=high_water_mark, held=held)
 
 
 def _head(conn: psycopg.Connection[Any], query: str, after: int) -> tuple[int, bool]:
-    row = conn.execute(query, {"after": after}).fetchone()
+    return _answer(conn.execute(query, {"after": after}).fetchone(), after)
+
+
+def _answer(row: tuple[Any, ...] | None, after: int) -> tuple[int, bool]:
     return (int(row[0]), bool(row[1])) if row else (after, False)

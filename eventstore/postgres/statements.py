@@ -1,0 +1,221 @@
+"""The PostgreSQL store's SQL and what its answers mean, for the sync and async backends.
+
+Both backends run these very strings and decode rows with these very
+factories; they differ only in how they wait for the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Any, TypeVar
+
+import orjson
+import psycopg
+from psycopg.rows import RowMaker
+
+from .. import schema
+from ..encoding import PreparedEvent
+from ..errors import WrongExpectedVersion
+from ..events import ANY, EVENT_VERSION, AppendResult, EncodedEvent, RecordedEvent, StreamState
+
+PAGE = 2000
+"""Rows a read fetches in one statement."""
+
+PART = 250
+"""Events an append sends in one call of the append function; a larger batch goes in
+several, in one transaction, each encoded while the server writes the one before."""
+
+ANY_TRIES = 100
+"""Appends at ANY that lose the race for the stream's next version before giving up."""
+
+R = TypeVar("R")
+
+E = schema.EVENTS
+S = schema.STREAMS
+COLUMNS = "id, stream_id, version, position, type, data, metadata, recorded_at"
+
+STORED_IDS = f"SELECT id, stream_id, version, position FROM {E} WHERE id = ANY(%s)"
+EVENT_BY_ID = f"SELECT {COLUMNS} FROM {E} WHERE id = %s"
+STREAM_VERSION = f"SELECT coalesce(max(version), 0) FROM {E} WHERE stream_id = %s"
+# Saves only if the stream has reached the version; returns the stream's
+# version, so the caller can tell a refusal from an older snapshot kept.
+SAVE_SNAPSHOT = f"""
+WITH stream AS (SELECT coalesce(max(version), 0) AS version FROM {E} WHERE stream_id = %(stream)s),
+saved AS (
+    INSERT INTO {schema.SNAPSHOTS} AS s
+        (stream_id, version, type, schema_version, data, recorded_at)
+    SELECT %(stream)s, %(version)s, %(type)s, %(schema_version)s, %(data)s::jsonb, now()
+    FROM stream WHERE stream.version >= %(version)s
+    ON CONFLICT (stream_id) DO UPDATE SET version = excluded.version, type = excluded.type,
+        schema_version = excluded.schema_version, data = excluded.data,
+        recorded_at = excluded.recorded_at
+    WHERE excluded.version >= s.version
+)
+SELECT version FROM stream
+"""
+LOAD_SNAPSHOT = f"""
+SELECT stream_id, version, type, schema_version, data, recorded_at
+FROM {schema.SNAPSHOTS} WHERE stream_id = %s
+"""
+READ_STREAM_FORWARDS = (
+    f"SELECT {COLUMNS} FROM {E} WHERE stream_id = %(stream)s "
+    "AND version >= %(start)s ORDER BY version LIMIT %(count)s"
+)
+READ_STREAM_BACKWARDS = (
+    f"SELECT {COLUMNS} FROM {E} WHERE stream_id = %(stream)s "
+    "AND version <= %(start)s ORDER BY version DESC LIMIT %(count)s"
+)
+READ_STREAM_ENCODED = (
+    f"SELECT version, type, data::text, (metadata->'{EVENT_VERSION}')::text FROM {E} "
+    "WHERE stream_id = %(stream)s AND version >= %(start)s ORDER BY version LIMIT %(count)s"
+)
+LAST_VERSION = 1 << 62
+"""Where a backwards read without `from_version` starts."""
+
+
+def read_all_query(
+    categories: Sequence[str] | None, types: Sequence[str] | None
+) -> tuple[str, dict[str, Any]]:
+    """The paged query of `read_all` and its parameters but `start` and `count`."""
+    filters = ""
+    params: dict[str, Any] = {}
+    if categories is not None:
+        filters += " AND category = ANY(%(categories)s)"
+        params["categories"] = list(categories)
+    if types is not None:
+        filters += " AND type = ANY(%(types)s)"
+        params["types"] = list(types)
+    # No `position <= head` in SQL: with a range on both sides (and stale
+    # statistics, or a generic plan) the planner expects a few rows and
+    # sorts all the rows past `start` for every page. The few rows past
+    # the head that a page may bring are dropped by the caller instead.
+    query = (
+        f"SELECT {COLUMNS} FROM {E} WHERE position > %(start)s"
+        f"{filters} ORDER BY position LIMIT %(count)s"
+    )
+    return query, params
+
+
+def list_streams_query(
+    category: str | None, after: str | None, limit: int | None
+) -> tuple[str, dict[str, Any]]:
+    query = (
+        f"SELECT stream_id, (SELECT max(version) FROM {E} e WHERE e.stream_id = s.stream_id) "
+        f"FROM {S} s WHERE stream_id > %(after)s"
+    )
+    if category is not None:
+        query += " AND category = %(category)s"
+    query += " ORDER BY stream_id LIMIT %(limit)s"
+    return query, {"after": after or "", "category": category, "limit": limit}
+
+
+def snapshot_params(
+    stream_id: str, version: int, type: str, schema_version: int, data: bytes
+) -> dict[str, Any]:
+    return {
+        "stream": stream_id,
+        "version": version,
+        "type": type,
+        "schema_version": schema_version,
+        "data": data.decode(),
+    }
+
+
+def append_head(stream_id: str, category: str, expected: int | StreamState) -> tuple[bytes, ...]:
+    """The append function's first three parameters, as text."""
+    at_state = schema.APPEND_AT_ANY if expected is ANY else 0  # NO_STREAM is version 0
+    code = expected if isinstance(expected, int) else at_state
+    return (stream_id.encode(), category.encode(), b"%d" % code)
+
+
+def append_result(answers: Sequence[str]) -> AppendResult:
+    """The result of an append from the text answers of its calls of the function."""
+    positions: list[int] = []
+    version = 0
+    for answer in answers:
+        version, *part_positions = map(int, answer.split())
+        positions += part_positions
+    return AppendResult(version=version, positions=tuple(positions))
+
+
+def version_conflict(
+    error: psycopg.DatabaseError, stream_id: str, expected: int | StreamState
+) -> WrongExpectedVersion | None:
+    """What a refused call of the append function means.
+
+    None when the refusal is a lost race at ANY, worth another try; the
+    conflict to report when an exact version was expected. Raises `error`
+    itself when it is no refusal of the version at all.
+    """
+    if error.sqlstate != schema.WRONG_EXPECTED_VERSION_SQLSTATE:
+        raise error
+    if expected is ANY:
+        return None
+    return WrongExpectedVersion(stream_id, expected, int(error.diag.message_detail or 0))
+
+
+def batch_json(events: Sequence[PreparedEvent], timed: bool = False) -> bytes:
+    """The events as the append function takes them: one JSON array.
+
+    `timed`: some event has a `recorded_at` of its own; only then is the key
+    sent (for those that have one), so the common append pays nothing for it.
+    """
+    if timed:
+        return orjson.dumps([_timed_event(event) for event in events])
+    return orjson.dumps(
+        [
+            {
+                "id": event.id,
+                "type": event.type,
+                "data": orjson.Fragment(event.data),
+                "metadata": orjson.Fragment(event.metadata),
+            }
+            for event in events
+        ]
+    )
+
+
+def _timed_event(event: PreparedEvent) -> dict[str, Any]:
+    sent: dict[str, Any] = {
+        "id": event.id,
+        "type": event.type,
+        "data": orjson.Fragment(event.data),
+        "metadata": orjson.Fragment(event.metadata),
+    }
+    if event.recorded_at is not None:
+        sent["recorded_at"] = event.recorded_at  # RFC 3339, with its offset
+    return sent
+
+
+def recorded_events(cursor: Any) -> RowMaker[RecordedEvent]:
+    return lambda values: RecordedEvent(*values)
+
+
+def encoded_events(cursor: Any) -> RowMaker[EncodedEvent]:
+    # tuple.__new__ straight from C: _make would check each row's length in Python.
+    return partial(tuple.__new__, EncodedEvent)
+
+
+def up_to(page: list[R], head: int | None) -> list[R]:
+    """`page` without the events past `head` (a page of `RecordedEvent`s when `head` is set)."""
+    if head is not None:
+        while page and page[-1].position > head:  # type: ignore[attr-defined]
+            page.pop()  # a short page: the last one
+    return page
+
+
+def same(event: R) -> R:
+    return event
+
+
+def position(event: RecordedEvent) -> int:
+    return event.position
+
+
+def version_after(event: RecordedEvent | EncodedEvent) -> int:
+    return event.version + 1
+
+
+def version_before(event: RecordedEvent) -> int:
+    return event.version - 1
