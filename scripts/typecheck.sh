@@ -7,5 +7,5 @@ tree=build/typecheck
 rm -rf "$tree"
 mkdir -p "$tree/eventcraft"
 for entry in eventcraft/*; do ln -s "$PWD/$entry" "$tree/eventcraft/"; done
-for package in eventstore domain projections sagas; do ln -s "$PWD/$package" "$tree/eventcraft/$package"; done
+for package in eventstore domain projections sagas messaging; do ln -s "$PWD/$package" "$tree/eventcraft/$package"; done
 exec "${MYPY:-mypy}" "$tree/eventcraft" examples tests benchmarks "$@"

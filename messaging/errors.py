@@ -1,0 +1,75 @@
+"""The messaging package's exceptions.
+
+::
+
+    MessagingError
+    ├── BrokerUnavailable (ConnectionError)   a broker could not be reached or dropped us
+    ├── MessageRefused                        a broker answered a publish with a refusal
+    ├── InvalidMessage (ValueError)           an incoming message the inbox cannot store
+    ├── MessageIdConflict (ValueError)        a used message id sent with another body
+    ├── FailedMessageNotFound (LookupError)   no such message in an inbox's error store
+    └── MessagingConfigError (ValueError)     a relay, inbox or intake set up wrongly
+
+The brokers' client errors (aio-pika's, nats-py's) are translated into these
+where the clients are called (`rabbitmq.py`, `jetstream.py`); they never
+reach a caller.
+"""
+
+from __future__ import annotations
+
+
+class MessagingError(Exception):
+    """Base of every error the messaging package raises."""
+
+
+class BrokerUnavailable(MessagingError, ConnectionError):
+    """A broker could not be reached, or the connection broke before it confirmed.
+
+    What was not confirmed is published again once the broker is back.
+    """
+
+    def __init__(self, broker: str, detail: str) -> None:
+        self.broker = broker
+        self.detail = detail
+        super().__init__(f"{broker} is unavailable: {detail}")
+
+    def __reduce__(self) -> tuple[type[BrokerUnavailable], tuple[str, str]]:
+        return (type(self), (self.broker, self.detail))
+
+
+class MessageRefused(MessagingError):
+    """The broker answered a publish with a negative acknowledgement."""
+
+    def __init__(self, broker: str, message_id: str, detail: str) -> None:
+        self.broker = broker
+        self.message_id = message_id
+        self.detail = detail
+        super().__init__(f"{broker} refused message {message_id}: {detail}")
+
+    def __reduce__(self) -> tuple[type[MessageRefused], tuple[str, str, str]]:
+        return (type(self), (self.broker, self.message_id, self.detail))
+
+
+class InvalidMessage(MessagingError, ValueError):
+    """An incoming message that cannot become an event: no id, a body that is not
+    JSON, or what the user's mapping made of it is refused."""
+
+
+class MessageIdConflict(MessagingError, ValueError):
+    """A message id already stored, sent again with a different body or stream."""
+
+    def __init__(self, message_id: str, detail: str) -> None:
+        self.message_id = message_id
+        self.detail = detail
+        super().__init__(f"message id {message_id!r} is already used: {detail}")
+
+    def __reduce__(self) -> tuple[type[MessageIdConflict], tuple[str, str]]:
+        return (type(self), (self.message_id, self.detail))
+
+
+class FailedMessageNotFound(MessagingError, LookupError):
+    """An inbox's error store holds no message with that id."""
+
+
+class MessagingConfigError(MessagingError, ValueError):
+    """A relay, inbox or intake endpoint given arguments it cannot work with."""

@@ -1,0 +1,127 @@
+"""RabbitMQ through aio-pika: the relay's publisher and an inbox's queue.
+
+Publishing uses publisher confirms on one channel: a batch is written at
+once and its confirms awaited together, so a batch costs about one round
+trip, and one channel keeps the messages in the order they were written.
+Messages are persistent, on a durable topic exchange.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+import aio_pika
+import aiormq
+
+from .errors import BrokerUnavailable, MessageRefused
+from .loop import EventLoopThread
+from .messages import OutgoingMessage
+from .publisher import Publisher, shown
+
+DEFAULT_URL = "amqp://guest:guest@127.0.0.1:5672/"
+# What a lost connection looks like from aio-pika: its own errors, the socket's
+# and a channel that closed under it.
+CONNECTION_ERRORS = (
+    aiormq.exceptions.AMQPConnectionError,
+    aiormq.exceptions.ChannelInvalidStateError,
+    aiormq.exceptions.AMQPChannelError,
+    ConnectionError,
+    OSError,
+    asyncio.TimeoutError,
+    RuntimeError,
+)
+
+
+class RabbitMQPublisher(Publisher):
+    """Publishes to `exchange` (a durable topic exchange, declared if missing).
+
+    ::
+
+        publisher = RabbitMQPublisher("amqp://guest:guest@127.0.0.1:5672/", exchange="orders")
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        exchange: str = "eventcraft",
+        timeout: float = 10.0,
+        loop: EventLoopThread | None = None,
+    ) -> None:
+        self.url = url
+        self.exchange_name = exchange
+        self.timeout = timeout
+        self.broker = f"RabbitMQ {shown(url)} exchange {exchange!r}"
+        self._loop = loop or EventLoopThread("eventcraft-rabbitmq")
+        self._owns_loop = loop is None
+        self._connection: Any = None
+        self._exchange: Any = None
+
+    def publish(self, messages: Sequence[OutgoingMessage]) -> None:
+        if not messages:
+            return
+        try:
+            self._loop.run(self._publish(messages), timeout=self.timeout * 2)
+        except MessageRefused:
+            raise
+        except (TimeoutError, *CONNECTION_ERRORS) as error:
+            self._loop.run(self._drop(), timeout=self.timeout)
+            raise BrokerUnavailable(self.broker, _described(error)) from error
+
+    async def _publish(self, messages: Sequence[OutgoingMessage]) -> None:
+        exchange = await self._ready()
+        sent = [
+            exchange.publish(
+                aio_pika.Message(
+                    m.body,
+                    content_type="application/json",
+                    delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                    message_id=m.message_id,
+                    correlation_id=m.correlation_id,
+                    type=m.headers.get("eventcraft-type"),
+                    headers=dict(m.headers),
+                ),
+                routing_key=m.subject,
+                mandatory=False,
+                timeout=self.timeout,
+            )
+            for m in messages
+        ]
+        results = await asyncio.gather(*sent, return_exceptions=True)
+        for message, result in zip(messages, results, strict=True):
+            if isinstance(result, aiormq.exceptions.DeliveryError):
+                raise MessageRefused(self.broker, message.message_id, repr(result.frame))
+            if isinstance(result, BaseException):
+                raise result
+
+    async def _ready(self) -> Any:
+        if self._exchange is not None and not self._connection.is_closed:
+            return self._exchange
+        await self._drop()
+        self._connection = await aio_pika.connect(self.url, timeout=self.timeout)
+        channel = await self._connection.channel(publisher_confirms=True)
+        self._exchange = await channel.declare_exchange(
+            self.exchange_name, aio_pika.ExchangeType.TOPIC, durable=True, timeout=self.timeout
+        )
+        return self._exchange
+
+    async def _drop(self) -> None:
+        connection, self._connection, self._exchange = self._connection, None, None
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(connection.close(), self.timeout)
+
+    def close(self) -> None:
+        try:
+            self._loop.run(self._drop(), timeout=self.timeout)
+        finally:
+            if self._owns_loop:
+                self._loop.close()
+
+
+def _described(error: BaseException) -> str:
+    text = str(error) or type(error).__name__
+    return f"{type(error).__name__}: {text}" if text != type(error).__name__ else text

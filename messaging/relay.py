@@ -1,0 +1,354 @@
+"""The relay: the global log published to a broker, at least once, in log order.
+
+A relay is a subscription with a stored checkpoint (a row of the
+projections' checkpoint table, with its lease): it reads a batch after its
+checkpoint, publishes the events it selects, waits until the broker has
+confirmed every one, and only then moves the checkpoint past the batch. A
+crash anywhere before that move publishes the batch again on restart, so
+every event reaches the broker at least once, in log order, and consumers
+de-duplicate by the message id (the event id; JetStream does it itself).
+
+When the broker cannot be reached the relay keeps the batch, backs off
+(0.1 s doubling to `max_backoff`) and tries it again; meanwhile `status()`
+says it is paused, since when and why. It resumes by itself with nothing
+lost. A message the broker refuses outright (too large, say) is parked in
+the projections' error store and the relay goes on past it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import sqlalchemy as sa
+from eventcraft.eventstore import EventStore, RecordedEvent
+from eventcraft.projections import Database, Subscription, checkpoint, parking
+from eventcraft.projections import schema as checkpoint_schema
+from eventcraft.projections.partitions import Partition
+from eventcraft.projections.projector import read_batch
+
+from .errors import BrokerUnavailable, MessageRefused, MessagingConfigError
+from .messages import outgoing
+from .publisher import Publisher
+
+log = logging.getLogger("eventcraft.messaging")
+
+_IDLE = 0.5
+_FIRST_BACKOFF = 0.1
+
+
+@dataclass(frozen=True)
+class RelayStatus:
+    """Where a relay stands: its checkpoint against the log, and the broker's state."""
+
+    name: str
+    broker: str
+    position: int
+    """The checkpoint: every selected event up to here is confirmed by the broker."""
+    head: int
+    """The log's high-water mark when the status was taken."""
+    lag_events: int
+    state: str
+    """"running", "paused" (the broker is unavailable; backing off) or "stopped"."""
+    paused_since: float | None
+    """When the current outage began (seconds since the epoch)."""
+    last_error: str | None
+    """What the broker last answered with, if the relay is paused."""
+    published: int
+    """Messages confirmed by the broker since this relay object was made."""
+    outages: int
+    """How many times the broker became unavailable since then."""
+    parked: int
+    """Events the broker refused, kept in the error store."""
+    owner: str | None
+    """The process holding the relay's lease, if it is current."""
+
+
+class Relay:
+    """Publishes the events of `store` that it selects through `publisher`.
+
+    ::
+
+        publisher = RabbitMQPublisher("amqp://guest:guest@127.0.0.1:5672/", exchange="orders")
+        with Relay("orders-out", store, publisher, categories=["order"]) as relay:
+            relay.start()                   # follow the log in a thread
+
+    `categories`, `types` and `where` (a predicate on the event's data)
+    select the events; the checkpoint passes the others too. `partition`
+    makes it publish only the streams of one partition of the log, with a
+    checkpoint of its own (see `PartitionedRunner`). Several processes may
+    run the same relay: the lease lets one publish at a time.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        store: EventStore,
+        publisher: Publisher,
+        *,
+        categories: Sequence[str] | str | None = None,
+        types: Sequence[str] | str | None = None,
+        where: Callable[[Mapping[str, Any]], bool] | None = None,
+        database: Database | sa.Engine | str | None = None,
+        batch_size: int = 500,
+        lease_ttl: float | None = 10.0,
+        max_backoff: float = 10.0,
+        partition: Partition | None = None,
+    ) -> None:
+        if not isinstance(publisher, Publisher):
+            raise MessagingConfigError(f"a relay publishes through a Publisher, not {publisher!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise MessagingConfigError(f"batch_size must be an int >= 1, not {batch_size!r}")
+        if not isinstance(max_backoff, int | float) or max_backoff <= 0:
+            raise MessagingConfigError(f"max_backoff must be seconds > 0, not {max_backoff!r}")
+        full_name = name if partition is None else partition.name_of(name)
+        # The subscription checks the name and the selection and reads batches.
+        self.selection = Subscription(
+            full_name, _unused, categories=categories, types=types, where=where
+        )
+        self.name = full_name
+        self.store = store
+        self.publisher = publisher
+        self.partition = partition
+        self.batch_size = batch_size
+        self.lease_ttl = lease_ttl
+        self.max_backoff = float(max_backoff)
+        self.owner = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.database = Database.of(database, store)
+        self._owns_database = not isinstance(database, Database | sa.Engine)
+        self.position = 0
+        self.published = 0
+        self.outages = 0
+        self.paused_since: float | None = None
+        self.last_error: str | None = None
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._held_until = 0.0
+        self._setup()
+
+    def _setup(self) -> None:
+        with self.database.transaction() as connection:
+            checkpoint_schema.create(connection)
+        with self.database.transaction() as connection:
+            row = checkpoint.read(connection, self.name, lock=True)
+            if row is None:
+                checkpoint.insert(connection, self.name, 1)
+            else:
+                self.position = row.position
+
+    # --- one batch -------------------------------------------------------------
+
+    def step(self) -> bool:
+        """Publish the next batch and move the checkpoint; False if at the head or not ours.
+
+        Raises `BrokerUnavailable` with the checkpoint unmoved.
+        """
+        if not self._acquire():
+            return False
+        after = self.position
+        events, upto = read_batch(self.store, self.selection, after, self.batch_size)
+        if upto <= after:
+            return False
+        chosen = self._chosen(events, after, upto)
+        try:
+            self.publisher.publish([outgoing(e) for e in chosen])
+        except MessageRefused as refused:
+            self._park(chosen, refused)
+            return True
+        with self.database.transaction() as connection:
+            row = checkpoint.read(connection, self.name, lock=True)
+            if row is None or row.position != after or not self._ours(row):
+                # Another process took over and moved on: follow it.
+                self.position = after if row is None else row.position
+                self._held_until = 0.0
+                return True
+            checkpoint.advance(connection, self.name, upto, lease_until=self._lease_until())
+        self.position = upto
+        self.published += len(chosen)
+        return True
+
+    def _chosen(
+        self, events: Sequence[RecordedEvent], after: int, upto: int
+    ) -> list[RecordedEvent]:
+        where, partition = self.selection.where, self.partition
+        chosen = [
+            e
+            for e in events
+            if (partition is None or partition.owns(e.stream_id))
+            and (where is None or where(e.data))
+        ]
+        if not chosen:
+            return chosen
+        with self.database.reading() as connection:
+            refused = {p.position for p in parking.listed(connection, self.name)}
+        return [e for e in chosen if e.position not in refused] if refused else chosen
+
+    def _park(self, chosen: Sequence[RecordedEvent], refused: MessageRefused) -> None:
+        event = next(e for e in chosen if str(e.id) == refused.message_id)
+        log.error("relay %r: %s; parked, going on past it", self.name, refused)
+        with self.database.transaction() as connection:
+            parking.park(connection, self.name, event, refused, attempts=1)
+
+    def catch_up(self) -> None:
+        """Publish everything up to the log's head now, in this thread, then return.
+
+        Raises `BrokerUnavailable` if the broker cannot be reached; the lease is
+        given up either way.
+        """
+        try:
+            while self.step():
+                pass
+        finally:
+            self._release()
+
+    # --- following -------------------------------------------------------------
+
+    def start(self) -> Relay:
+        """Follow the log in a background thread."""
+        if self._thread is not None and self._thread.is_alive():
+            return self
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._follow, name=f"relay:{self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def run(self) -> None:
+        """Follow the log in this thread until `stop()` (from another) or Ctrl-C."""
+        self._stopping.clear()
+        with contextlib.suppress(KeyboardInterrupt):
+            self._follow()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _follow(self) -> None:
+        backoff = _FIRST_BACKOFF
+        while not self._stopping.is_set():
+            try:
+                if self.step():
+                    self._resumed()
+                    backoff = _FIRST_BACKOFF
+                    continue
+                self._resumed()
+                if self._held_until == 0.0 and self.lease_ttl is not None:
+                    self._stopping.wait(_IDLE)  # another process holds the lease
+                else:
+                    self.store.wait_for_events(after=self.position, timeout=_IDLE)
+            except BrokerUnavailable as error:
+                self._paused(error)
+                self._stopping.wait(backoff)
+                backoff = min(backoff * 2, self.max_backoff)
+            except Exception as error:
+                log.exception("relay %r failed; trying again", self.name)
+                self.last_error = f"{type(error).__name__}: {error}"
+                self._stopping.wait(backoff)
+                backoff = min(backoff * 2, self.max_backoff)
+        self._release()
+
+    def _paused(self, error: BrokerUnavailable) -> None:
+        if self.paused_since is None:
+            self.paused_since = time.time()
+            self.outages += 1
+            log.warning("relay %r paused: %s", self.name, error)
+        self.last_error = str(error)
+
+    def _resumed(self) -> None:
+        if self.paused_since is not None:
+            log.warning("relay %r resumed after %.1f s", self.name, time.time() - self.paused_since)
+            self.paused_since = None
+            self.last_error = None
+
+    # --- lease -----------------------------------------------------------------
+
+    def _acquire(self) -> bool:
+        if self.lease_ttl is None:
+            return True
+        if self._held_until - time.time() > self.lease_ttl / 2:
+            return True
+        with self.database.transaction() as connection:
+            held = checkpoint.acquire_lease(connection, self.name, self.owner, self.lease_ttl)
+            row = checkpoint.read(connection, self.name)
+        if row is not None:
+            self.position = row.position
+        self._held_until = (row.lease_until or 0.0) if held and row is not None else 0.0
+        return held
+
+    def _ours(self, row: checkpoint.Checkpoint) -> bool:
+        return self.lease_ttl is None or row.owner == self.owner
+
+    def _lease_until(self) -> float | None:
+        if self.lease_ttl is None:
+            return None
+        self._held_until = time.time() + self.lease_ttl
+        return self._held_until
+
+    def _release(self) -> None:
+        self._held_until = 0.0
+        if self.lease_ttl is None:
+            return
+        try:
+            with self.database.transaction() as connection:
+                checkpoint.release_lease(connection, self.name, self.owner)
+        except Exception:
+            log.exception("relay %r could not release its lease", self.name)
+
+    # --- status ----------------------------------------------------------------
+
+    def status(self) -> RelayStatus:
+        head = self.store.high_water_mark()
+        with self.database.reading() as connection:
+            row = checkpoint.read(connection, self.name)
+            parked = len(parking.listed(connection, self.name))
+        position = row.position if row is not None else self.position
+        running = self._thread is not None and self._thread.is_alive()
+        state = "paused" if self.paused_since is not None else "running" if running else "stopped"
+        current = row is not None and (row.lease_until or 0.0) > time.time()
+        return RelayStatus(
+            name=self.name,
+            broker=self.publisher.broker,
+            position=position,
+            head=head,
+            lag_events=max(head - position, 0),
+            state=state,
+            paused_since=self.paused_since,
+            last_error=self.last_error,
+            published=self.published,
+            outages=self.outages,
+            parked=parked,
+            owner=row.owner if row is not None and current else None,
+        )
+
+    # --- closing ---------------------------------------------------------------
+
+    def close(self) -> None:
+        self.stop()
+        if self._thread is None or not self._thread.is_alive():
+            self._release()
+        self.publisher.close()
+        if self._owns_database:
+            self.database.close()
+
+    def __enter__(self) -> Relay:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _unused(event: RecordedEvent) -> None:
+    raise AssertionError("a relay publishes batches; it never delivers one event")

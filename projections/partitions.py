@@ -1,0 +1,49 @@
+"""Partitions of the log by stream: what lets competing consumers share one subscription.
+
+A definition split into N partitions becomes N definitions, one per
+partition, each reading only the streams whose hash falls in it and keeping
+its own checkpoint and lease (`{name}.p{i}of{N}`). All events of a stream
+fall in one partition, and a partition is worked by one process at a time,
+in log order: each stream's events stay in order, whichever process has it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from .errors import DefinitionError
+
+
+def partition_of(stream_id: str, count: int) -> int:
+    """The partition of `stream_id` among `count`: the same in every process and version."""
+    digest = hashlib.blake2b(stream_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % count
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Partition `index` of `count` (from 0)."""
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        for field, value in (("count", self.count), ("index", self.index)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise DefinitionError(f"a partition's {field} is an int, not {value!r}")
+        if not 1 <= self.count <= 1024 or not 0 <= self.index < self.count:
+            raise DefinitionError(
+                f"a partition is 0 <= index < count <= 1024, not {self.index} of {self.count}"
+            )
+
+    def owns(self, stream_id: str) -> bool:
+        return partition_of(stream_id, self.count) == self.index
+
+    def name_of(self, name: str) -> str:
+        """The checkpoint name of `name`'s share in this partition."""
+        return f"{name}.p{self.index}of{self.count}"
+
+    @classmethod
+    def all(cls, count: int) -> list[Partition]:
+        return [cls(index, count) for index in range(count)]
