@@ -62,6 +62,10 @@ def append_call(
     return AppendCall(stream_id, category_of(stream_id), batch, expected)
 
 
+def stream_id_call(stream_id: str) -> str:
+    return check_name("stream id", stream_id)
+
+
 def read_stream_call(
     stream_id: str, from_version: int | None, limit: int | None
 ) -> tuple[str, int | None, int | None]:

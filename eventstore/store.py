@@ -141,7 +141,7 @@ class EventStore:
 
     def stream_version(self, stream_id: str) -> int:
         """The stream's current version (its event count); 0 if it has none."""
-        return self._backend.stream_version(arguments.check_name("stream id", stream_id))
+        return self._backend.stream_version(arguments.stream_id_call(stream_id))
 
     def list_streams(
         self, category: str | None = None, after: str | None = None, limit: int | None = None
@@ -171,7 +171,7 @@ class EventStore:
 
     def load_snapshot(self, stream_id: str) -> Snapshot | None:
         """The newest snapshot of `stream_id`, or None."""
-        return self._backend.load_snapshot(arguments.check_name("stream id", stream_id))
+        return self._backend.load_snapshot(arguments.stream_id_call(stream_id))
 
     def close(self) -> None:
         self._backend.close()

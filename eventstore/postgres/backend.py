@@ -50,50 +50,50 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> None:
+    """Create the store's tables and functions in `schema_name` (None: the search path)
+    where missing, and bring an older layout up to date."""
+    with conn.transaction():
+        # Processes opening the same new store at once must not race on the DDL.
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"eventcraft:{schema_name}",))
+        if schema_name is not None:
+            conn.execute(
+                psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
+                    psycopg.sql.Identifier(schema_name)
+                )
+            )
+        existing = frozenset(
+            row[0]
+            for row in conn.execute(
+                "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(t) IS NOT NULL "
+                "UNION ALL SELECT %s FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+                "AND attname = 'version' AND NOT attisdropped "
+                "UNION ALL SELECT %s FROM pg_proc WHERE oid = "
+                "to_regprocedure('eventcraft_append(text, text, bigint, text)') "
+                "AND prosrc LIKE ALL(%s)",
+                (
+                    sorted(schema.TABLES),
+                    schema.EARLIER_LAYOUT,
+                    schema.STREAMS,
+                    schema.APPEND_IS_CURRENT,
+                    [f"%{mark}%" for mark in schema.APPEND_CURRENT_MARKS],
+                ),
+            )
+        )
+        for statement in schema.ddl("postgresql", existing):
+            conn.execute(statement.encode())
+
+
 class PostgresBackend(Backend):
     def __init__(self, target: PostgresTarget) -> None:
         self._pool = ConnectionPool(target)
-        self._with_connection(self._create_schema)
+        self._with_connection(partial(create_schema, schema_name=target.schema))
         self._notify = self._with_connection(notify_statement)
         self._listener = Listener(self._pool)
 
     @classmethod
     def from_url(cls, url: str) -> PostgresBackend:
         return cls(PostgresTarget.from_url(url))
-
-    def _create_schema(self, conn: psycopg.Connection[Any]) -> None:
-        schema_name = self._pool.target.schema
-        with conn.transaction():
-            # Processes opening the same new store at once must not race on the DDL.
-            conn.execute(
-                "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"eventcraft:{schema_name}",)
-            )
-            if schema_name is not None:
-                conn.execute(
-                    psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
-                        psycopg.sql.Identifier(schema_name)
-                    )
-                )
-            existing = frozenset(
-                row[0]
-                for row in conn.execute(
-                    "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(t) IS NOT NULL "
-                    "UNION ALL SELECT %s FROM pg_attribute WHERE attrelid = to_regclass(%s) "
-                    "AND attname = 'version' AND NOT attisdropped "
-                    "UNION ALL SELECT %s FROM pg_proc WHERE oid = "
-                    "to_regprocedure('eventcraft_append(text, text, bigint, text)') "
-                    "AND prosrc LIKE ALL(%s)",
-                    (
-                        sorted(schema.TABLES),
-                        schema.EARLIER_LAYOUT,
-                        schema.STREAMS,
-                        schema.APPEND_IS_CURRENT,
-                        [f"%{mark}%" for mark in schema.APPEND_CURRENT_MARKS],
-                    ),
-                )
-            )
-            for statement in schema.ddl("postgresql", existing):
-                conn.execute(statement.encode())
 
     def append(
         self,
