@@ -1,0 +1,226 @@
+"""`AsyncEventStore`: `EventStore`'s twin for code that runs on an event loop.
+
+The same methods with the same arguments, awaited; reads are async
+iterators. Arguments are checked by the functions `EventStore` calls
+(`arguments.py`), events encoded by the same `PreparedBatch`, and the SQL and
+its answers are those of the sync backends: only the waiting differs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from types import TracebackType
+from typing import Any
+
+from pydantic import BaseModel
+
+from . import arguments
+from .async_port import AsyncBackend
+from .encoding import MAX_EVENT_BYTES, check_max_event_bytes
+from .errors import EventStoreError, InvalidEvent, UnsupportedStoreURL
+from .events import (
+    ANY,
+    AppendResult,
+    EncodedEvent,
+    ExpectedVersion,
+    NewEvent,
+    RecordedEvent,
+    StreamInfo,
+)
+from .log_status import LogStatus
+from .snapshot import Snapshot
+
+SUBSCRIPTION_WAIT = 5.0
+"""Longest a subscription sleeps between two looks at the log, in seconds; it wakes at
+once on an append (NOTIFY on PostgreSQL, polling elsewhere)."""
+
+
+class AsyncEventStore:
+    """An append-only log of events in streams, with one global order, for asyncio.
+
+    Open it with a URL, as `EventStore`, and await it::
+
+        store = await AsyncEventStore.open("postgresql://user@host:5432/db")
+        async with store:
+            await store.append("order-1", [NewEvent("Placed", {})])
+            async for event in store.read_stream("order-1"):
+                ...
+
+    Use it from the event loop it was opened on; share it between that loop's tasks.
+    """
+
+    def __init__(
+        self, backend: AsyncBackend, url: str, *, max_event_bytes: int = MAX_EVENT_BYTES
+    ) -> None:
+        self._backend = backend
+        self.url = url
+        self.max_event_bytes = check_max_event_bytes(max_event_bytes)
+        """The most bytes of JSON an appended event's data and metadata may take together."""
+
+    @classmethod
+    async def open(cls, url: str, *, max_event_bytes: int = MAX_EVENT_BYTES) -> AsyncEventStore:
+        """The store at `url`; raises `StoreUnavailable` if its database cannot be opened."""
+        check_max_event_bytes(max_event_bytes)
+        try:
+            backend = await async_backend_for(url)
+        except (InvalidEvent, UnsupportedStoreURL):
+            raise
+        except (EventStoreError, OSError) as error:
+            raised = arguments.unavailable(url, error)
+            raise raised from raised.__cause__
+        return cls(backend, url, max_event_bytes=max_event_bytes)
+
+    async def append(
+        self,
+        stream_id: str,
+        events: Sequence[NewEvent],
+        expected_version: ExpectedVersion = ANY,
+    ) -> AppendResult:
+        """As `EventStore.append`: atomic, checked against `expected_version`, safe to retry."""
+        call = arguments.append_call(stream_id, events, expected_version, self.max_event_bytes)
+        return await self._backend.append(*call)
+
+    def read_stream(
+        self,
+        stream_id: str,
+        from_version: int | None = None,
+        backwards: bool = False,
+        limit: int | None = None,
+    ) -> AsyncIterator[RecordedEvent]:
+        """As `EventStore.read_stream`; the arguments are checked before anything is awaited."""
+        stream_id, from_version, limit = arguments.read_stream_call(stream_id, from_version, limit)
+        return self._backend.read_stream(
+            stream_id, from_version=from_version, backwards=backwards, limit=limit
+        )
+
+    def read_stream_encoded(
+        self, stream_id: str, from_version: int | None = None
+    ) -> AsyncIterator[EncodedEvent]:
+        """As `EventStore.read_stream_encoded`."""
+        stream_id, start = arguments.read_stream_encoded_call(stream_id, from_version)
+        return self._backend.read_stream_encoded(stream_id, from_version=start)
+
+    def read_all(
+        self,
+        after: int = 0,
+        limit: int | None = None,
+        *,
+        categories: Sequence[str] | str | None = None,
+        types: Sequence[str] | str | None = None,
+    ) -> AsyncIterator[RecordedEvent]:
+        """As `EventStore.read_all`: position order, up to the high-water mark."""
+        call = arguments.read_all_call(after, limit, categories, types)
+        return self._backend.read_all(
+            after=call.after, limit=call.limit, categories=call.categories, types=call.types
+        )
+
+    def subscribe(
+        self,
+        after: int = 0,
+        *,
+        categories: Sequence[str] | str | None = None,
+        types: Sequence[str] | str | None = None,
+    ) -> AsyncIterator[RecordedEvent]:
+        """Every event past `after`, in position order, then each new one as it commits.
+
+        Never ends by itself (break out of it, or cancel its task); never
+        skips an event, whatever order concurrent appends commit in, since it
+        only ever reads up to the high-water mark.
+        """
+        call = arguments.read_all_call(after, None, categories, types)
+        return self._tail(call)
+
+    async def _tail(self, call: arguments.ReadAllCall) -> AsyncIterator[RecordedEvent]:
+        position = call.after
+        while True:
+            # Every event up to this mark is readable now, those filtered out too:
+            # once they are read, the subscription can wait beyond it.
+            mark = await self._backend.high_water_mark()
+            async for event in self._backend.read_all(
+                after=position, limit=None, categories=call.categories, types=call.types
+            ):
+                position = event.position
+                yield event
+            position = max(position, mark)
+            await self._backend.wait_for_events(position, SUBSCRIPTION_WAIT)
+
+    async def high_water_mark(self) -> int:
+        """The position up to which the log is complete: no event can appear below it."""
+        return await self._backend.high_water_mark()
+
+    async def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
+        """The event stored with `event_id`, or None."""
+        return await self._backend.read_event(arguments.event_id_call(event_id))
+
+    async def log_status(self) -> LogStatus:
+        """As `EventStore.log_status`."""
+        return await self._backend.log_status()
+
+    async def wait_for_events(self, after: int, timeout: float) -> bool:
+        """Sleep until an event beyond position `after` can be read; False on `timeout`."""
+        return await self._backend.wait_for_events(*arguments.wait_call(after, timeout))
+
+    async def stream_version(self, stream_id: str) -> int:
+        """The stream's current version (its event count); 0 if it has none."""
+        return await self._backend.stream_version(arguments.stream_id_call(stream_id))
+
+    def list_streams(
+        self, category: str | None = None, after: str | None = None, limit: int | None = None
+    ) -> AsyncIterator[StreamInfo]:
+        """Streams ordered by id, optionally of one category, after a given id."""
+        category, after, limit = arguments.list_streams_call(category, after, limit)
+        return self._backend.list_streams(category=category, after=after, limit=limit)
+
+    async def save_snapshot(
+        self,
+        stream_id: str,
+        *,
+        version: int,
+        type: str,
+        data: dict[str, Any] | BaseModel,
+        schema_version: int = 1,
+    ) -> None:
+        """As `EventStore.save_snapshot`."""
+        prepared = arguments.snapshot_call(stream_id, version, type, data, schema_version)
+        await self._backend.save_snapshot(prepared)
+
+    async def load_snapshot(self, stream_id: str) -> Snapshot | None:
+        """The newest snapshot of `stream_id`, or None."""
+        return await self._backend.load_snapshot(arguments.stream_id_call(stream_id))
+
+    async def close(self) -> None:
+        await self._backend.close()
+
+    async def __aenter__(self) -> AsyncEventStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"AsyncEventStore.open({arguments.redacted(self.url)!r})"
+
+
+async def async_backend_for(url: str) -> AsyncBackend:
+    """A new async backend for the store at `url`."""
+    from .async_threaded import ThreadedBackend
+
+    scheme = arguments.scheme_of(url)
+    if scheme == "memory":
+        from .memory import MemoryBackend
+
+        return ThreadedBackend(MemoryBackend(), in_place=True)
+    if scheme == "sqlite":
+        from .sqlite import SQLiteBackend
+
+        return ThreadedBackend(await asyncio.to_thread(SQLiteBackend.from_url, url))
+    from .postgres.async_backend import AsyncPostgresBackend
+
+    return await AsyncPostgresBackend.open(url)

@@ -1,0 +1,170 @@
+"""A blocking face over `AsyncEventStore`, so that one suite of tests runs on both APIs.
+
+`BlockingEventStore` has `EventStore`'s methods; each runs the async store's
+coroutine on a private event loop in a thread of its own and waits for it.
+Several threads calling at once have their coroutines run concurrently on
+that loop: the conformance suite's waits and appends from other threads
+exercise the async store's own concurrency. Arguments are checked in the
+caller's thread, as the async store checks them before anything is awaited.
+
+It is a test device, not a way to use the async store from sync code:
+`EventStore` is that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from .async_store import AsyncEventStore
+from .encoding import MAX_EVENT_BYTES
+from .events import (
+    ANY,
+    AppendResult,
+    EncodedEvent,
+    ExpectedVersion,
+    NewEvent,
+    RecordedEvent,
+    StreamInfo,
+)
+from .log_status import LogStatus
+from .snapshot import Snapshot
+
+T = TypeVar("T")
+
+
+class BlockingEventStore:
+    """`EventStore`'s methods, run by an `AsyncEventStore` on a private loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+        self._loop = loop
+        self._thread = thread
+        self.store: AsyncEventStore
+
+    @classmethod
+    def open(cls, url: str, *, max_event_bytes: int = MAX_EVENT_BYTES) -> BlockingEventStore:
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="eventcraft-blocking", daemon=True)
+        thread.start()
+        blocking = cls(loop, thread)
+        try:
+            blocking.store = blocking._wait(
+                AsyncEventStore.open(url, max_event_bytes=max_event_bytes)
+            )
+        except BaseException:
+            blocking._stop()
+            raise
+        return blocking
+
+    @property
+    def url(self) -> str:
+        return self.store.url
+
+    @property
+    def max_event_bytes(self) -> int:
+        return self.store.max_event_bytes
+
+    def _wait(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def _drain(self, events: AsyncIterator[T]) -> Iterator[T]:
+        async def collect() -> list[T]:
+            return [event async for event in events]
+
+        return iter(self._wait(collect()))
+
+    def append(
+        self, stream_id: str, events: Sequence[NewEvent], expected_version: ExpectedVersion = ANY
+    ) -> AppendResult:
+        return self._wait(self.store.append(stream_id, events, expected_version))
+
+    def read_stream(
+        self,
+        stream_id: str,
+        from_version: int | None = None,
+        backwards: bool = False,
+        limit: int | None = None,
+    ) -> Iterator[RecordedEvent]:
+        return self._drain(self.store.read_stream(stream_id, from_version, backwards, limit))
+
+    def read_stream_encoded(
+        self, stream_id: str, from_version: int | None = None
+    ) -> Iterator[EncodedEvent]:
+        return self._drain(self.store.read_stream_encoded(stream_id, from_version))
+
+    def read_all(
+        self,
+        after: int = 0,
+        limit: int | None = None,
+        *,
+        categories: Sequence[str] | str | None = None,
+        types: Sequence[str] | str | None = None,
+    ) -> Iterator[RecordedEvent]:
+        return self._drain(self.store.read_all(after, limit, categories=categories, types=types))
+
+    def high_water_mark(self) -> int:
+        return self._wait(self.store.high_water_mark())
+
+    def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
+        return self._wait(self.store.read_event(event_id))
+
+    def log_status(self) -> LogStatus:
+        return self._wait(self.store.log_status())
+
+    def wait_for_events(self, after: int, timeout: float) -> bool:
+        return self._wait(self.store.wait_for_events(after, timeout))
+
+    def stream_version(self, stream_id: str) -> int:
+        return self._wait(self.store.stream_version(stream_id))
+
+    def list_streams(
+        self, category: str | None = None, after: str | None = None, limit: int | None = None
+    ) -> Iterator[StreamInfo]:
+        return self._drain(self.store.list_streams(category, after, limit))
+
+    def save_snapshot(
+        self,
+        stream_id: str,
+        *,
+        version: int,
+        type: str,
+        data: dict[str, Any] | BaseModel,
+        schema_version: int = 1,
+    ) -> None:
+        self._wait(
+            self.store.save_snapshot(
+                stream_id, version=version, type=type, data=data, schema_version=schema_version
+            )
+        )
+
+    def load_snapshot(self, stream_id: str) -> Snapshot | None:
+        return self._wait(self.store.load_snapshot(stream_id))
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            try:
+                self._wait(self.store.close())
+            finally:
+                self._stop()
+
+    def _stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+    def __enter__(self) -> BlockingEventStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

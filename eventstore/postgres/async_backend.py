@@ -1,0 +1,353 @@
+"""The PostgreSQL backend for `AsyncEventStore`: psycopg's async connections and pool.
+
+It runs the statements of `statements.py` and the append function of
+`schema.py`, as `PostgresBackend` does, and decides what their answers mean
+with the same functions; only the waiting differs. An append is one call of
+the function in autocommit, then a NOTIFY in a transaction of its own (after
+a Sync, so that it runs after the commit: `wire.py` says why), both sent in
+one pipeline. A batch of more than `PART` events is several calls in one
+transaction, each part's expected version the one before it ended at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import orjson
+import psycopg
+import psycopg_pool
+from psycopg.rows import RowMaker
+from psycopg.types.json import set_json_loads
+
+from ..async_port import AsyncBackend
+from ..encoding import PreparedBatch
+from ..errors import AppendOutcomeUnknown, EventStoreError, StoreUnavailable
+from ..events import AppendResult, EncodedEvent, RecordedEvent, StreamInfo, StreamState
+from ..idempotency import StoredId, resolve_stored_ids
+from ..log_status import LogStatus
+from ..paging import paged_async
+from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
+from . import statements as sql
+from .async_listener import AsyncListener
+from .backend import create_schema
+from .connections import ConnectionPool, PostgresTarget
+from .head import log_status_async, safe_head_async
+from .statements import ANY_TRIES, PAGE, PART
+from .wire import APPEND, notify_statement
+
+POOL_SIZE = 16
+"""Most connections one async store opens; more concurrent calls queue for one."""
+
+POOL_TIMEOUT = 30.0
+"""Longest a call waits for a connection before the store is reported unavailable."""
+
+T = TypeVar("T")
+R = TypeVar("R")
+Conn = psycopg.AsyncConnection[Any]
+
+
+class AsyncPostgresBackend(AsyncBackend):
+    def __init__(
+        self, target: PostgresTarget, pool: psycopg_pool.AsyncConnectionPool[Conn], notify: bytes
+    ) -> None:
+        self.target = target
+        self._pool = pool
+        self._notify = notify
+        self._listener = AsyncListener(target)
+
+    @classmethod
+    async def open(cls, url: str, *, pool_size: int = POOL_SIZE) -> AsyncPostgresBackend:
+        target = PostgresTarget.from_url(url)
+        # The schema is made by the sync backend's own code, on a connection of its own.
+        notify = await asyncio.to_thread(_prepare, target)
+        pool: psycopg_pool.AsyncConnectionPool[Conn] = psycopg_pool.AsyncConnectionPool(
+            target.conninfo,
+            kwargs={"autocommit": True, "options": target.options()},
+            configure=_configure,
+            min_size=1,
+            max_size=pool_size,
+            timeout=POOL_TIMEOUT,
+            open=False,
+            name="eventcraft",
+        )
+        await pool.open()
+        return cls(target, pool, notify)
+
+    async def append(
+        self,
+        stream_id: str,
+        category: str,
+        batch: PreparedBatch,
+        expected: int | StreamState,
+    ) -> AppendResult:
+        head = sql.append_head(stream_id, category, expected)
+        stream, category_text, first = head[0].decode(), head[1].decode(), int(head[2])
+        one_call = len(batch) <= PART
+        sent = sql.batch_json(batch.all(), batch.timed).decode() if one_call else ""
+
+        async def send(conn: Conn) -> list[str]:
+            if one_call:
+                return [await self._append_once(conn, (stream, category_text, first, sent))]
+            return await self._append_in_parts(conn, stream, category_text, first, batch)
+
+        async def attempt(conn: Conn) -> AppendResult:
+            for _ in range(ANY_TRIES):
+                try:
+                    answers = await send(conn)
+                except psycopg.errors.UniqueViolation as error:
+                    return await self._retried_or(conn, stream_id, batch, error)
+                except psycopg.DatabaseError as error:
+                    conflict = sql.version_conflict(error, stream_id, expected)
+                    if conflict is not None:
+                        return await self._retried_or(conn, stream_id, batch, conflict)
+                    # At ANY, another append took the version read: read it again,
+                    # unless this very batch is what took it.
+                    earlier = await self._stored_result(conn, stream_id, batch)
+                    if earlier is not None:
+                        return earlier
+                    continue
+                return sql.append_result(answers)
+            raise EventStoreError(
+                f"append to stream {stream_id!r} at ANY lost the race for the next version "
+                f"{ANY_TRIES} times in a row"
+            )
+
+        return await self._appending(stream_id, attempt)
+
+    async def _append_once(self, conn: Conn, params: tuple[str, str, int, str]) -> str:
+        async with conn.pipeline() as pipeline:
+            cursor = await conn.execute(APPEND, params, prepare=True)
+            await pipeline.sync()  # the append's transaction ends here; the NOTIFY's follows
+            await conn.execute(self._notify)
+        row = await cursor.fetchone()
+        assert row is not None
+        return str(row[0])
+
+    async def _append_in_parts(
+        self, conn: Conn, stream: str, category: str, expected: int, batch: PreparedBatch
+    ) -> list[str]:
+        answers: list[str] = []
+        async with conn.transaction():
+            for start in range(0, len(batch), PART):
+                events = batch.encoded(start, start + PART)
+                params = (stream, category, expected, sql.batch_json(events, batch.timed).decode())
+                row = await (await conn.execute(APPEND, params, prepare=True)).fetchone()
+                assert row is not None
+                answers.append(str(row[0]))
+                expected = int(answers[-1].split(" ", 1)[0])
+        await conn.execute(self._notify)
+        return answers
+
+    async def _retried_or(
+        self, conn: Conn, stream_id: str, batch: PreparedBatch, error: Exception
+    ) -> AppendResult:
+        """The original result if this append is a retry; otherwise raise `error`."""
+        result = await self._stored_result(conn, stream_id, batch)
+        if result is not None:
+            return result
+        if isinstance(error, EventStoreError):
+            raise error
+        raise EventStoreError(f"append to stream {stream_id!r} failed: {error}") from error
+
+    async def _stored_result(
+        self, conn: Conn, stream_id: str, batch: PreparedBatch
+    ) -> AppendResult | None:
+        rows = await (await conn.execute(sql.STORED_IDS, (batch.ids,))).fetchall()
+        return resolve_stored_ids(stream_id, batch.ids, [StoredId(*row) for row in rows])
+
+    def read_stream(
+        self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None
+    ) -> AsyncIterator[RecordedEvent]:
+        params = {"stream": stream_id}
+        if backwards:
+            start = sql.LAST_VERSION if from_version is None else from_version
+            return self._pages(
+                sql.READ_STREAM_BACKWARDS,
+                params,
+                start,
+                sql.version_before,
+                limit,
+                rows=sql.recorded_events,
+            )
+        return self._pages(
+            sql.READ_STREAM_FORWARDS,
+            params,
+            from_version or 1,
+            sql.version_after,
+            limit,
+            rows=sql.recorded_events,
+        )
+
+    def read_stream_encoded(
+        self, stream_id: str, *, from_version: int
+    ) -> AsyncIterator[EncodedEvent]:
+        return self._pages(
+            sql.READ_STREAM_ENCODED,
+            {"stream": stream_id},
+            from_version,
+            sql.version_after,
+            None,
+            rows=sql.encoded_events,
+        )
+
+    async def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
+        async def find(conn: Conn) -> RecordedEvent | None:
+            async with conn.cursor(binary=True, row_factory=sql.recorded_events) as cur:
+                await cur.execute(sql.EVENT_BY_ID, (event_id,))
+                return await cur.fetchone()
+
+        return await self._with_connection(find)
+
+    async def read_all(
+        self,
+        *,
+        after: int,
+        limit: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+    ) -> AsyncIterator[RecordedEvent]:
+        head = await self._safe_head(after)
+        query, params = sql.read_all_query(categories, types)
+        async for event in self._pages(
+            query, params, after, sql.position, limit, rows=sql.recorded_events, upto=head
+        ):
+            yield event
+
+    async def _safe_head(self, after: int) -> int:
+        return await self._with_connection(lambda conn: safe_head_async(conn, after))
+
+    async def high_water_mark(self) -> int:
+        return await self._safe_head(0)
+
+    async def log_status(self) -> LogStatus:
+        return await self._with_connection(log_status_async)
+
+    async def wait_for_events(self, after: int, timeout: float) -> bool:
+        return await self._listener.wait(after, timeout, self.high_water_mark)
+
+    async def stream_version(self, stream_id: str) -> int:
+        async def query(conn: Conn) -> int:
+            row = await (await conn.execute(sql.STREAM_VERSION, (stream_id,))).fetchone()
+            return int(row[0]) if row else 0
+
+        return await self._with_connection(query)
+
+    async def list_streams(
+        self, *, category: str | None, after: str | None, limit: int | None
+    ) -> AsyncIterator[StreamInfo]:
+        query, params = sql.list_streams_query(category, after, limit)
+
+        async def fetch(conn: Conn) -> list[StreamInfo]:
+            found = await (await conn.execute(query, params)).fetchall()
+            return [StreamInfo(*row) for row in found]
+
+        for info in await self._with_connection(fetch):
+            yield info
+
+    async def save_snapshot(self, snapshot: PreparedSnapshot) -> None:
+        params = sql.snapshot_params(
+            snapshot.stream_id,
+            snapshot.version,
+            snapshot.type,
+            snapshot.schema_version,
+            snapshot.data,
+        )
+
+        async def save(conn: Conn) -> int:
+            row = await (await conn.execute(sql.SAVE_SNAPSHOT, params)).fetchone()
+            return int(row[0]) if row else 0
+
+        actual = await self._with_connection(save)
+        if snapshot.version > actual:
+            raise beyond_the_stream(snapshot.stream_id, snapshot.version, actual)
+
+    async def load_snapshot(self, stream_id: str) -> Snapshot | None:
+        async def load(conn: Conn) -> Snapshot | None:
+            row = await (await conn.execute(sql.LOAD_SNAPSHOT, (stream_id,))).fetchone()
+            return Snapshot(*row) if row else None
+
+        return await self._with_connection(load)
+
+    async def close(self) -> None:
+        await self._listener.close()
+        await self._pool.close()
+
+    def _pages(
+        self,
+        query: str,
+        params: dict[str, Any],
+        start: int,
+        next_start: Callable[[R], int],
+        limit: int | None,
+        *,
+        rows: Callable[[Any], RowMaker[R]],
+        upto: int | None = None,
+    ) -> AsyncIterator[R]:
+        async def fetch(key: int, count: int) -> list[R]:
+            async def run(conn: Conn) -> list[R]:
+                async with conn.cursor(binary=True, row_factory=rows) as cur:
+                    await cur.execute(query, {**params, "start": key, "count": count})
+                    return await cur.fetchall()
+
+            return sql.up_to(await self._with_connection(run), upto)
+
+        return paged_async(fetch, start, next_start, limit, PAGE)
+
+    async def _appending(
+        self, stream_id: str, attempt: Callable[[Conn], Awaitable[AppendResult]]
+    ) -> AppendResult:
+        """`attempt`, sent once more on a new connection if the first one broke
+        (as `PostgresBackend._appending`: a resent batch recognises itself)."""
+        try:
+            return await self._run(attempt)
+        except psycopg.OperationalError as error:
+            broken = error
+        except psycopg.Error as error:
+            raise EventStoreError(f"PostgreSQL event store: {error}") from error
+        try:
+            return await self._run(attempt)
+        except (psycopg.OperationalError, StoreUnavailable) as again:
+            detail = f"the connection broke after it was sent ({broken}); the retry: {again}"
+            raise AppendOutcomeUnknown(stream_id, detail) from broken
+        except psycopg.Error as error:
+            raise EventStoreError(f"PostgreSQL event store: {error}") from error
+
+    async def _with_connection(self, call: Callable[[Conn], Awaitable[T]]) -> T:
+        """`call` on a pooled connection; once more on another if the first broke."""
+        for attempt in (1, 2):
+            try:
+                return await self._run(call)
+            except psycopg.OperationalError as error:
+                if attempt == 2:
+                    raise StoreUnavailable(f"PostgreSQL event store: {error}") from error
+            except psycopg.Error as error:
+                raise EventStoreError(f"PostgreSQL event store: {error}") from error
+        raise AssertionError("unreachable")
+
+    async def _run(self, call: Callable[[Conn], Awaitable[T]]) -> T:
+        try:
+            async with self._pool.connection() as conn:
+                return await call(conn)
+        except psycopg_pool.PoolClosed as error:
+            raise StoreUnavailable("the event store is closed") from error
+        except psycopg_pool.PoolTimeout as error:
+            raise StoreUnavailable(
+                f"PostgreSQL event store: no connection in {POOL_TIMEOUT:.0f} s: {error}"
+            ) from error
+
+
+def _prepare(target: PostgresTarget) -> bytes:
+    """Create the store's schema if missing; the NOTIFY its appends send."""
+    pool = ConnectionPool(target)
+    try:
+        pool.run(lambda conn: create_schema(conn, target.schema))
+        return pool.run(notify_statement)
+    finally:
+        pool.close()
+
+
+async def _configure(conn: Conn) -> None:
+    set_json_loads(orjson.loads, conn)

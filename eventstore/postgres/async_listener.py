@@ -1,0 +1,83 @@
+"""Waking async readers on PostgreSQL: `listener.py`'s LISTEN, as a task on the loop.
+
+The same channel, payload and rule as the threaded listener: a notification
+is a hint to look at the high-water mark again, never the truth, so waiters
+also look every `RECHECK` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+
+import psycopg
+
+from ..schema import NOTIFY_CHANNEL
+from .connections import PostgresTarget
+from .listener import _RECONNECT_PAUSE, RECHECK
+
+
+class AsyncListener:
+    def __init__(self, target: PostgresTarget) -> None:
+        self._target = target
+        self._changed = asyncio.Condition()
+        self._count = 0
+        self._listening = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def wait(
+        self, after: int, timeout: float, high_water_mark: Callable[[], Awaitable[int]]
+    ) -> bool:
+        await self._start()
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = self._count
+            # Read after taking `seen`: a commit between the two shows as a new count.
+            if await high_water_mark() > after:
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            async with self._changed:
+                if self._count == seen:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._changed.wait(), min(remaining, RECHECK))
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._listen(), name="eventcraft-listener")
+        # Until LISTEN runs, a notification could be missed; RECHECK bounds the cost.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._listening.wait(), RECHECK)
+
+    async def _listen(self) -> None:
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(
+                    self._target.conninfo, autocommit=True, options=self._target.options()
+                )
+                async with conn:
+                    row = await (await conn.execute("SELECT current_schema()")).fetchone()
+                    schema = row[0] if row else None
+                    await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    self._listening.set()
+                    await self._bump()  # anything committed while we were away is worth a look
+                    async for note in conn.notifies():
+                        if schema is None or note.payload == schema:
+                            await self._bump()
+            except psycopg.Error:  # a lost connection: waiters fall back to RECHECK meanwhile
+                await asyncio.sleep(_RECONNECT_PAUSE)
+
+    async def _bump(self) -> None:
+        async with self._changed:
+            self._count += 1
+            self._changed.notify_all()
