@@ -1,5 +1,6 @@
 """eventstore: an append-only log of events in streams, with one global order."""
 
+from .async_store import AsyncEventStore
 from .encoding import MAX_EVENT_BYTES
 from .errors import (
     AppendOutcomeUnknown,
@@ -37,6 +38,7 @@ __all__ = [
     "NO_STREAM",
     "AppendOutcomeUnknown",
     "AppendResult",
+    "AsyncEventStore",
     "Backend",
     "DuplicateEventId",
     "EncodedEvent",
