@@ -9,18 +9,26 @@ from .errors import (
     MessagingConfigError,
     MessagingError,
 )
-from .jetstream import JetStreamPublisher
+from .failed import FailedMessage
+from .inbox import Inbox, Mapped
+from .jetstream import JetStreamPublisher, JetStreamSource
 from .messages import IncomingMessage, OutgoingMessage, event_id_for
 from .publisher import Publisher
-from .rabbitmq import RabbitMQPublisher
+from .rabbitmq import RabbitMQPublisher, RabbitMQSource
 from .relay import Relay, RelayStatus
+from .source import Delivery, Source
 
 __all__ = [
     "BrokerUnavailable",
+    "Delivery",
+    "FailedMessage",
     "FailedMessageNotFound",
+    "Inbox",
     "IncomingMessage",
     "InvalidMessage",
     "JetStreamPublisher",
+    "JetStreamSource",
+    "Mapped",
     "MessageIdConflict",
     "MessageRefused",
     "MessagingConfigError",
@@ -28,7 +36,9 @@ __all__ = [
     "OutgoingMessage",
     "Publisher",
     "RabbitMQPublisher",
+    "RabbitMQSource",
     "Relay",
     "RelayStatus",
+    "Source",
     "event_id_for",
 ]

@@ -17,12 +17,14 @@ from typing import Any
 
 import nats
 import nats.errors
+import nats.js.api
 import nats.js.errors
 
 from .errors import BrokerUnavailable, MessageRefused, MessagingConfigError
 from .loop import EventLoopThread
-from .messages import OutgoingMessage
+from .messages import IncomingMessage, OutgoingMessage
 from .publisher import Publisher, shown
+from .source import Delivery, Source
 
 DEFAULT_URL = "nats://127.0.0.1:4222"
 CONNECTION_ERRORS = (
@@ -144,3 +146,111 @@ def _headers(message: OutgoingMessage) -> dict[str, str]:
     if message.correlation_id is not None:
         headers["eventcraft-correlation-id"] = message.correlation_id
     return headers
+
+
+class JetStreamSource(Source):
+    """An inbox's messages from a durable JetStream pull consumer.
+
+    The consumer `durable` on `stream` is created if missing (explicit acks,
+    `subject` as its filter). A message's id is its `id_header` header
+    (`Nats-Msg-Id`, which JetStream de-duplicates by too, unless told
+    otherwise); one published without it is known by its stream and sequence
+    number, which a redelivery keeps. What is not acknowledged within `ack_wait`
+    seconds is delivered again.
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        stream: str,
+        durable: str,
+        subject: str | None = None,
+        id_header: str = "Nats-Msg-Id",
+        ack_wait: float = 30.0,
+        timeout: float = 10.0,
+        loop: EventLoopThread | None = None,
+    ) -> None:
+        self.url = url
+        self.stream = stream
+        self.durable = durable
+        self.subject = subject
+        self.id_header = id_header
+        self.ack_wait = ack_wait
+        self.timeout = timeout
+        self.broker = f"NATS {shown(url)} stream {stream!r} consumer {durable!r}"
+        self._loop = loop or EventLoopThread("eventcraft-nats-in")
+        self._owns_loop = loop is None
+        self._nc: Any = None
+        self._subscription: Any = None
+        self._generation = 0
+
+    def receive(self, limit: int, timeout: float) -> list[Delivery]:
+        return list(self._call(self._fetch(limit, timeout)))
+
+    async def _fetch(self, limit: int, timeout: float) -> list[Delivery]:
+        subscription = await self._ready()
+        try:
+            messages = await subscription.fetch(limit, timeout=max(timeout, 0.01))
+        except nats.errors.TimeoutError:
+            return []
+        deliveries = []
+        for msg in messages:
+            headers = dict(msg.headers or {})
+            message_id = headers.get(self.id_header) or (
+                f"{msg.metadata.stream}:{msg.metadata.sequence.stream}"
+            )
+            incoming = IncomingMessage(message_id, msg.data or b"", headers, msg.subject)
+            deliveries.append(Delivery(incoming, msg, self._generation))
+        return deliveries
+
+    def ack(self, deliveries: Sequence[Delivery]) -> None:
+        current = [d for d in deliveries if d.generation == self._generation]
+        if current:
+            self._call(self._ack(current))
+
+    async def _ack(self, deliveries: Sequence[Delivery]) -> None:
+        for delivery in deliveries:
+            await delivery.token.ack()
+        await self._nc.flush(timeout=self.timeout)
+
+    def reset(self) -> None:
+        self._loop.run(self._drop(), timeout=self.timeout)
+
+    def _call(self, coroutine: Any) -> Any:
+        try:
+            return self._loop.run(coroutine, timeout=self.timeout * 2)
+        except (TimeoutError, *CONNECTION_ERRORS) as error:
+            self._loop.run(self._drop(), timeout=self.timeout)
+            raise BrokerUnavailable(self.broker, f"{type(error).__name__}: {error}") from error
+
+    async def _ready(self) -> Any:
+        if self._subscription is not None and self._nc.is_connected:
+            return self._subscription
+        await self._drop()
+        self._nc = await connect(self.url, self.timeout)
+        js = self._nc.jetstream(timeout=self.timeout)
+        config = nats.js.api.ConsumerConfig(
+            durable_name=self.durable,
+            ack_policy=nats.js.api.AckPolicy.EXPLICIT,
+            ack_wait=self.ack_wait,
+            filter_subject=self.subject,
+        )
+        self._subscription = await js.pull_subscribe(
+            self.subject or "", durable=self.durable, stream=self.stream, config=config
+        )
+        return self._subscription
+
+    async def _drop(self) -> None:
+        self._generation += 1
+        nc, self._nc, self._subscription = self._nc, None, None
+        if nc is not None and not nc.is_closed:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(nc.close(), self.timeout)
+
+    def close(self) -> None:
+        try:
+            self._loop.run(self._drop(), timeout=self.timeout)
+        finally:
+            if self._owns_loop:
+                self._loop.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import queue as queue_module
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,8 +19,9 @@ import aiormq
 
 from .errors import BrokerUnavailable, MessageRefused
 from .loop import EventLoopThread
-from .messages import OutgoingMessage
+from .messages import IncomingMessage, OutgoingMessage
 from .publisher import Publisher, shown
+from .source import Delivery, Source
 
 DEFAULT_URL = "amqp://guest:guest@127.0.0.1:5672/"
 # What a lost connection looks like from aio-pika: its own errors, the socket's
@@ -125,3 +127,105 @@ class RabbitMQPublisher(Publisher):
 def _described(error: BaseException) -> str:
     text = str(error) or type(error).__name__
     return f"{type(error).__name__}: {text}" if text != type(error).__name__ else text
+
+
+class RabbitMQSource(Source):
+    """An inbox's messages from a durable RabbitMQ queue, with manual acknowledgements.
+
+    The queue is declared (durable) if missing. Up to `prefetch` messages are
+    in flight unacknowledged; those are delivered again if the connection
+    drops before they are acknowledged.
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        queue: str,
+        prefetch: int = 500,
+        timeout: float = 10.0,
+        loop: EventLoopThread | None = None,
+    ) -> None:
+        self.url = url
+        self.queue_name = queue
+        self.prefetch = prefetch
+        self.timeout = timeout
+        self.broker = f"RabbitMQ {shown(url)} queue {queue!r}"
+        self._loop = loop or EventLoopThread("eventcraft-rabbitmq-in")
+        self._owns_loop = loop is None
+        self._connection: Any = None
+        self._channel: Any = None
+        self._generation = 0
+        self._arrived: queue_module.Queue[Delivery] = queue_module.Queue()
+
+    def receive(self, limit: int, timeout: float) -> list[Delivery]:
+        self._call(self._ready())
+        got: list[Delivery] = []
+        try:
+            got.append(self._arrived.get(timeout=timeout))
+            while len(got) < limit:
+                got.append(self._arrived.get_nowait())
+        except queue_module.Empty:
+            pass
+        return [d for d in got if d.generation == self._generation]
+
+    def ack(self, deliveries: Sequence[Delivery]) -> None:
+        current = [d for d in deliveries if d.generation == self._generation]
+        if current:
+            # One acknowledgement covers every earlier delivery of the channel.
+            self._call(current[-1].token.ack(multiple=True))
+
+    def reset(self) -> None:
+        self._loop.run(self._drop(), timeout=self.timeout)
+
+    def _call(self, coroutine: Any) -> Any:
+        try:
+            return self._loop.run(coroutine, timeout=self.timeout * 2)
+        except (TimeoutError, *CONNECTION_ERRORS) as error:
+            self._loop.run(self._drop(), timeout=self.timeout)
+            raise BrokerUnavailable(self.broker, _described(error)) from error
+
+    async def _ready(self) -> None:
+        if self._channel is not None and not self._connection.is_closed:
+            return
+        await self._drop()
+        self._connection = await aio_pika.connect(self.url, timeout=self.timeout)
+        self._channel = await self._connection.channel()
+        await self._channel.set_qos(prefetch_count=self.prefetch)
+        declared = await self._channel.declare_queue(
+            self.queue_name, durable=True, timeout=self.timeout
+        )
+        generation = self._generation
+
+        async def arrived(message: Any) -> None:
+            headers = {str(k): _text(v) for k, v in (message.headers or {}).items()}
+            incoming = IncomingMessage(
+                message_id=message.message_id or "",
+                body=message.body,
+                headers=headers,
+                subject=message.routing_key or "",
+            )
+            self._arrived.put(Delivery(incoming, message, generation))
+
+        await declared.consume(arrived)
+
+    async def _drop(self) -> None:
+        # Deliveries of the old channel can no longer be acknowledged: forget them.
+        self._generation += 1
+        while not self._arrived.empty():
+            self._arrived.get_nowait()
+        connection, self._connection, self._channel = self._connection, None, None
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(connection.close(), self.timeout)
+
+    def close(self) -> None:
+        try:
+            self._loop.run(self._drop(), timeout=self.timeout)
+        finally:
+            if self._owns_loop:
+                self._loop.close()
+
+
+def _text(value: object) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)

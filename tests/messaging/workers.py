@@ -2,8 +2,24 @@
 
 from __future__ import annotations
 
-from eventcraft.eventstore import EventStore
-from eventcraft.messaging import Relay
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from eventcraft.eventstore import ANY, EventStore, NewEvent
+from eventcraft.messaging import (
+    Inbox,
+    IncomingMessage,
+    InvalidMessage,
+    JetStreamSource,
+    Mapped,
+    RabbitMQSource,
+    Relay,
+    Source,
+    event_id_for,
+)
 
 from .conftest import make_publisher
 
@@ -21,3 +37,56 @@ def relay_forever(store_url: str, spec: str, batch_size: int) -> None:
             max_backoff=0.5,
         )
         relay.run()
+
+
+def order_received(message: IncomingMessage) -> Mapped:
+    """The tests' mapping: `{"order": n}` becomes OrderReceived in order-{n}."""
+    body = message.json()
+    if not isinstance(body, dict) or "order" not in body:
+        raise InvalidMessage(f"not an order: {body!r}")
+    return Mapped(f"order-{body['order']}", "OrderReceived", body)
+
+
+class TrappedStore(EventStore):
+    """A store whose append of one message's event commits, then hangs: killed there,
+    the inbox has stored the message and not acknowledged it."""
+
+    trap: uuid.UUID | None = None
+    marker: Path | None = None
+
+    def append(
+        self, stream_id: str, events: Sequence[NewEvent], expected_version: Any = ANY
+    ) -> Any:
+        result = super().append(stream_id, events, expected_version)
+        if self.trap is not None and any(e.id == self.trap for e in events):
+            assert self.marker is not None
+            self.marker.write_text("appended")
+            time.sleep(3600)
+        return result
+
+
+def make_source(spec: str, ack_wait: float = 2.0) -> Source:
+    kind, url, name = spec.split("|")
+    if kind == "rabbitmq":
+        return RabbitMQSource(url, queue=name, timeout=3)
+    stream, subject = name.split(":")
+    return JetStreamSource(
+        url,
+        stream=stream,
+        durable="inbox",
+        subject=subject,
+        id_header="Message-Id",
+        ack_wait=ack_wait,
+        timeout=3,
+    )
+
+
+def take_in_until_killed(store_url: str, spec: str, trap: str | None, marker: str) -> None:
+    """Run an inbox; with `trap`, hang right after that message's append committed."""
+    store = TrappedStore.open(store_url)
+    assert isinstance(store, TrappedStore)
+    if trap is not None:
+        store.trap = event_id_for(trap)
+        store.marker = Path(marker)
+    with Inbox("orders-in", store, order_received, make_source(spec), batch_size=10) as inbox:
+        inbox.run()

@@ -1,0 +1,269 @@
+"""The inbox: messages from a queue stored as events once each, acknowledged after commit.
+
+Each message becomes one event in the stream the user's mapping names, with
+an event id derived from the message id (`event_id_for`). The store keeps an
+append whose ids are stored already as a retry: it writes nothing and
+answers as the first time. So a broker's redelivery, a producer's retry
+and an inbox killed between its append and its ack all store the message
+once. The ack goes to the broker only after the append committed; a crash
+before it makes the broker deliver again, which is safe.
+
+A message that cannot be stored (no id, a body the mapping cannot read, a
+mapping that raises, an event the store refuses) goes to the error store
+and is acknowledged: it waits there for an operator to resend it
+(`eventcraft messaging resend`), which the running inbox then does with its
+mapping. When the store itself is unreachable nothing is acknowledged: the
+inbox drops its connection, backs off and takes the messages again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import sqlalchemy as sa
+from eventcraft.eventstore import (
+    ANY,
+    AppendResult,
+    EventStore,
+    NewEvent,
+    StoreUnavailable,
+)
+from eventcraft.projections import Database
+
+from . import failed
+from .errors import BrokerUnavailable, FailedMessageNotFound, InvalidMessage, MessagingConfigError
+from .failed import FailedMessage
+from .messages import IncomingMessage, event_id_for
+from .source import Source
+
+log = logging.getLogger("eventcraft.messaging")
+
+_FIRST_BACKOFF = 0.1
+
+
+@dataclass(frozen=True)
+class Mapped:
+    """The event a message becomes: where it goes and what it says."""
+
+    stream_id: str
+    type: str
+    data: dict[str, Any]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    """Added to the event's metadata, beside the `message_id` the inbox records."""
+
+
+Mapping_ = Callable[[IncomingMessage], Mapped]
+
+
+class Inbox:
+    """Stores the messages of `source` as events of `store`, once each by message id.
+
+    ::
+
+        def to_event(message: IncomingMessage) -> Mapped:
+            order = message.json()
+            return Mapped(f"order-{order['id']}", "OrderReceived", order)
+
+        source = RabbitMQSource("amqp://guest:guest@127.0.0.1:5672/", queue="orders")
+        with Inbox("orders-in", store, to_event, source) as inbox:
+            inbox.start()
+
+    Without a source it still takes messages handed to `take` (the HTTP
+    intake does that) and keeps their error store.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        store: EventStore,
+        mapping: Mapping_,
+        source: Source | None = None,
+        *,
+        database: Database | sa.Engine | str | None = None,
+        batch_size: int = 100,
+        max_backoff: float = 10.0,
+    ) -> None:
+        if not isinstance(name, str) or not name or len(name) > 100 or not name.isprintable():
+            raise MessagingConfigError(f"an inbox name is 1-100 printable characters: {name!r}")
+        if not callable(mapping):
+            raise MessagingConfigError(f"an inbox's mapping must be callable, not {mapping!r}")
+        if source is not None and not isinstance(source, Source):
+            raise MessagingConfigError(f"an inbox takes messages from a Source, not {source!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise MessagingConfigError(f"batch_size must be an int >= 1, not {batch_size!r}")
+        self.name = name
+        self.store = store
+        self.mapping = mapping
+        self.source = source
+        self.batch_size = batch_size
+        self.max_backoff = float(max_backoff)
+        self.database = Database.of(database, store)
+        self._owns_database = not isinstance(database, Database | sa.Engine)
+        self.stored = 0
+        """Messages taken in (a redelivery of a stored one counts again)."""
+        self.failed = 0
+        """Messages sent to the error store."""
+        self.last_error: str | None = None
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        with self.database.transaction() as connection:
+            failed.create(connection)
+
+    # --- one message -------------------------------------------------------------
+
+    def take(self, message: IncomingMessage) -> AppendResult | None:
+        """Store `message` once; None if it went to the error store instead.
+
+        Raises `StoreUnavailable` when the store cannot be reached (nothing is
+        recorded: the caller must not acknowledge the message).
+        """
+        try:
+            return self._append(message)
+        except StoreUnavailable:
+            raise
+        except Exception as error:
+            log.warning("inbox %r: message %r failed: %s", self.name, message.message_id, error)
+            with self.database.transaction() as connection:
+                failed.record(connection, self.name, message, error)
+            self.failed += 1
+            return None
+
+    def _append(self, message: IncomingMessage) -> AppendResult:
+        event_id = event_id_for(message.message_id)
+        mapped = self.mapping(message)
+        if not isinstance(mapped, Mapped):
+            raise InvalidMessage(
+                f"inbox {self.name!r}: the mapping returned {mapped!r}, not a Mapped"
+            )
+        metadata = {**mapped.metadata, "message_id": message.message_id}
+        event = NewEvent(mapped.type, mapped.data, metadata=metadata, id=event_id)
+        result = self.store.append(mapped.stream_id, [event], ANY)
+        self.stored += 1
+        return result
+
+    # --- following a source ------------------------------------------------------
+
+    def step(self, timeout: float = 0.5) -> int:
+        """Take one batch from the source, store it, acknowledge it; how many it held."""
+        source = self._source()
+        self._resend_requested()
+        deliveries = source.receive(self.batch_size, timeout)
+        for delivery in deliveries:
+            self.take(delivery.message)
+        source.ack(deliveries)
+        return len(deliveries)
+
+    def start(self) -> Inbox:
+        self._source()
+        if self._thread is not None and self._thread.is_alive():
+            return self
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._follow, name=f"inbox:{self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def run(self) -> None:
+        """Take messages in this thread until `stop()` (from another) or Ctrl-C."""
+        self._source()
+        self._stopping.clear()
+        try:
+            self._follow()
+        except KeyboardInterrupt:
+            return
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _follow(self) -> None:
+        source = self._source()
+        backoff = _FIRST_BACKOFF
+        while not self._stopping.is_set():
+            try:
+                self.step()
+                backoff = _FIRST_BACKOFF
+                self.last_error = None
+            except (BrokerUnavailable, StoreUnavailable) as error:
+                # Unacknowledged messages come again once the connection is new.
+                self.last_error = str(error)
+                log.warning("inbox %r paused: %s", self.name, error)
+                try:
+                    source.reset()
+                except Exception:
+                    log.exception("inbox %r: dropping the connection failed", self.name)
+                self._stopping.wait(backoff)
+                backoff = min(backoff * 2, self.max_backoff)
+
+    def _source(self) -> Source:
+        if self.source is None:
+            raise MessagingConfigError(f"inbox {self.name!r} has no source to take messages from")
+        return self.source
+
+    # --- the error store ---------------------------------------------------------
+
+    def failures(self) -> list[FailedMessage]:
+        with self.database.reading() as connection:
+            return failed.listed(connection, self.name)
+
+    def retry_failed(self, message_id: str) -> AppendResult:
+        """Store the failed message now with the mapping (it raises if it still fails),
+        then forget it."""
+        with self.database.reading() as connection:
+            found = failed.find(connection, self.name, message_id)
+        if found is None:
+            raise FailedMessageNotFound(
+                f"inbox {self.name!r} has no failed message with id {message_id!r}"
+            )
+        try:
+            result = self._append(found.message)
+        except StoreUnavailable:
+            raise
+        except Exception as error:
+            with self.database.transaction() as connection:
+                failed.record(connection, self.name, found.message, error)
+            raise
+        with self.database.transaction() as connection:
+            failed.remove(connection, self.name, message_id)
+        return result
+
+    def _resend_requested(self) -> None:
+        with self.database.reading() as connection:
+            asked = failed.to_resend(connection, self.name, self.batch_size)
+        for message in asked:
+            try:
+                self.retry_failed(message.message_id)
+            except StoreUnavailable:
+                raise
+            except Exception as error:
+                log.warning(
+                    "inbox %r: resent message %r failed again: %s",
+                    self.name,
+                    message.message_id,
+                    error,
+                )
+
+    # --- closing -----------------------------------------------------------------
+
+    def close(self) -> None:
+        self.stop()
+        if self.source is not None:
+            self.source.close()
+        if self._owns_database:
+            self.database.close()
+
+    def __enter__(self) -> Inbox:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

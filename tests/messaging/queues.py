@@ -1,0 +1,124 @@
+"""Queues an inbox takes messages from, filled by the tests as a producer would."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import aio_pika
+import nats.js.errors
+import pytest
+from eventcraft.messaging import Source
+from eventcraft.messaging.jetstream import connect
+from eventcraft.messaging.loop import EventLoopThread
+
+from .brokers import NATS_URL, RABBITMQ_URL, check_nats, check_rabbitmq
+from .workers import make_source
+
+
+@dataclass
+class Producer:
+    kind: str
+    spec: str
+    loop: EventLoopThread
+
+    def send(self, messages: Sequence[tuple[str, bytes]]) -> None:
+        """Publish (message id, body) pairs, in order, confirmed by the broker."""
+        kind, url, name = self.spec.split("|")
+        if kind == "rabbitmq":
+
+            async def publish() -> None:
+                connection = await aio_pika.connect(url, timeout=10)
+                channel = await connection.channel(publisher_confirms=True)
+                await channel.declare_queue(name, durable=True)
+                for message_id, body in messages:
+                    await channel.default_exchange.publish(
+                        aio_pika.Message(body, message_id=message_id), routing_key=name
+                    )
+                await connection.close()
+
+        else:
+            subject = name.split(":")[1]
+
+            async def publish() -> None:
+                nc = await connect(url, 10)
+                js = nc.jetstream()
+                for message_id, body in messages:
+                    await js.publish(subject, body, headers={"Message-Id": message_id})
+                await nc.close()
+
+        self.loop.run(publish(), 60)
+
+    def pending(self) -> int:
+        """Messages not yet acknowledged by a consumer."""
+        kind, url, name = self.spec.split("|")
+        if kind == "rabbitmq":
+
+            async def count() -> int:
+                connection = await aio_pika.connect(url, timeout=10)
+                channel = await connection.channel()
+                queue = await channel.declare_queue(name, durable=True, passive=True)
+                await connection.close()
+                return int(queue.declaration_result.message_count or 0)
+
+        else:
+            stream, _ = name.split(":")
+
+            async def count() -> int:
+                nc = await connect(url, 10)
+                try:
+                    info = await nc.jetstream().consumer_info(stream, "inbox")
+                    return int(info.num_pending + info.num_ack_pending)
+                except nats.js.errors.NotFoundError:
+                    # No consumer yet: every message of the stream is pending.
+                    state = (await nc.jetstream().stream_info(stream)).state
+                    return int(state.messages)
+                finally:
+                    await nc.close()
+
+        return int(self.loop.run(count(), 20))
+
+    def source(self, ack_wait: float = 2.0) -> Source:
+        return make_source(self.spec, ack_wait)
+
+
+@pytest.fixture(params=["rabbitmq", "nats"])
+def producer(request: pytest.FixtureRequest, loop: EventLoopThread) -> Iterator[Producer]:
+    tag = uuid.uuid4().hex[:10]
+    if request.param == "rabbitmq":
+        check_rabbitmq(loop)
+        spec = f"rabbitmq|{RABBITMQ_URL}|ec-inbox-{tag}"
+
+        async def setup() -> None:
+            connection = await aio_pika.connect(RABBITMQ_URL, timeout=10)
+            channel = await connection.channel()
+            await channel.declare_queue(f"ec-inbox-{tag}", durable=True)
+            await connection.close()
+
+        async def teardown() -> None:
+            connection = await aio_pika.connect(RABBITMQ_URL, timeout=10)
+            channel = await connection.channel()
+            await channel.queue_delete(f"ec-inbox-{tag}")
+            await connection.close()
+
+    else:
+        check_nats(loop)
+        stream = f"ECINBOX{tag}"
+        spec = f"nats|{NATS_URL}|{stream}:ecinbox{tag}.orders"
+
+        async def setup() -> None:
+            nc = await connect(NATS_URL, 10)
+            # The producer's id travels in a header JetStream does not de-duplicate by:
+            # its resends reach the inbox, which must store them once itself.
+            await nc.jetstream().add_stream(name=stream, subjects=[f"ecinbox{tag}.>"])
+            await nc.close()
+
+        async def teardown() -> None:
+            nc = await connect(NATS_URL, 10)
+            await nc.jetstream().delete_stream(stream)
+            await nc.close()
+
+    loop.run(setup(), 20)
+    yield Producer(request.param, spec, loop)
+    loop.run(teardown(), 20)

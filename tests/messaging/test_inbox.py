@@ -1,0 +1,125 @@
+"""Inboxes store each message once by its id and acknowledge only after the append."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+import orjson
+import pytest
+from eventcraft.eventstore import EventStore
+from eventcraft.messaging import (
+    Inbox,
+    IncomingMessage,
+    InvalidMessage,
+    Mapped,
+    MessagingConfigError,
+    event_id_for,
+)
+
+from .brokers import wait_for
+from .queues import Producer, producer
+from .workers import order_received, take_in_until_killed
+
+__all__ = ["producer"]
+
+
+def orders(count: int) -> list[tuple[str, bytes]]:
+    return [(f"msg-{n}", orjson.dumps({"order": n % 7, "n": n})) for n in range(count)]
+
+
+def stored_ids(store: EventStore) -> list[str]:
+    return [e.metadata["message_id"] for e in store.read_all()]
+
+
+def test_messages_delivered_many_times_are_stored_once(producer: Producer, sqlite_url: str) -> None:
+    sent = orders(40)
+    with EventStore.open(sqlite_url) as store:
+        # Every message sent five times over, as a producer retrying would.
+        for _ in range(5):
+            producer.send(sent)
+        with Inbox("orders-in", store, order_received, producer.source()) as inbox:
+            inbox.start()
+            wait_for(lambda: producer.pending() == 0 and inbox.stored >= 200, 60, "the inbox")
+        ids = stored_ids(store)
+        events = list(store.read_all())
+    assert sorted(ids) == sorted(m for m, _ in sent)
+    assert all(e.id == event_id_for(e.metadata["message_id"]) for e in events)
+    # Each order's stream holds its messages in the order they were sent.
+    for stream in {e.stream_id for e in events}:
+        ns = [e.data["n"] for e in events if e.stream_id == stream]
+        assert ns == sorted(ns)
+
+
+def test_a_message_that_cannot_be_stored_waits_in_the_error_store_and_is_resent(
+    producer: Producer, sqlite_url: str
+) -> None:
+    with EventStore.open(sqlite_url) as store:
+        producer.send([("good-1", b'{"order": 1}'), ("bad-1", b"not json"), ("odd-1", b"{}")])
+        with Inbox("orders-in", store, order_received, producer.source()) as inbox:
+            inbox.start()
+            wait_for(lambda: producer.pending() == 0 and len(inbox.failures()) == 2, 30, "acks")
+            failures = {f.message_id: f for f in inbox.failures()}
+            assert stored_ids(store) == ["good-1"]
+            assert set(failures) == {"bad-1", "odd-1"}
+            assert failures["bad-1"].body == b"not json"
+            assert failures["bad-1"].error.startswith("InvalidMessage: message 'bad-1'")
+            assert failures["odd-1"].error == "InvalidMessage: not an order: {}"
+            with pytest.raises(InvalidMessage):
+                inbox.retry_failed("odd-1")
+            assert {f.message_id: f.attempts for f in inbox.failures()}["odd-1"] == 2
+            # The mapping is fixed: an operator's resend is stored by the running inbox.
+            inbox.mapping = lambda m: Mapped("order-x", "OrderReceived", {"raw": m.body.decode()})
+            from eventcraft.messaging import failed
+
+            with inbox.database.transaction() as connection:
+                assert failed.mark_resend(connection, "orders-in", "bad-1")
+            wait_for(lambda: "bad-1" in stored_ids(store), 30, "the resent message")
+            assert [f.message_id for f in inbox.failures()] == ["odd-1"]
+
+
+def test_an_inbox_takes_messages_handed_to_it_once_each(sqlite_url: str) -> None:
+    with (
+        EventStore.open(sqlite_url) as store,
+        Inbox("direct", store, order_received) as inbox,
+    ):
+        message = IncomingMessage("m-1", b'{"order": 3}')
+        first = inbox.take(message)
+        again = inbox.take(message)
+        assert first is not None and first == again
+        assert [e.stream_id for e in store.read_all()] == ["order-3"]
+        assert inbox.take(IncomingMessage("", b"{}")) is None
+        with pytest.raises(MessagingConfigError, match="has no source"):
+            inbox.start()
+
+
+@pytest.mark.slow
+def test_an_inbox_killed_between_append_and_ack_stores_the_message_once(
+    producer: Producer, pg_url: str, tmp_path: Path
+) -> None:
+    sent = orders(30)
+    producer.send(sent)
+    marker = tmp_path / "appended"
+    spawn = multiprocessing.get_context("spawn")
+    trapped = spawn.Process(
+        target=take_in_until_killed, args=(pg_url, producer.spec, "msg-17", str(marker))
+    )
+    trapped.start()
+    try:
+        wait_for(marker.exists, 60, "the trapped append")
+    finally:
+        trapped.kill()
+        trapped.join(10)
+    with EventStore.open(pg_url) as store:
+        assert "msg-17" in stored_ids(store)
+    assert producer.pending() > 0  # msg-17 at least was never acknowledged
+    worker = spawn.Process(target=take_in_until_killed, args=(pg_url, producer.spec, None, ""))
+    worker.start()
+    try:
+        wait_for(lambda: producer.pending() == 0, 60, "the second inbox to take the rest")
+    finally:
+        worker.kill()
+        worker.join(10)
+    with EventStore.open(pg_url) as store:
+        ids = stored_ids(store)
+    assert sorted(ids) == sorted(m for m, _ in sent)
