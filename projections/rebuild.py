@@ -53,7 +53,7 @@ def rebuild(
     definition: Definition,
     *,
     batch_size: int = 10_000,
-    progress: bool = False,
+    progress: bool | Callable[[int, int], None] = False,
 ) -> RebuildReport:
     if isinstance(definition, Subscription):
         raise DefinitionError(f"{definition.name}: a subscription has no read model to rebuild")
@@ -169,7 +169,14 @@ def _read_ahead(
 
 
 @contextmanager
-def _bar(shown: bool, name: str, total: int) -> Iterator[Callable[[int], None]]:
+def _bar(
+    shown: bool | Callable[[int, int], None], name: str, total: int
+) -> Iterator[Callable[[int], None]]:
+    if callable(shown):
+        # A caller drawing its own progress (the web console) is told position and target.
+        told = shown
+        yield lambda position: told(min(position, total), total)
+        return
     if not shown:
         yield lambda position: None
         return

@@ -15,7 +15,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 
 import sqlalchemy as sa
@@ -257,8 +257,13 @@ class ProjectionRunner:
 
     # --- rebuilding --------------------------------------------------------------
 
-    def rebuild(self, name: str, *, progress: bool = False) -> RebuildReport:
-        """Replay `name` from the start into new tables and swap them in (blue/green)."""
+    def rebuild(
+        self, name: str, *, progress: bool | Callable[[int, int], None] = False
+    ) -> RebuildReport:
+        """Replay `name` from the start into new tables and swap them in (blue/green).
+
+        `progress` draws a bar on the terminal, or is called with the position
+        reached and the position the replay goes to."""
         projector = self._projectors.get(name)
         if projector is None:
             raise UnknownProjection(self._unknown(name))

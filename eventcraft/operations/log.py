@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from eventcraft.eventstore import EventStore, RecordedEvent
+from eventcraft.eventstore import EventStore, RecordedEvent, category_of
 
 from .errors import InputError, NotFound
 
@@ -32,8 +32,17 @@ class LogFilter:
     categories: Sequence[str] = ()
     types: Sequence[str] = ()
     correlation_id: str | None = None
+    since: datetime | None = None
+    """Only events recorded at or after this time."""
+    until: datetime | None = None
+    """Only events recorded before this time."""
 
     def accepts(self, event: RecordedEvent) -> bool:
+        """Whether the event passes the filters the store does not apply itself."""
+        if self.since is not None and event.recorded_at < self.since:
+            return False
+        if self.until is not None and event.recorded_at >= self.until:
+            return False
         return self.correlation_id is None or (
             str(event.metadata.get("correlation_id")) == self.correlation_id
         )
@@ -62,19 +71,39 @@ def streams(
     store: EventStore, *, category: str | None, after: str | None, limit: int
 ) -> list[StreamSummary]:
     """Streams in id order, with their version and first and last event times."""
-    summaries = []
-    for info in store.list_streams(category=category, after=after, limit=limit):
-        first = next(iter(store.read_stream(info.stream_id, limit=1)), None)
-        last = next(iter(store.read_stream(info.stream_id, backwards=True, limit=1)), None)
-        summaries.append(
-            StreamSummary(
-                info.stream_id,
-                info.version,
-                first.recorded_at if first else None,
-                last.recorded_at if last else None,
-            )
-        )
-    return summaries
+    listed = store.list_streams(category=category, after=after, limit=limit)
+    return [_summary(store, info.stream_id) for info in listed]
+
+
+def _summary(store: EventStore, stream_id: str) -> StreamSummary:
+    first = next(iter(store.read_stream(stream_id, limit=1)), None)
+    last = next(iter(store.read_stream(stream_id, backwards=True, limit=1)), None)
+    return StreamSummary(
+        stream_id,
+        last.version if last else 0,
+        first.recorded_at if first else None,
+        last.recorded_at if last else None,
+    )
+
+
+def stream_search(
+    store: EventStore, *, prefix: str = "", category: str | None, after: str | None, limit: int
+) -> list[StreamSummary]:
+    """Streams whose id starts with `prefix`, in id order, after `after` (keyset paging).
+
+    The store lists streams by id from a key, so a prefix is a range: it starts
+    at the prefix and ends at the first id without it.
+    """
+    start = after if after is not None and after >= prefix else None
+    found: list[str] = []
+    wanted = category is None or category_of(prefix) == category
+    if start is None and prefix and wanted and store.stream_version(prefix) > 0:
+        found.append(prefix)
+    for info in store.list_streams(category=category, after=start or prefix or None, limit=None):
+        if len(found) >= limit or not info.stream_id.startswith(prefix):
+            break
+        found.append(info.stream_id)
+    return [_summary(store, stream_id) for stream_id in found]
 
 
 def stream_events(

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from eventcraft.eventstore import EventStore, EventStoreError
+from eventcraft.eventstore import EventStore, EventStoreError, RecordedEvent
 from eventcraft.projections import (
     Definition,
     DefinitionError,
@@ -29,6 +29,7 @@ from eventcraft.projections import (
 
 from ..app import App
 from .errors import InputError, NotFound, Problems
+from .log import LogFilter, log_events
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,19 @@ def lag(store: EventStore, app: App, names: Sequence[str] = ()) -> int:
     return sum(s.lag_events for s in status(store, app) if s.name in chosen)
 
 
+def reads(app: App, name: str) -> LogFilter:
+    """The events the projection `name` reads: its categories and types (all, if None)."""
+    _checked_names(app, [name])
+    (definition,) = (d for d in app.projections if d.name == name)
+    return LogFilter(categories=definition.categories or (), types=definition.types or ())
+
+
+def waiting(store: EventStore, app: App, name: str, *, limit: int) -> list[RecordedEvent]:
+    """The first `limit` events the projection has still to apply: its message store."""
+    checkpoint = state(store, app, name).position
+    return list(log_events(store, after=checkpoint, limit=limit, where=reads(app, name)))
+
+
 def catch_up(
     store: EventStore, app: App, names: Sequence[str] = (), *, progress: Progress | None = None
 ) -> list[CaughtUp]:
@@ -149,11 +163,18 @@ def catch_up(
     return done
 
 
-def rebuild(store: EventStore, app: App, name: str, *, progress: bool = False) -> Rebuilt:
+def rebuild(
+    store: EventStore,
+    app: App,
+    name: str,
+    *,
+    progress: bool | Callable[[int, int], None] = False,
+) -> Rebuilt:
     """Replay the projection from the start into new tables and swap them in.
 
     The old tables serve queries until the swap; a failing handler fails the
-    rebuild and leaves them serving. `progress` draws the runner's own bar.
+    rebuild and leaves them serving. `progress` draws the runner's own bar, or is
+    told the position reached and the position the replay goes to.
     """
     _checked_names(app, [name])
     with _runner(store, app) as runner:

@@ -1,0 +1,221 @@
+"""The pages that read the log: Overview, Log (with its live tail), Streams, Stream, Event
+and Trace, and the downloads of an event (JSON) and of any filtered list (NDJSON).
+
+Each parses the query, calls one function of `eventcraft.operations`, and renders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from eventcraft.eventstore import RecordedEvent
+
+from ..operations import log, newest, overview
+from ..operations.documents import event_document, event_line
+from ..operations.errors import InputError
+from ..operations.log import LogFilter
+from .rendering import console_of, page
+
+PAGE = 50
+"""Events on a page of the log or of a stream."""
+
+TAIL = 200
+"""Most events one poll of the live tail brings."""
+
+
+def overview_page(request: Request) -> HTMLResponse:
+    console = console_of(request)
+    found = overview.overview(console.store, console.app)
+    peak = max(found.recent.per_minute) or 1
+    return page(request, "overview.html", active="Overview", overview=found, peak=peak)
+
+
+def log_page(request: Request) -> HTMLResponse:
+    where = log_filter(request)
+    before = number(request, "before")
+    limit = number(request, "limit") or PAGE
+    found = newest.log_page(console_of(request).store, before=before, limit=limit, where=where)
+    return page(
+        request,
+        "log.html",
+        active="Log",
+        found=found,
+        where=where,
+        live=before is None,
+        query=_kept(request, "before"),
+    )
+
+
+def log_tail(request: Request) -> HTMLResponse:
+    """The events after `after` that the filters accept, newest first: rows to prepend."""
+    after = number(request, "after") or 0
+    store, where = console_of(request).store, log_filter(request)
+    events = list(log.log_events(store, after=after, limit=TAIL, where=where))
+    return page(request, "log_rows.html", badges=False, events=list(reversed(events)))
+
+
+def log_download(request: Request) -> StreamingResponse:
+    where = log_filter(request)
+    after = number(request, "after") or 0
+    events = log.log_events(console_of(request).store, after=after, limit=None, where=where)
+    return _ndjson(events, "log.ndjson")
+
+
+def streams_page(request: Request) -> HTMLResponse:
+    prefix = request.query_params.get("prefix", "").strip()
+    category = request.query_params.get("category", "").strip() or None
+    after = request.query_params.get("after") or None
+    found = log.stream_search(
+        console_of(request).store, prefix=prefix, category=category, after=after, limit=PAGE
+    )
+    return page(
+        request,
+        "streams.html",
+        active="Streams",
+        streams=found,
+        prefix=prefix,
+        category=category or "",
+        more=len(found) == PAGE,
+        query=_kept(request, "after"),
+    )
+
+
+def stream_page(request: Request) -> HTMLResponse:
+    stream_id = _stream_id(request)
+    start = number(request, "from") or 1
+    events = log.stream_events(console_of(request).store, stream_id, from_version=start, limit=PAGE)
+    return page(
+        request,
+        "stream.html",
+        active="Streams",
+        stream_id=stream_id,
+        events=events,
+        start=start,
+        more=len(events) == PAGE,
+    )
+
+
+def stream_download(request: Request) -> StreamingResponse:
+    stream_id = _stream_id(request)
+    events = log.stream_events(console_of(request).store, stream_id, from_version=None, limit=None)
+    return _ndjson(events, f"{_file_name(stream_id)}.ndjson")
+
+
+def event_page(request: Request) -> HTMLResponse:
+    event = log.find_event(console_of(request).store, request.path_params["key"])
+    metadata = event.metadata
+    return page(
+        request,
+        "event.html",
+        active="Log",
+        event=event,
+        correlation=metadata.get("correlation_id"),
+        causation=metadata.get("causation_id"),
+    )
+
+
+def event_download(request: Request) -> Response:
+    event = log.find_event(console_of(request).store, request.path_params["key"])
+    body = orjson.dumps(event_document(event), option=orjson.OPT_INDENT_2)
+    return Response(
+        body,
+        media_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="event-{event.position}.json"'},
+    )
+
+
+def trace_page(request: Request) -> HTMLResponse:
+    correlation = request.query_params.get("correlation", "").strip()
+    if not correlation:
+        raise InputError("a trace needs a correlation id: ?correlation=ID")
+    roots = log.trace(console_of(request).store, correlation)
+    return page(request, "trace.html", active="Log", correlation=correlation, roots=roots)
+
+
+# --- parsing the query ------------------------------------------------------------
+
+
+def log_filter(request: Request) -> LogFilter:
+    """The Log page's filters: comma-separated categories and types, a correlation id,
+    and a time range in UTC (`2026-01-31T12:00`)."""
+    params = request.query_params
+    return LogFilter(
+        categories=_names(params.get("category", "")),
+        types=_names(params.get("type", "")),
+        correlation_id=params.get("correlation", "").strip() or None,
+        since=_time(params.get("since", ""), "since"),
+        until=_time(params.get("until", ""), "until"),
+    )
+
+
+def number(request: Request, name: str) -> int | None:
+    """The query parameter `name` as a whole number from 1, None if absent or empty."""
+    text = request.query_params.get(name, "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise InputError(f"{name} must be a whole number from 1, not {text!r}")
+    return int(text)
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def _time(text: str, name: str) -> datetime | None:
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"{name} must be a time such as 2026-01-31T12:00, not {text!r}") from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+
+
+def _stream_id(request: Request) -> str:
+    stream_id = request.query_params.get("id", "")
+    if not stream_id:
+        raise InputError("name the stream: ?id=STREAM")
+    return stream_id
+
+
+def _kept(request: Request, dropped: str) -> list[tuple[str, str]]:
+    """The query's parameters but `dropped`, for links to the next page."""
+    return [(k, v) for k, v in request.query_params.multi_items() if k != dropped and v]
+
+
+def _file_name(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:100] or "stream"
+
+
+def _ndjson(events: Iterable[RecordedEvent], name: str) -> StreamingResponse:
+    def lines() -> Iterator[bytes]:
+        for event in events:
+            yield event_line(event)
+
+    return StreamingResponse(
+        lines(),
+        media_type="application/x-ndjson",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
+ROUTES = [
+    Route("/", overview_page, name="overview"),
+    Route("/log", log_page, name="log"),
+    Route("/log/tail", log_tail, name="log_tail"),
+    Route("/log.ndjson", log_download, name="log_download"),
+    Route("/streams", streams_page, name="streams"),
+    Route("/stream", stream_page, name="stream"),
+    Route("/stream.ndjson", stream_download, name="stream_download"),
+    Route("/events/{key}", event_page, name="event"),
+    Route("/events/{key}/download", event_download, name="event_download"),
+    Route("/trace", trace_page, name="trace"),
+]

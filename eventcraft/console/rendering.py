@@ -1,0 +1,92 @@
+"""Pages from templates: the Jinja2 environment shipped in the package, the filters the
+templates use, and what every page is given (the console, its badges, the CSRF token)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.templating import Jinja2Templates
+
+from eventcraft import __version__
+from eventcraft.eventstore import EventStore
+
+from ..app import App
+from ..operations import overview
+from .jobs import Rebuilds
+
+NAVIGATION = (
+    ("Overview", "/"),
+    ("Log", "/log"),
+    ("Streams", "/streams"),
+    ("Projections", "/projections"),
+    ("Sagas", "/sagas"),
+)
+"""The pages every page links to, by their pinned labels."""
+
+
+@dataclass
+class Console:
+    """What the running console serves: the store, the App, and what it may do."""
+
+    store: EventStore
+    app: App
+    allow_actions: bool
+    csrf: str
+    rebuilds: Rebuilds = field(default_factory=Rebuilds)
+
+
+def pretty(value: Any) -> str:
+    """JSON indented for reading, keys in the order they were stored."""
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode()
+
+
+def when(value: datetime | None) -> str:
+    return "" if value is None else value.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _environment() -> Environment:
+    environment = Environment(
+        loader=PackageLoader("eventcraft.console", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters["pretty"] = pretty
+    environment.filters["when"] = when
+    return environment
+
+
+templates = Jinja2Templates(env=_environment())
+
+
+def console_of(request: Request) -> Console:
+    found: Console = request.app.state.console
+    return found
+
+
+def page(
+    request: Request, template: str, *, status_code: int = 200, badges: bool = True, **context: Any
+) -> HTMLResponse:
+    """The template rendered for `request`, with the navigation and its badges."""
+    console = console_of(request)
+    response: HTMLResponse = templates.TemplateResponse(
+        request,
+        template,
+        {
+            "console": console,
+            "root": request.scope.get("root_path", ""),
+            "navigation": NAVIGATION,
+            "badges": overview.badges(console.store, console.app) if badges else None,
+            "version": __version__,
+            "message": request.query_params.get("message"),
+            **context,
+        },
+        status_code=status_code,
+    )
+    return response

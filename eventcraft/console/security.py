@@ -1,0 +1,85 @@
+"""Who may see the console and who may act through it: the token, the read-only switch,
+and the CSRF check every action's POST passes.
+
+The token is accepted as `Authorization: Bearer TOKEN`, as a cookie, or once
+as `?token=TOKEN`, which sets the cookie and redirects to the same page
+without it (so it leaves the address bar and the history). The CSRF token is
+a secret of the running console, put in each action's form: a page of
+another origin cannot read it, so it cannot forge the POST.
+"""
+
+from __future__ import annotations
+
+import hmac
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+TOKEN_COOKIE = "eventcraft_console_token"
+
+
+class Refused(Exception):
+    """A request the console will not serve: its status code and why."""
+
+    def __init__(self, status_code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status_code = status_code
+        self.reason = reason
+
+
+class TokenRequired:
+    """ASGI middleware: every HTTP request carries the token, or gets 401."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        given = request.query_params.get("token")
+        if given is not None and _same(given, self.token):
+            response: Response = RedirectResponse(_without_token(request), status_code=303)
+            response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
+        elif _same(_presented(request), self.token):
+            await self.app(scope, receive, send)
+            return
+        else:
+            response = PlainTextResponse(
+                "401: this console needs its token (?token=..., or Authorization: Bearer ...)",
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        await response(scope, receive, send)
+
+
+def check_action(request: Request, allowed: bool, csrf: str, form_token: object) -> None:
+    """Refuse an action on a read-only console, from another origin, or without the
+    console's CSRF token."""
+    if not allowed:
+        raise Refused(403, "this console is read-only: start it with --allow-actions to act")
+    origin = request.headers.get("origin")
+    if origin is not None and origin != f"{request.url.scheme}://{request.url.netloc}":
+        raise Refused(403, f"an action from another origin ({origin}) is refused")
+    if not isinstance(form_token, str) or not _same(form_token, csrf):
+        raise Refused(403, "the form's CSRF token is missing or wrong: reload the page")
+
+
+def _presented(request: Request) -> str:
+    header = request.headers.get("authorization", "")
+    if header.lower().startswith("bearer "):
+        return header[7:].strip()
+    return request.cookies.get(TOKEN_COOKIE, "")
+
+
+def _same(given: str, expected: str) -> bool:
+    return hmac.compare_digest(given.encode(), expected.encode())
+
+
+def _without_token(request: Request) -> str:
+    kept = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+    return request.url.path + (f"?{urlencode(kept)}" if kept else "")
