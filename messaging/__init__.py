@@ -11,6 +11,7 @@ from .errors import (
 )
 from .failed import FailedMessage
 from .inbox import Inbox, Mapped
+from .intake import HttpIntake
 from .jetstream import JetStreamPublisher, JetStreamSource
 from .messages import IncomingMessage, OutgoingMessage, event_id_for
 from .publisher import Publisher
@@ -23,6 +24,7 @@ __all__ = [
     "Delivery",
     "FailedMessage",
     "FailedMessageNotFound",
+    "HttpIntake",
     "Inbox",
     "IncomingMessage",
     "InvalidMessage",

@@ -18,6 +18,7 @@ inbox drops its connection, backs off and takes the messages again.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -44,6 +45,12 @@ from .source import Source
 log = logging.getLogger("eventcraft.messaging")
 
 _FIRST_BACKOFF = 0.1
+BODY_HASH = "message_sha256"
+"""The metadata key of the SHA-256 of the message's body."""
+
+
+def body_hash(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -123,7 +130,7 @@ class Inbox:
         recorded: the caller must not acknowledge the message).
         """
         try:
-            return self._append(message)
+            return self.append(message)
         except StoreUnavailable:
             raise
         except Exception as error:
@@ -133,14 +140,23 @@ class Inbox:
             self.failed += 1
             return None
 
-    def _append(self, message: IncomingMessage) -> AppendResult:
+    def append(self, message: IncomingMessage) -> AppendResult:
+        """Store `message` once, or raise what went wrong (the error store is not used).
+
+        The event's metadata records the message id and the SHA-256 of its body,
+        by which the HTTP intake tells a retry from a different message.
+        """
         event_id = event_id_for(message.message_id)
         mapped = self.mapping(message)
         if not isinstance(mapped, Mapped):
             raise InvalidMessage(
                 f"inbox {self.name!r}: the mapping returned {mapped!r}, not a Mapped"
             )
-        metadata = {**mapped.metadata, "message_id": message.message_id}
+        metadata = {
+            **mapped.metadata,
+            "message_id": message.message_id,
+            BODY_HASH: body_hash(message.body),
+        }
         event = NewEvent(mapped.type, mapped.data, metadata=metadata, id=event_id)
         result = self.store.append(mapped.stream_id, [event], ANY)
         self.stored += 1
@@ -221,7 +237,7 @@ class Inbox:
                 f"inbox {self.name!r} has no failed message with id {message_id!r}"
             )
         try:
-            result = self._append(found.message)
+            result = self.append(found.message)
         except StoreUnavailable:
             raise
         except Exception as error:
