@@ -8,24 +8,17 @@ commands that raced on the same aggregate cannot both win: the second gets
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Mapping
 from types import EllipsisType
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
-from eventcraft.eventstore import (
-    NO_STREAM,
-    AppendResult,
-    EventStore,
-    EventStoreError,
-    WrongExpectedVersion,
-)
-from pydantic import ValidationError
+from eventcraft.eventstore import AppendResult, EventStore, EventStoreError, WrongExpectedVersion
 
 from .aggregate import Aggregate
-from .checks import positive_int_or_none
-from .context import CommandContext, current_context
 from .errors import AggregateNotFound
 from .evolve import evolve
+from .repository_rules import RepositoryRules, check_attempts
 
 A = TypeVar("A", bound=Aggregate[Any])
 R = TypeVar("R")
@@ -33,7 +26,7 @@ R = TypeVar("R")
 log = logging.getLogger("eventcraft.domain")
 
 
-class Repository(Generic[A]):
+class Repository(RepositoryRules[A]):
     """Aggregates of one type, kept in an event store."""
 
     def __init__(
@@ -43,11 +36,8 @@ class Repository(Generic[A]):
         *,
         snapshot_every: int | EllipsisType | None = ...,
     ) -> None:
+        super().__init__(aggregate_type, snapshot_every=snapshot_every)
         self.store = store
-        self.aggregate_type = aggregate_type
-        # `...` means the aggregate class's own setting; None turns snapshots off.
-        every = aggregate_type.snapshot_every if snapshot_every is ... else snapshot_every
-        self.snapshot_every = positive_int_or_none("snapshot_every", every)
 
     def load(self, aggregate_id: str) -> A:
         """The aggregate rebuilt from its stream (after its snapshot, if one fits).
@@ -58,7 +48,9 @@ class Repository(Generic[A]):
         cls = self.aggregate_type
         state, version = aggregate.state, 0
         if self.snapshot_every is not None:
-            state, version = self._from_snapshot(aggregate, state)
+            state, version = self._start_from(
+                aggregate, self.store.load_snapshot(aggregate.stream_id)
+            )
         decode, stream_id = cls.registry.decode_encoded, aggregate.stream_id
         for stored in self.store.read_stream_encoded(stream_id, from_version=version + 1):
             state = evolve(state, decode(stored, stream_id))
@@ -72,7 +64,11 @@ class Repository(Generic[A]):
         return self.store.stream_version(self.aggregate_type.stream_id_of(aggregate_id)) > 0
 
     def save(
-        self, aggregate: A, *, metadata: Mapping[str, Any] | None = None
+        self,
+        aggregate: A,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        idempotency_key: uuid.UUID | None = None,
     ) -> AppendResult | None:
         """Append the aggregate's pending events, expecting its stored version.
 
@@ -82,24 +78,14 @@ class Repository(Generic[A]):
         answer is safe: the events keep their ids. Returns None when there
         was nothing to save.
         """
-        if not isinstance(aggregate, self.aggregate_type):
-            raise TypeError(
-                f"this repository saves {self.aggregate_type.__qualname__}, "
-                f"not {type(aggregate).__qualname__}"
-            )
-        if not aggregate._pending:
+        to_append = self._to_append(aggregate, metadata, idempotency_key)
+        if to_append is None:
             return None
-        context = current_context() or CommandContext.new()
-        base = {**context.metadata(), **(metadata or {})}
-        to_new_event = aggregate.registry.to_new_event
-        events = [to_new_event(event, base, id) for event, id in aggregate._pending]
+        events, expected = to_append
         stored = aggregate.stored_version
-        result = self.store.append(
-            aggregate.stream_id, events, expected_version=stored if stored else NO_STREAM
-        )
+        result = self.store.append(aggregate.stream_id, events, expected_version=expected)
         aggregate._saved(result.version)
-        every = self.snapshot_every
-        if every is not None and result.version // every > stored // every:
+        if self._snapshot_due(stored, result.version):
             self._snapshot(aggregate)
         return result
 
@@ -110,15 +96,17 @@ class Repository(Generic[A]):
         *,
         create: bool = False,
         attempts: int = 5,
+        idempotency_key: uuid.UUID | None = None,
     ) -> R:
         """Load, run `command` on the aggregate, save; again on a fresh load if a save raced.
 
         With `create`, a missing aggregate starts new instead of raising
         `AggregateNotFound`. After `attempts` lost races, the last
         `WrongExpectedVersion` is raised. Returns what `command` returned.
+        With `idempotency_key` (a client's request id), the events' ids derive
+        from it: a request sent again stores nothing new (see `save`).
         """
-        if attempts < 1:
-            raise ValueError(f"attempts must be at least 1, not {attempts}")
+        check_attempts(attempts)
         for attempt in range(1, attempts + 1):
             try:
                 aggregate = self.load(aggregate_id)
@@ -128,7 +116,7 @@ class Repository(Generic[A]):
                 aggregate = self.aggregate_type(aggregate_id)
             outcome = command(aggregate)
             try:
-                self.save(aggregate)
+                self.save(aggregate, idempotency_key=idempotency_key)
             except WrongExpectedVersion:
                 if attempt == attempts:
                     raise
@@ -136,35 +124,10 @@ class Repository(Generic[A]):
             return outcome
         raise AssertionError("unreachable")
 
-    def _from_snapshot(self, aggregate: A, initial: Any) -> tuple[Any, int]:
-        cls = self.aggregate_type
-        snapshot = self.store.load_snapshot(aggregate.stream_id)
-        if snapshot is None or snapshot.type != cls.category:
-            return initial, 0
-        if snapshot.schema_version != cls.schema_version:
-            return initial, 0  # the state changed shape since: rebuild it from events
-        try:
-            return cls.state_type.model_validate(snapshot.data), snapshot.version
-        except ValidationError as error:
-            log.warning(
-                "ignoring the snapshot of %s at version %d: it does not fit %s: %s",
-                aggregate.stream_id,
-                snapshot.version,
-                cls.state_type.__qualname__,
-                error,
-            )
-            return initial, 0
-
     def _snapshot(self, aggregate: A) -> None:
         # The events are saved: a snapshot that fails costs only speed, so
         # it must not turn a successful save into an error.
         try:
-            self.store.save_snapshot(
-                aggregate.stream_id,
-                version=aggregate.stored_version,
-                type=self.aggregate_type.category,
-                schema_version=self.aggregate_type.schema_version,
-                data=aggregate.state,
-            )
+            self.store.save_snapshot(aggregate.stream_id, **self._snapshot_of(aggregate))
         except EventStoreError as error:
             log.warning("no snapshot of %s: %s", aggregate.stream_id, error)

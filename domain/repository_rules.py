@@ -1,0 +1,115 @@
+"""What `Repository` and `AsyncRepository` decide, apart from how they reach the store.
+
+How a snapshot becomes a starting state, which events a save appends and at
+what expected version, when a snapshot is due and what it holds: written
+once, here, so that the sync and async repositories cannot drift.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from types import EllipsisType
+from typing import Any, Generic, TypeVar
+
+from eventcraft.eventstore import NO_STREAM, ExpectedVersion, NewEvent, Snapshot
+from pydantic import ValidationError
+
+from .aggregate import Aggregate
+from .checks import positive_int_or_none
+from .context import CommandContext, current_context
+
+A = TypeVar("A", bound=Aggregate[Any])
+
+log = logging.getLogger("eventcraft.domain")
+
+
+class RepositoryRules(Generic[A]):
+    """The store-free part of a repository of aggregates of one type."""
+
+    def __init__(
+        self, aggregate_type: type[A], *, snapshot_every: int | EllipsisType | None = ...
+    ) -> None:
+        self.aggregate_type = aggregate_type
+        # `...` means the aggregate class's own setting; None turns snapshots off.
+        every = aggregate_type.snapshot_every if snapshot_every is ... else snapshot_every
+        self.snapshot_every = positive_int_or_none("snapshot_every", every)
+
+    def _start_from(self, aggregate: A, snapshot: Snapshot | None) -> tuple[Any, int]:
+        """The state and version to rebuild `aggregate` from: `snapshot`'s if it fits."""
+        cls = self.aggregate_type
+        initial = aggregate.state
+        if snapshot is None or snapshot.type != cls.category:
+            return initial, 0
+        if snapshot.schema_version != cls.schema_version:
+            return initial, 0  # the state changed shape since: rebuild it from events
+        try:
+            return cls.state_type.model_validate(snapshot.data), snapshot.version
+        except ValidationError as error:
+            log.warning(
+                "ignoring the snapshot of %s at version %d: it does not fit %s: %s",
+                aggregate.stream_id,
+                snapshot.version,
+                cls.state_type.__qualname__,
+                error,
+            )
+            return initial, 0
+
+    def _to_append(
+        self,
+        aggregate: A,
+        metadata: Mapping[str, Any] | None,
+        idempotency_key: uuid.UUID | None = None,
+    ) -> tuple[list[NewEvent], ExpectedVersion] | None:
+        """The events a save appends and the version it expects; None if nothing is pending.
+
+        Their metadata comes from the current `command_context` (else new
+        ids), updated by `metadata`; their ids are the aggregate's, so a
+        save sent again after a lost answer writes nothing new. With an
+        `idempotency_key`, the ids are derived from it instead (`keyed_ids`):
+        the same command run again, on any load, saves the same ids.
+        """
+        if not isinstance(aggregate, self.aggregate_type):
+            raise TypeError(
+                f"this repository saves {self.aggregate_type.__qualname__}, "
+                f"not {type(aggregate).__qualname__}"
+            )
+        if not aggregate._pending:
+            return None
+        context = current_context() or CommandContext.new()
+        base = {**context.metadata(), **(metadata or {})}
+        to_new_event = aggregate.registry.to_new_event
+        pending = aggregate._pending
+        ids = [id for _, id in pending]
+        if idempotency_key is not None:
+            ids = keyed_ids(idempotency_key, len(ids))
+        events = [to_new_event(e, base, id) for (e, _), id in zip(pending, ids, strict=True)]
+        stored = aggregate.stored_version
+        return events, stored if stored else NO_STREAM
+
+    def _snapshot_due(self, before: int, after: int) -> bool:
+        """Whether a save from version `before` to `after` passed a multiple of the setting."""
+        every = self.snapshot_every
+        return every is not None and after // every > before // every
+
+    def _snapshot_of(self, aggregate: A) -> dict[str, Any]:
+        """The arguments of `save_snapshot` for `aggregate` as saved."""
+        return {
+            "version": aggregate.stored_version,
+            "type": self.aggregate_type.category,
+            "schema_version": self.aggregate_type.schema_version,
+            "data": aggregate.state,
+        }
+
+
+def keyed_ids(key: uuid.UUID, count: int) -> list[uuid.UUID]:
+    """`count` event ids for the events of one command keyed by `key`: the key itself
+    first, then ids derived from it (UUID 5), the same every time."""
+    return [key, *(uuid.uuid5(key, str(n)) for n in range(1, count))]
+
+
+def check_attempts(attempts: int) -> int:
+    if attempts < 1:
+        raise ValueError(f"attempts must be at least 1, not {attempts}")
+    return attempts
