@@ -3,6 +3,7 @@
 from eventcraft.eventstore import EVENT_VERSION
 
 from .aggregate import Aggregate, command
+from .async_repository import AsyncRepository
 from .context import CommandContext, caused_by, command_context, current_context
 from .errors import (
     AggregateNotFound,
@@ -24,6 +25,7 @@ __all__ = [
     "EVENT_VERSION",
     "Aggregate",
     "AggregateNotFound",
+    "AsyncRepository",
     "CommandContext",
     "DomainError",
     "DomainEvent",

@@ -1,0 +1,157 @@
+"""`AsyncRepository`: `Repository` over an `AsyncEventStore`, awaited.
+
+The decisions (which snapshot fits, what a save appends and expects, when a
+snapshot is due, how many lost races to retry) are `RepositoryRules`', the
+same as the sync repository's; only the calls of the store are awaited.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from types import EllipsisType
+from typing import Any, TypeVar, overload
+
+from eventcraft.eventstore import (
+    AppendResult,
+    AsyncEventStore,
+    EventStoreError,
+    WrongExpectedVersion,
+)
+
+from .aggregate import Aggregate
+from .errors import AggregateNotFound
+from .evolve import evolve
+from .repository_rules import RepositoryRules, check_attempts
+
+A = TypeVar("A", bound=Aggregate[Any])
+R = TypeVar("R")
+
+log = logging.getLogger("eventcraft.domain")
+
+
+class AsyncRepository(RepositoryRules[A]):
+    """Aggregates of one type, kept in an async event store."""
+
+    def __init__(
+        self,
+        store: AsyncEventStore,
+        aggregate_type: type[A],
+        *,
+        snapshot_every: int | EllipsisType | None = ...,
+    ) -> None:
+        super().__init__(aggregate_type, snapshot_every=snapshot_every)
+        self.store = store
+
+    async def load(self, aggregate_id: str) -> A:
+        """The aggregate rebuilt from its stream (after its snapshot, if one fits).
+
+        Raises `AggregateNotFound` when its stream holds no events.
+        """
+        aggregate = self.aggregate_type(aggregate_id)
+        cls = self.aggregate_type
+        state, version = aggregate.state, 0
+        if self.snapshot_every is not None:
+            snapshot = await self.store.load_snapshot(aggregate.stream_id)
+            state, version = self._start_from(aggregate, snapshot)
+        decode, stream_id = cls.registry.decode_encoded, aggregate.stream_id
+        async for stored in self.store.read_stream_encoded(stream_id, from_version=version + 1):
+            state = evolve(state, decode(stored, stream_id))
+            version = stored.version
+        if version == 0:
+            raise AggregateNotFound(cls.__qualname__, aggregate_id, aggregate.stream_id)
+        aggregate._restore(state, version)
+        return aggregate
+
+    async def exists(self, aggregate_id: str) -> bool:
+        stream_id = self.aggregate_type.stream_id_of(aggregate_id)
+        return await self.store.stream_version(stream_id) > 0
+
+    async def save(
+        self,
+        aggregate: A,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        idempotency_key: uuid.UUID | None = None,
+    ) -> AppendResult | None:
+        """As `Repository.save`: raises `WrongExpectedVersion` if another save came first,
+        and is safe to send again after a lost answer. None when nothing was pending."""
+        to_append = self._to_append(aggregate, metadata, idempotency_key)
+        if to_append is None:
+            return None
+        events, expected = to_append
+        stored = aggregate.stored_version
+        result = await self.store.append(aggregate.stream_id, events, expected_version=expected)
+        aggregate._saved(result.version)
+        if self._snapshot_due(stored, result.version):
+            await self._snapshot(aggregate)
+        return result
+
+    @overload
+    async def execute(
+        self,
+        aggregate_id: str,
+        command: Callable[[A], Awaitable[R]],
+        *,
+        create: bool = False,
+        attempts: int = 5,
+        idempotency_key: uuid.UUID | None = None,
+    ) -> R: ...
+
+    @overload
+    async def execute(
+        self,
+        aggregate_id: str,
+        command: Callable[[A], R],
+        *,
+        create: bool = False,
+        attempts: int = 5,
+        idempotency_key: uuid.UUID | None = None,
+    ) -> R: ...
+
+    async def execute(
+        self,
+        aggregate_id: str,
+        command: Callable[[A], Any],
+        *,
+        create: bool = False,
+        attempts: int = 5,
+        idempotency_key: uuid.UUID | None = None,
+    ) -> Any:
+        """Load, run `command` on the aggregate (awaited if it is a coroutine), save; again
+        on a fresh load if a save raced.
+
+        With `create`, a missing aggregate starts new instead of raising
+        `AggregateNotFound`. After `attempts` lost races, the last
+        `WrongExpectedVersion` is raised. Returns what `command` returned.
+        With `idempotency_key` (a client's request id), the events' ids derive
+        from it: a request sent again stores nothing new (see `save`).
+        """
+        check_attempts(attempts)
+        for attempt in range(1, attempts + 1):
+            try:
+                aggregate = await self.load(aggregate_id)
+            except AggregateNotFound:
+                if not create:
+                    raise
+                aggregate = self.aggregate_type(aggregate_id)
+            outcome = command(aggregate)
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+            try:
+                await self.save(aggregate, idempotency_key=idempotency_key)
+            except WrongExpectedVersion:
+                if attempt == attempts:
+                    raise
+                continue
+            return outcome
+        raise AssertionError("unreachable")
+
+    async def _snapshot(self, aggregate: A) -> None:
+        # The events are saved: a snapshot that fails costs only speed.
+        try:
+            await self.store.save_snapshot(aggregate.stream_id, **self._snapshot_of(aggregate))
+        except EventStoreError as error:
+            log.warning("no snapshot of %s: %s", aggregate.stream_id, error)
