@@ -25,6 +25,7 @@ from eventcraft.eventstore import (
 )
 
 from ..operations.errors import InputError, OperationError, Problems
+from .console_commands import console
 from .log_commands import LOG_COMMANDS
 from .projection_commands import projections
 from .saga_commands import sagas
@@ -37,6 +38,7 @@ Examples:
   eventcraft --store sqlite:///var/app/events.db stats
   eventcraft --store postgresql://db/app log --category order --follow
   eventcraft --app myservice.app:app projections status
+  eventcraft --app myservice.app:app console
 """
 
 
@@ -74,6 +76,7 @@ for command in (*LOG_COMMANDS, *TRANSFER_COMMANDS):
 cli.add_command(projections)
 cli.add_command(sagas)
 cli.add_command(spark)
+cli.add_command(console)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,7 +3,18 @@ sagas, its projections caught up as far as they go), served in this process."""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from eventcraft.eventstore import EventStore
@@ -13,6 +24,10 @@ from eventcraft.console import create_app
 from eventcraft.operations import projections
 
 from ..cli.apps import fill_shop, run_sagas, shop
+from ..cli.conftest import run as run  # the fixture running `eventcraft ...` in this process
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = "tests.cli.apps:shop"
 
 POISON_AT = 7
 """The position of the event `order-notes` stopped on and parked."""
@@ -36,6 +51,14 @@ def shop_store(store: EventStore) -> EventStore:
 
 
 @pytest.fixture
+def shop_url(shared_store_url: str) -> str:
+    """The shop on SQLite and PostgreSQL, for a console in another process."""
+    with EventStore.open(shared_store_url) as store:
+        fill_console(store)
+    return shared_store_url
+
+
+@pytest.fixture
 def client(shop_store: EventStore) -> Iterator[Client]:
     """A client of the console over `shop_store`: `client(allow_actions=True, token=...)`."""
     clients: list[TestClient] = []
@@ -48,3 +71,67 @@ def client(shop_store: EventStore) -> Iterator[Client]:
     yield make
     for made in clients:
         made.close()
+
+
+@dataclass
+class Served:
+    """`eventcraft console` running in a process of its own."""
+
+    url: str
+    process: subprocess.Popen[str]
+    log: str | None = None
+
+    def stop(self) -> str:
+        """Stop it (as Ctrl+C does); what it wrote on stderr."""
+        if self.log is not None:
+            return self.log
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        assert self.process.stderr is not None
+        with self.process.stderr:
+            self.log = self.process.stderr.read()
+        return self.log
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@contextmanager
+def serving(*arguments: str, host: str = "127.0.0.1", token: str | None = None) -> Iterator[Served]:
+    """`eventcraft ARGUMENTS... console --port P` started from the repository's root (where
+    `tests.cli.apps` imports), once it answers HTTP; stopped afterwards."""
+    port = free_port()
+    command = [sys.executable, "-m", "eventcraft", *arguments, "console", "--host", host]
+    process = subprocess.Popen(
+        [*command, "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "EVENTCRAFT_CONSOLE_TOKEN": token or ""} if token else None,
+    )
+    served = Served(f"http://127.0.0.1:{port}", process)
+    deadline = time.monotonic() + 30
+    try:
+        while True:
+            assert process.poll() is None, f"the console exited: {served.stop()}"
+            try:
+                urllib.request.urlopen(served.url + "/static/console.css", timeout=2).close()
+                break
+            except urllib.error.HTTPError:
+                break  # it answers (a token may be needed)
+            except OSError:
+                assert time.monotonic() < deadline, "the console did not answer in 30 s"
+                time.sleep(0.05)
+        yield served
+    finally:
+        served.stop()
