@@ -25,10 +25,12 @@ $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[bench,spark]'
 	touch $@ $(VENV)/.installed-base
 
-# PostgreSQL is the production backend, Java 17 runs Spark: the tests need both.
+# PostgreSQL is the production backend, Java 17 runs Spark, Chromium the console's
+# browser test: the tests need all three.
 services:
 	@bash scripts/ensure-postgres.sh
 	@bash scripts/ensure-java.sh
+	@bash scripts/ensure-chromium.sh
 
 demo: $(VENV)/.installed-base
 	$(BIN)/python -m examples.demo

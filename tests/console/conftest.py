@@ -105,19 +105,35 @@ def free_port() -> int:
         return port
 
 
+def _environment(token: str | None, extra: dict[str, str]) -> dict[str, str]:
+    found = {**os.environ, **extra}
+    found.pop("EVENTCRAFT_CONSOLE_TOKEN", None)
+    if token is not None:
+        found["EVENTCRAFT_CONSOLE_TOKEN"] = token
+    return found
+
+
 @contextmanager
-def serving(*arguments: str, host: str = "127.0.0.1", token: str | None = None) -> Iterator[Served]:
+def serving(
+    *arguments: str,
+    host: str = "127.0.0.1",
+    token: str | None = None,
+    environment: dict[str, str] | None = None,
+    allow_actions: bool = False,
+) -> Iterator[Served]:
     """`eventcraft ARGUMENTS... console --port P` started from the repository's root (where
     `tests.cli.apps` imports), once it answers HTTP; stopped afterwards."""
     port = free_port()
     command = [sys.executable, "-m", "eventcraft", *arguments, "console", "--host", host]
+    if allow_actions:
+        command.append("--allow-actions")
     process = subprocess.Popen(
         [*command, "--port", str(port)],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "EVENTCRAFT_CONSOLE_TOKEN": token or ""} if token else None,
+        env=_environment(token, environment or {}),
     )
     served = Served(f"http://127.0.0.1:{port}", process)
     deadline = time.monotonic() + 30
