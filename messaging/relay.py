@@ -151,7 +151,7 @@ class Relay:
 
         Raises `BrokerUnavailable` with the checkpoint unmoved.
         """
-        if not self._acquire():
+        if not self.acquire():
             return False
         after = self.position
         events, upto = read_batch(self.store, self.selection, after, self.batch_size)
@@ -207,7 +207,24 @@ class Relay:
             while self.step():
                 pass
         finally:
-            self._release()
+            self.release()
+
+    @classmethod
+    def partitioned(
+        cls,
+        name: str,
+        store: EventStore,
+        publisher: Callable[[], Publisher],
+        *,
+        partitions: int,
+        **options: Any,
+    ) -> list[Relay]:
+        """One relay per partition of the log, each with a publisher of its own, for a
+        `PartitionedRunner`: the streams spread over processes, each in order."""
+        return [
+            cls(name, store, publisher(), partition=partition, **options)
+            for partition in Partition.all(partitions)
+        ]
 
     # --- following -------------------------------------------------------------
 
@@ -253,7 +270,7 @@ class Relay:
                 self.last_error = f"{type(error).__name__}: {error}"
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, self.max_backoff)
-        self._release()
+        self.release()
 
     def _paused(self, error: BrokerUnavailable) -> None:
         if self.paused_since is None:
@@ -270,7 +287,8 @@ class Relay:
 
     # --- lease -----------------------------------------------------------------
 
-    def _acquire(self) -> bool:
+    def acquire(self) -> bool:
+        """Take or renew the relay's lease; True if this process holds it."""
         if self.lease_ttl is None:
             return True
         if self._held_until - time.time() > self.lease_ttl / 2:
@@ -292,7 +310,7 @@ class Relay:
         self._held_until = time.time() + self.lease_ttl
         return self._held_until
 
-    def _release(self) -> None:
+    def release(self) -> None:
         self._held_until = 0.0
         if self.lease_ttl is None:
             return
@@ -333,7 +351,7 @@ class Relay:
     def close(self) -> None:
         self.stop()
         if self._thread is None or not self._thread.is_alive():
-            self._release()
+            self.release()
         self.publisher.close()
         if self._owns_database:
             self.database.close()

@@ -1,5 +1,6 @@
 """projections: read models kept from the global log, exactly once, live or rebuilt."""
 
+from .competing import PartitionedRunner, PartitionWorker
 from .database import Database
 from .definition import Definition
 from .errors import (
@@ -14,6 +15,7 @@ from .errors import (
 from .fold import Fold, State
 from .keys import StreamKey
 from .parking import ParkedEvent
+from .partitions import Partition, PartitionSubscription, partition_of
 from .policy import ErrorPolicy
 from .projection import Handler, Projection
 from .read_model import ReadModel
@@ -31,6 +33,10 @@ __all__ = [
     "Handler",
     "ParkedEvent",
     "ParkedEventNotFound",
+    "Partition",
+    "PartitionSubscription",
+    "PartitionWorker",
+    "PartitionedRunner",
     "Projection",
     "ProjectionError",
     "ProjectionRunner",
@@ -44,4 +50,5 @@ __all__ = [
     "Subscription",
     "TableConflict",
     "UnknownProjection",
+    "partition_of",
 ]

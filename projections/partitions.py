@@ -12,7 +12,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from eventcraft.eventstore import RecordedEvent
+
 from .errors import DefinitionError
+from .subscription import Subscription
 
 
 def partition_of(stream_id: str, count: int) -> int:
@@ -47,3 +50,22 @@ class Partition:
     @classmethod
     def all(cls, count: int) -> list[Partition]:
         return [cls(index, count) for index in range(count)]
+
+
+class PartitionSubscription(Subscription):
+    """One partition's share of a subscription: its streams only, its own checkpoint."""
+
+    def __init__(self, subscription: Subscription, partition: Partition) -> None:
+        super().__init__(
+            partition.name_of(subscription.name),
+            subscription.handler,
+            categories=subscription.categories,
+            types=subscription.types,
+            where=subscription.where,
+            on_error=subscription.on_error,
+        )
+        self.partition = partition
+
+    def deliver(self, event: RecordedEvent) -> None:
+        if self.partition.owns(event.stream_id):
+            super().deliver(event)

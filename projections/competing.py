@@ -1,0 +1,289 @@
+"""Competing consumers: processes that share the partitions of one subscription.
+
+Each process runs a `PartitionedRunner` over the same N partition workers
+(`PartitionSubscription`s, or relays made per partition). A worker is
+worked only by the process holding its lease (the checkpoint row's lease),
+so each partition, and with it each stream, is handled in log order by one
+process at a time. The processes announce themselves in a membership table
+with a lease of their own; each takes at most its fair share, ceil(N /
+live members), and gives back what exceeds it, so a newcomer gets work and
+a dead member's partitions are taken over once its leases lapse.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+import uuid
+import zlib
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Protocol
+
+import sqlalchemy as sa
+from eventcraft.eventstore import EventStore
+
+from . import schema
+from .database import Database
+from .errors import DefinitionError, ProjectionStopped
+from .partitions import Partition, PartitionSubscription
+from .projector import Projector
+from .subscription import Subscription
+
+log = logging.getLogger("eventcraft.projections")
+
+_IDLE = 0.5
+_AFTER_ERROR = 1.0
+
+metadata = sa.MetaData()
+members = sa.Table(
+    "eventcraft_partition_members",
+    metadata,
+    sa.Column("group_name", sa.Text, primary_key=True),
+    sa.Column("owner", sa.Text, primary_key=True),
+    # Seconds since the epoch, by the member's clock.
+    sa.Column("lease_until", sa.Float, nullable=False),
+)
+
+
+class PartitionWorker(Protocol):
+    """One partition's worker: the runner leases it, steps it and lets it go."""
+
+    name: str
+    position: int
+
+    def acquire(self) -> bool:
+        """Take or renew the partition's lease; True if this process holds it."""
+
+    def step(self) -> bool:
+        """Handle the next batch; False when there was nothing to do."""
+
+    def release(self) -> None: ...
+
+
+class PartitionedRunner:
+    """Works this process's fair share of `workers`, one batch at a time, in a thread.
+
+    ::
+
+        with PartitionedRunner.for_subscription(store, receipts, partitions=4) as runner:
+            runner.start()     # in each of several processes, on several machines
+
+    Every process of the group passes workers of the same names; a relay is
+    split with `Relay.partitioned`.
+    """
+
+    def __init__(
+        self,
+        store: EventStore,
+        group: str,
+        workers: Sequence[PartitionWorker],
+        *,
+        database: Database | sa.Engine | str | None = None,
+        lease_ttl: float = 10.0,
+    ) -> None:
+        if not workers:
+            raise DefinitionError(f"partition group {group!r} needs at least one worker")
+        if not isinstance(lease_ttl, int | float) or lease_ttl <= 0:
+            raise DefinitionError(f"lease_ttl must be seconds > 0, not {lease_ttl!r}")
+        self.store = store
+        self.group = group
+        self.workers = list(workers)
+        self.lease_ttl = float(lease_ttl)
+        self.owner = _owner()
+        self.database = Database.of(database, store)
+        self._owns_database = not isinstance(database, Database | sa.Engine)
+        self.held: set[str] = set()
+        """Names of the workers this process holds."""
+        self.stopped: dict[str, ProjectionStopped] = {}
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._member_until = 0.0
+        with self.database.transaction() as connection:
+            metadata.create_all(connection, checkfirst=True)
+
+    @classmethod
+    def for_subscription(
+        cls,
+        store: EventStore,
+        subscription: Subscription,
+        *,
+        partitions: int,
+        database: Database | sa.Engine | str | None = None,
+        batch_size: int = 100,
+        lease_ttl: float = 10.0,
+    ) -> PartitionedRunner:
+        """A runner of `subscription` split into `partitions`, each with its checkpoint
+        and lease (named `{name}.p{i}of{N}`)."""
+        db = Database.of(database, store)
+        owner = _owner()
+        workers = []
+        try:
+            with db.transaction() as connection:
+                schema.create(connection)
+            for partition in Partition.all(partitions):
+                projector = Projector(
+                    store,
+                    db,
+                    PartitionSubscription(subscription, partition),
+                    owner=owner,
+                    batch_size=batch_size,
+                    lease_ttl=lease_ttl,
+                )
+                projector.setup()
+                workers.append(projector)
+            runner = cls(store, subscription.name, workers, database=db, lease_ttl=lease_ttl)
+        except BaseException:
+            if not isinstance(database, Database | sa.Engine):
+                db.close()
+            raise
+        runner.owner = owner
+        runner._owns_database = not isinstance(database, Database | sa.Engine)
+        return runner
+
+    # --- one round -------------------------------------------------------------
+
+    def step(self) -> bool:
+        """Renew membership, settle the share, step each worker held; True if any worked."""
+        share = self._heartbeat()
+        worked = False
+        for worker in self._in_turn():
+            if worker.name in self.stopped:
+                continue
+            if worker.name not in self.held:
+                if len(self.held) >= share or not worker.acquire():
+                    continue
+                self.held.add(worker.name)
+                log.info("%s took partition %s", self.owner, worker.name)
+            elif len(self.held) > share:
+                worker.release()
+                self.held.discard(worker.name)
+                continue
+            elif not worker.acquire():
+                self.held.discard(worker.name)  # lost to another while we were away
+                continue
+            try:
+                worked = worker.step() or worked
+            except ProjectionStopped as stopped:
+                log.error("%s", stopped)
+                self.stopped[worker.name] = stopped
+                worker.release()
+                self.held.discard(worker.name)
+        return worked
+
+    def _in_turn(self) -> list[PartitionWorker]:
+        # Each member starts its round at a different partition, so members that
+        # start together do not all reach for the same first ones.
+        start = zlib.crc32(self.owner.encode()) % len(self.workers)
+        return self.workers[start:] + self.workers[:start]
+
+    def _heartbeat(self) -> int:
+        now = time.time()
+        with self.database.transaction() as connection:
+            if self._member_until - now < self.lease_ttl / 2:
+                self._member_until = now + self.lease_ttl
+                key = (members.c.group_name == self.group) & (members.c.owner == self.owner)
+                updated = connection.execute(
+                    sa.update(members).where(key).values(lease_until=self._member_until)
+                )
+                if updated.rowcount == 0:
+                    connection.execute(
+                        sa.insert(members).values(
+                            group_name=self.group, owner=self.owner, lease_until=self._member_until
+                        )
+                    )
+                connection.execute(
+                    sa.delete(members).where(
+                        members.c.group_name == self.group, members.c.lease_until < now
+                    )
+                )
+            live = connection.execute(
+                sa.select(sa.func.count()).where(
+                    members.c.group_name == self.group, members.c.lease_until >= now
+                )
+            ).scalar_one()
+        return math.ceil(len(self.workers) / max(int(live), 1))
+
+    # --- following -------------------------------------------------------------
+
+    def start(self) -> PartitionedRunner:
+        if self._thread is not None and self._thread.is_alive():
+            return self
+        self._stopping.clear()
+        self._thread = threading.Thread(
+            target=self._follow, name=f"partitions:{self.group}", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def run(self) -> None:
+        """Work in this thread until `stop()` (from another) or Ctrl-C."""
+        self._stopping.clear()
+        try:
+            self._follow()
+        except KeyboardInterrupt:
+            return
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _follow(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                if self.step():
+                    continue
+                held = [w for w in self.workers if w.name in self.held]
+                if held:
+                    after = min(w.position for w in held)
+                    self.store.wait_for_events(after=after, timeout=_IDLE)
+                else:
+                    self._stopping.wait(_IDLE)
+            except Exception:
+                log.exception("partition group %r failed; trying again", self.group)
+                self._stopping.wait(_AFTER_ERROR)
+        self._leave()
+
+    def _leave(self) -> None:
+        for worker in self.workers:
+            if worker.name in self.held:
+                try:
+                    worker.release()
+                except Exception:
+                    log.exception("could not release partition %s", worker.name)
+        self.held.clear()
+        try:
+            with self.database.transaction() as connection:
+                connection.execute(
+                    sa.delete(members).where(
+                        members.c.group_name == self.group, members.c.owner == self.owner
+                    )
+                )
+        except Exception:
+            log.exception("could not leave partition group %r", self.group)
+
+    def close(self) -> None:
+        self.stop()
+        if self._thread is None:
+            self._leave()
+        if self._owns_database:
+            self.database.close()
+
+    def __enter__(self) -> PartitionedRunner:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _owner() -> str:
+    return f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}"

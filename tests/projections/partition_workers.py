@@ -1,0 +1,32 @@
+"""Partition workers for the competing-consumer tests (spawned: module-level functions)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from eventcraft.eventstore import EventStore, RecordedEvent
+from eventcraft.projections import PartitionedRunner, Subscription
+
+
+def handle_partitions(url: str, log_path: str, partitions: int, pause: float) -> None:
+    """Share the partitions of a subscription; log each handled event as a line
+    `time_ns stream version`, flushed at once (the process may be killed any moment)."""
+
+    def handle(event: RecordedEvent) -> None:
+        if pause:
+            time.sleep(pause)
+        log.write(f"{time.time_ns()} {event.stream_id} {event.version}\n")
+
+    with (
+        Path(log_path).open("a", buffering=1) as log,
+        EventStore.open(url) as store,
+        PartitionedRunner.for_subscription(
+            store,
+            Subscription("shipping", handle),
+            partitions=partitions,
+            batch_size=20,
+            lease_ttl=1.0,
+        ) as runner,
+    ):
+        runner.run()

@@ -1,0 +1,108 @@
+"""Competing consumers: processes share a subscription's partitions, take over a dead
+one's, and keep each stream's events in order."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from eventcraft.eventstore import EventStore, NewEvent
+from eventcraft.projections import (
+    DefinitionError,
+    Partition,
+    PartitionedRunner,
+    PartitionSubscription,
+    Subscription,
+    partition_of,
+)
+
+from .partition_workers import handle_partitions
+
+
+def handled(paths: list[Path]) -> list[tuple[int, str, int]]:
+    lines = []
+    for path in paths:
+        if path.exists():
+            for line in path.read_text().splitlines():
+                stamp, stream, version = line.split()
+                lines.append((int(stamp), stream, int(version)))
+    return sorted(lines)
+
+
+def wait_for(condition: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_a_stream_falls_in_one_partition_the_same_in_every_process() -> None:
+    assert partition_of("order-42", 4) == partition_of("order-42", 4)
+    counts: dict[int, int] = defaultdict(int)
+    for n in range(1000):
+        counts[partition_of(f"order-{n}", 4)] += 1
+    assert set(counts) == {0, 1, 2, 3} and min(counts.values()) > 200
+    assert Partition(1, 4).name_of("shipping") == "shipping.p1of4"
+    with pytest.raises(DefinitionError, match="0 <= index < count"):
+        Partition(4, 4)
+
+
+def test_one_runner_alone_handles_every_partition_in_order(sqlite_url: str) -> None:
+    seen: list[tuple[str, int]] = []
+    with EventStore.open(sqlite_url) as store:
+        for n in range(30):
+            store.append(f"order-{n % 5}", [NewEvent("Shipped", {"n": n})])
+        subscription = Subscription("shipping", lambda e: seen.append((e.stream_id, e.version)))
+        with PartitionedRunner.for_subscription(store, subscription, partitions=3) as runner:
+            while runner.step():
+                pass
+            assert len(runner.held) == 3
+            assert all(isinstance(w.definition, PartitionSubscription) for w in runner.workers)  # type: ignore[attr-defined]
+    assert sorted(seen) == sorted((f"order-{n}", v) for n in range(5) for v in range(1, 7))
+    for n in range(5):
+        assert [v for s, v in seen if s == f"order-{n}"] == list(range(1, 7))
+
+
+@pytest.mark.slow
+def test_two_workers_share_the_partitions_and_one_takes_over_when_the_other_dies(
+    pg_url: str, tmp_path: Path
+) -> None:
+    streams = [f"order-{n}" for n in range(40)]
+    with EventStore.open(pg_url) as store:
+        for round_ in range(30):
+            for stream in streams:
+                store.append(stream, [NewEvent("Shipped", {"round": round_})])
+    wanted = {(s, v) for s in streams for v in range(1, 31)}
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    spawn = multiprocessing.get_context("spawn")
+    workers = [
+        spawn.Process(target=handle_partitions, args=(pg_url, str(path), 4, 0.002)) for path in logs
+    ]
+    for worker in workers:
+        worker.start()
+    try:
+        # Both have work before one dies: the partitions were shared.
+        wait_for(lambda: all(p.exists() and p.stat().st_size > 0 for p in logs), 60, "both")
+        workers[0].kill()
+        workers[0].join(10)
+        killed_at = time.time_ns()
+        wait_for(lambda: {(s, v) for _, s, v in handled(logs)} >= wanted, 120, "every event")
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.join(10)
+    lines = handled(logs)
+    first_seen: dict[tuple[str, int], int] = {}
+    for stamp, stream, version in lines:
+        first_seen.setdefault((stream, version), stamp)
+    # Each stream's events were first handled in order, whichever process had them.
+    for stream in streams:
+        stamps = [first_seen[(stream, v)] for v in range(1, 31)]
+        assert stamps == sorted(stamps)
+    dead = {partition_of(stream, 4) for _, stream, _ in handled(logs[:1])}
+    after_death = {partition_of(stream, 4) for t, stream, _ in handled(logs[1:]) if t > killed_at}
+    assert dead and dead <= after_death, "the survivor took over the dead worker's partitions"
