@@ -17,12 +17,14 @@ from .events import (
     NO_STREAM,
     AppendResult,
     EncodedEvent,
+    EncodedRecord,
     ExpectedVersion,
     NewEvent,
     RecordedEvent,
     StreamInfo,
     StreamState,
     category_of,
+    recorded_at_text,
 )
 from .ids import new_event_id
 from .log_status import HeldPosition, LogStatus
@@ -42,6 +44,7 @@ __all__ = [
     "Backend",
     "DuplicateEventId",
     "EncodedEvent",
+    "EncodedRecord",
     "EventStore",
     "EventStoreError",
     "ExpectedVersion",
@@ -59,4 +62,5 @@ __all__ = [
     "WrongExpectedVersion",
     "category_of",
     "new_event_id",
+    "recorded_at_text",
 ]

@@ -97,6 +97,11 @@ def read_all_call(
     )
 
 
+def until_call(until: int | None) -> int | None:
+    """The inclusive last position of a read, None for the high-water mark."""
+    return None if until is None else check_position("until", until, MAX_AFTER)
+
+
 def event_id_call(event_id: uuid.UUID) -> uuid.UUID:
     if not isinstance(event_id, uuid.UUID):
         raise InvalidEvent(f"an event id is a UUID, not {event_id!r}")

@@ -14,7 +14,14 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 
 from .encoding import PreparedBatch
-from .events import AppendResult, EncodedEvent, RecordedEvent, StreamInfo, StreamState
+from .events import (
+    AppendResult,
+    EncodedEvent,
+    EncodedRecord,
+    RecordedEvent,
+    StreamInfo,
+    StreamState,
+)
 from .log_status import LogStatus
 from .port import POLL_CEILING
 from .snapshot import PreparedSnapshot, Snapshot
@@ -49,6 +56,17 @@ class AsyncBackend(abc.ABC):
         types: Sequence[str] | None,
     ) -> AsyncIterator[RecordedEvent]:
         """As `Backend.read_all`: never past the high-water mark."""
+
+    @abc.abstractmethod
+    def read_all_encoded(
+        self,
+        *,
+        after: int,
+        until: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+    ) -> AsyncIterator[EncodedRecord]:
+        """As `Backend.read_all_encoded`."""
 
     @abc.abstractmethod
     def read_stream_encoded(

@@ -24,6 +24,7 @@ from .events import (
     ANY,
     AppendResult,
     EncodedEvent,
+    EncodedRecord,
     ExpectedVersion,
     NewEvent,
     RecordedEvent,
@@ -114,6 +115,21 @@ class AsyncEventStore:
         call = arguments.read_all_call(after, limit, categories, types)
         return self._backend.read_all(
             after=call.after, limit=call.limit, categories=call.categories, types=call.types
+        )
+
+    def read_all_encoded(
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        categories: Sequence[str] | str | None = None,
+        types: Sequence[str] | str | None = None,
+    ) -> AsyncIterator[EncodedRecord]:
+        """As `EventStore.read_all_encoded`: every field as stored, nothing decoded."""
+        call = arguments.read_all_call(after, None, categories, types)
+        last = arguments.until_call(until)
+        return self._backend.read_all_encoded(
+            after=call.after, until=last, categories=call.categories, types=call.types
         )
 
     def subscribe(

@@ -20,7 +20,14 @@ from typing import TypeVar
 from .async_port import AsyncBackend
 from .encoding import PreparedBatch
 from .errors import StoreUnavailable
-from .events import AppendResult, EncodedEvent, RecordedEvent, StreamInfo, StreamState
+from .events import (
+    AppendResult,
+    EncodedEvent,
+    EncodedRecord,
+    RecordedEvent,
+    StreamInfo,
+    StreamState,
+)
 from .log_status import LogStatus
 from .port import Backend
 from .snapshot import PreparedSnapshot, Snapshot
@@ -91,6 +98,24 @@ class ThreadedBackend(AsyncBackend):
         return self._drain(
             partial(
                 self.backend.read_all, after=after, limit=limit, categories=categories, types=types
+            )
+        )
+
+    def read_all_encoded(
+        self,
+        *,
+        after: int,
+        until: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+    ) -> AsyncIterator[EncodedRecord]:
+        return self._drain(
+            partial(
+                self.backend.read_all_encoded,
+                after=after,
+                until=until,
+                categories=categories,
+                types=types,
             )
         )
 

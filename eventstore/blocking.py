@@ -28,6 +28,7 @@ from .events import (
     ANY,
     AppendResult,
     EncodedEvent,
+    EncodedRecord,
     ExpectedVersion,
     NewEvent,
     RecordedEvent,
@@ -107,6 +108,18 @@ class BlockingEventStore:
         types: Sequence[str] | str | None = None,
     ) -> Iterator[RecordedEvent]:
         return self._drain(self.store.read_all(after, limit, categories=categories, types=types))
+
+    def read_all_encoded(
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        categories: Sequence[str] | str | None = None,
+        types: Sequence[str] | str | None = None,
+    ) -> Iterator[EncodedRecord]:
+        return self._drain(
+            self.store.read_all_encoded(after, until, categories=categories, types=types)
+        )
 
     def high_water_mark(self) -> int:
         return self._wait(self.store.high_water_mark())

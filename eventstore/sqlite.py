@@ -25,9 +25,11 @@ from .events import (
     NO_STREAM,
     AppendResult,
     EncodedEvent,
+    EncodedRecord,
     RecordedEvent,
     StreamInfo,
     StreamState,
+    recorded_at_text,
 )
 from .idempotency import StoredId, resolve_stored_ids
 from .paging import Row, paged
@@ -220,21 +222,22 @@ class SQLiteBackend(Backend):
         categories: Sequence[str] | None,
         types: Sequence[str] | None,
     ) -> Iterator[RecordedEvent]:
+        query, params = _read_all_query(self.high_water_mark(), categories, types)
+        return self._pages(query, params, after, lambda row: row[3], limit, _event)
+
+    def read_all_encoded(
+        self,
+        *,
+        after: int,
+        until: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+    ) -> Iterator[EncodedRecord]:
         head = self.high_water_mark()
-        where: list[str] = []
-        params: list[object] = [head]
-        if categories is not None:
-            where.append(f"category IN ({', '.join('?' * len(categories))})")
-            params += categories
-        if types is not None:
-            where.append(f"type IN ({', '.join('?' * len(types))})")
-            params += types
-        filters = "".join(f" AND {w}" for w in where)
-        query = (
-            f"SELECT {_COLUMNS} FROM {E} WHERE position <= ?{filters} AND position > ? "
-            "ORDER BY position LIMIT ?"
+        query, params = _read_all_query(
+            head if until is None else min(until, head), categories, types
         )
-        return self._pages(query, tuple(params), after, lambda row: row[3], limit, _event)
+        return self._pages(query, params, after, lambda row: row[3], None, _encoded_record)
 
     def _pages(
         self,
@@ -356,6 +359,40 @@ def _event_rows(
 
 def _next_version(row: Row) -> int:
     return int(row[0]) + 1
+
+
+def _read_all_query(
+    last: int, categories: Sequence[str] | None, types: Sequence[str] | None
+) -> tuple[str, tuple[object, ...]]:
+    """The paged query of the log up to `last` and its parameters but `after` and a count."""
+    where: list[str] = []
+    params: list[object] = [last]
+    if categories is not None:
+        where.append(f"category IN ({', '.join('?' * len(categories))})")
+        params += categories
+    if types is not None:
+        where.append(f"type IN ({', '.join('?' * len(types))})")
+        params += types
+    filters = "".join(f" AND {w}" for w in where)
+    query = (
+        f"SELECT {_COLUMNS} FROM {E} WHERE position <= ?{filters} AND position > ? "
+        "ORDER BY position LIMIT ?"
+    )
+    return query, tuple(params)
+
+
+def _encoded_record(row: Row) -> EncodedRecord:
+    hex_id = row[0]
+    return EncodedRecord(
+        row[3],
+        f"{hex_id[:8]}-{hex_id[8:12]}-{hex_id[12:16]}-{hex_id[16:20]}-{hex_id[20:]}",
+        row[1],
+        row[2],
+        row[4],
+        row[5],
+        row[6],
+        recorded_at_text(datetime.fromisoformat(row[7])),
+    )
 
 
 def _event(row: Row) -> RecordedEvent:

@@ -22,7 +22,15 @@ import pytest
 from pydantic import BaseModel
 
 from .errors import DuplicateEventId, InvalidEvent, WrongExpectedVersion
-from .events import ANY, EVENT_VERSION, NO_STREAM, NewEvent, RecordedEvent, StreamInfo
+from .events import (
+    ANY,
+    EVENT_VERSION,
+    NO_STREAM,
+    NewEvent,
+    RecordedEvent,
+    StreamInfo,
+    recorded_at_text,
+)
 from .store import EventStore
 from .testing_import import ImportConformance
 from .testing_input import InputConformance
@@ -337,6 +345,33 @@ class EventStoreConformance(
             999,
             1000,
         ]
+
+    def test_the_log_reads_encoded_as_it_reads_decoded(self, store: EventStore) -> None:
+        store.append("order-1", [NewEvent("Placed", {"b": [1, 2.5, None], "a": 'é\\"\t'})])
+        store.append("invoice-1", [NewEvent("Sent", {}, {"correlation_id": "c-1"})])
+        store.append("order-2", events("Placed", "Shipped", total=3))
+        decoded = list(store.read_all())
+        encoded = list(store.read_all_encoded())
+        assert [r.position for r in encoded] == [e.position for e in decoded]
+        for record, event in zip(encoded, decoded, strict=True):
+            assert record.id == str(event.id)
+            assert (record.stream_id, record.version, record.type) == (
+                event.stream_id,
+                event.version,
+                event.type,
+            )
+            assert orjson.loads(record.data) == event.data
+            assert orjson.loads(record.metadata) == event.metadata
+            assert record.recorded_at == recorded_at_text(event.recorded_at)
+        last = decoded[-1].position
+        assert [r.position for r in store.read_all_encoded(decoded[0].position, last - 1)] == [
+            e.position for e in decoded[1:-1]
+        ]
+        orders = store.read_all_encoded(categories="order", types=["Placed"])
+        assert [r.stream_id for r in orders] == ["order-1", "order-2"]
+        assert list(store.read_all_encoded(last)) == []
+        with pytest.raises(InvalidEvent, match="until"):
+            list(store.read_all_encoded(0, -1))
 
     def test_streams_are_listed_in_order_with_their_versions(self, store: EventStore) -> None:
         store.append("order-2", events("A"))

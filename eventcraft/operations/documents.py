@@ -9,23 +9,39 @@ from typing import Any
 
 import orjson
 
-from eventcraft.eventstore import RecordedEvent
+from eventcraft.eventstore import EncodedRecord, RecordedEvent, recorded_at_text
 
 FIELDS = ("position", "id", "stream_id", "version", "type", "recorded_at", "data", "metadata")
 """Every field of a stored event, in the order a document lists them."""
 
 
 def event_document(event: RecordedEvent) -> dict[str, Any]:
-    """The event with every field, as JSON types: ids as text, `recorded_at` as ISO 8601 UTC."""
+    """The event with every field, as JSON types: ids as text, `recorded_at` as ISO 8601 UTC
+    with microseconds (`recorded_at_text`)."""
     return {
         "position": event.position,
         "id": str(event.id),
         "stream_id": event.stream_id,
         "version": event.version,
         "type": event.type,
-        "recorded_at": event.recorded_at.isoformat(),
+        "recorded_at": recorded_at_text(event.recorded_at),
         "data": event.data,
         "metadata": event.metadata,
+    }
+
+
+def record_document(record: EncodedRecord) -> dict[str, Any]:
+    """`event_document` of an event read encoded: the same document, built for less."""
+    loads = orjson.loads
+    return {
+        "position": record.position,
+        "id": record.id,
+        "stream_id": record.stream_id,
+        "version": record.version,
+        "type": record.type,
+        "recorded_at": record.recorded_at,
+        "data": loads(record.data),
+        "metadata": loads(record.metadata),
     }
 
 

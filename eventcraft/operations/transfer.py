@@ -20,13 +20,14 @@ import orjson
 
 from eventcraft.eventstore import (
     DuplicateEventId,
+    EncodedRecord,
     EventStore,
     NewEvent,
     RecordedEvent,
     WrongExpectedVersion,
 )
 
-from .documents import event_document, event_from_document
+from .documents import event_from_document, record_document
 from .errors import InputError, Problems
 
 BATCH = 5_000
@@ -61,11 +62,12 @@ class ImportReport:
     """Events the store already held (same id, stream and version): written before."""
 
 
-def export_line(event: RecordedEvent) -> bytes:
+def export_line(record: EncodedRecord) -> bytes:
     """The event as an export's line: `documents.event_document`, keys sorted, newline ended."""
-    return orjson.dumps(
-        event_document(event), option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_SORT_KEYS
-    )
+    return orjson.dumps(record_document(record), option=_EXPORT_JSON)
+
+
+_EXPORT_JSON = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SORT_KEYS
 
 
 def export_span(store: EventStore, *, after: int, until: int | None) -> int:
@@ -92,15 +94,18 @@ def export_events(
         raise InputError(f"--until {until} is before --after {after}: nothing to export")
     count = 0
     last = None
-    write = out.write
-    for event in store.read_all(after=after, categories=categories or None):
-        if until is not None and event.position > until:
-            break
-        write(export_line(event))
-        count += 1
-        last = event.position
-        if count % PROGRESS_EVERY == 0:
-            progress(event.position - after)
+    lines: list[bytes] = []
+    records = store.read_all_encoded(after, until, categories=categories or None)
+    for record in records:
+        lines.append(export_line(record))
+        if len(lines) == PROGRESS_EVERY:
+            out.write(b"".join(lines))
+            lines.clear()
+            count += PROGRESS_EVERY
+            progress(record.position - after)
+        last = record.position
+    out.write(b"".join(lines))
+    count += len(lines)
     out.flush()
     progress((last or after) - after)
     return ExportReport(events=count, last_position=last)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import orjson
@@ -25,7 +26,14 @@ from psycopg.types.json import set_json_loads
 from ..async_port import AsyncBackend
 from ..encoding import PreparedBatch
 from ..errors import AppendOutcomeUnknown, EventStoreError, StoreUnavailable
-from ..events import AppendResult, EncodedEvent, RecordedEvent, StreamInfo, StreamState
+from ..events import (
+    AppendResult,
+    EncodedEvent,
+    EncodedRecord,
+    RecordedEvent,
+    StreamInfo,
+    StreamState,
+)
 from ..idempotency import StoredId, resolve_stored_ids
 from ..log_status import LogStatus
 from ..paging import paged_async
@@ -216,6 +224,25 @@ class AsyncPostgresBackend(AsyncBackend):
         ):
             yield event
 
+    async def read_all_encoded(
+        self,
+        *,
+        after: int,
+        until: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+    ) -> AsyncIterator[EncodedRecord]:
+        head = await self._safe_head(after)
+        last = head if until is None else min(until, head)
+        query, params = sql.read_all_encoded_query(categories, types)
+        start = after
+        while start < last:
+            end = min(start + sql.ENCODED_SPAN, last)
+            span = {**params, "start": start, "end": end}
+            for record in await self._with_connection(partial(_copied_records, query, span)):
+                yield record
+            start = end
+
     async def _safe_head(self, after: int) -> int:
         return await self._with_connection(lambda conn: safe_head_async(conn, after))
 
@@ -351,3 +378,9 @@ def _prepare(target: PostgresTarget) -> bytes:
 
 async def _configure(conn: Conn) -> None:
     set_json_loads(orjson.loads, conn)
+
+
+async def _copied_records(query: str, params: dict[str, Any], conn: Conn) -> list[EncodedRecord]:
+    async with conn.cursor().copy(query, params) as copy:
+        copy.set_types(list(sql.ENCODED_TYPES))
+        return [sql.encoded_record(row) async for row in copy.rows()]

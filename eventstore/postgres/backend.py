@@ -28,6 +28,7 @@ from ..errors import (
 from ..events import (
     AppendResult,
     EncodedEvent,
+    EncodedRecord,
     RecordedEvent,
     StreamInfo,
     StreamState,
@@ -224,6 +225,24 @@ class PostgresBackend(Backend):
             query, params, after, sql.position, limit, rows=sql.recorded_events, upto=head
         )
 
+    def read_all_encoded(
+        self,
+        *,
+        after: int,
+        until: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+    ) -> Iterator[EncodedRecord]:
+        head = self._safe_head(after)
+        last = head if until is None else min(until, head)
+        query, params = sql.read_all_encoded_query(categories, types)
+        start = after
+        while start < last:
+            end = min(start + sql.ENCODED_SPAN, last)
+            span = {**params, "start": start, "end": end}
+            yield from self._with_connection(partial(_copied_records, query, span))
+            start = end
+
     def _safe_head(self, after: int) -> int:
         return self._with_connection(partial(safe_head, after=after))
 
@@ -342,3 +361,11 @@ class PostgresBackend(Backend):
             except psycopg.Error as error:
                 raise EventStoreError(f"PostgreSQL event store: {error}") from error
         raise AssertionError("unreachable")
+
+
+def _copied_records(
+    query: str, params: dict[str, Any], conn: psycopg.Connection[Any]
+) -> list[EncodedRecord]:
+    with conn.cursor().copy(query, params) as copy:
+        copy.set_types(list(sql.ENCODED_TYPES))
+        return list(map(sql.encoded_record, copy.rows()))

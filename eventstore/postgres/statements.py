@@ -17,7 +17,15 @@ from psycopg.rows import RowMaker
 from .. import schema
 from ..encoding import PreparedEvent
 from ..errors import WrongExpectedVersion
-from ..events import ANY, EVENT_VERSION, AppendResult, EncodedEvent, RecordedEvent, StreamState
+from ..events import (
+    ANY,
+    EVENT_VERSION,
+    AppendResult,
+    EncodedEvent,
+    EncodedRecord,
+    RecordedEvent,
+    StreamState,
+)
 
 PAGE = 2000
 """Rows a read fetches in one statement."""
@@ -95,6 +103,43 @@ def read_all_query(
         f"{filters} ORDER BY position LIMIT %(count)s"
     )
     return query, params
+
+
+ENCODED_SPAN = 50_000
+"""Positions `read_all_encoded` copies in one statement."""
+
+ENCODED_TYPES = ("int8", "text", "text", "int8", "text", "text", "text", "text")
+"""How `read_all_encoded`'s COPY columns load: everything but the numbers as text."""
+
+
+def read_all_encoded_query(
+    categories: Sequence[str] | None, types: Sequence[str] | None
+) -> tuple[str, dict[str, Any]]:
+    """The COPY of `read_all_encoded` from `start` (exclusive) to `end`, and its parameters.
+
+    COPY rather than SELECT: the rows arrive as one stream of text that
+    psycopg splits in C, which makes a pass over the whole log several
+    times cheaper. The time is formatted here as `recorded_at_text` does.
+    """
+    filters = ""
+    params: dict[str, Any] = {}
+    if categories is not None:
+        filters += " AND category = ANY(%(categories)s)"
+        params["categories"] = list(categories)
+    if types is not None:
+        filters += " AND type = ANY(%(types)s)"
+        params["types"] = list(types)
+    moment = """to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')"""
+    query = (
+        f"COPY (SELECT position, id, stream_id, version, type, data, metadata, {moment} "
+        f"FROM {E} WHERE position > %(start)s AND position <= %(end)s{filters} "
+        "ORDER BY position) TO STDOUT"
+    )
+    return query, params
+
+
+encoded_record = partial(tuple.__new__, EncodedRecord)
+"""An `EncodedRecord` of a copied row (straight from C: `_make` checks each row in Python)."""
 
 
 def list_streams_query(
