@@ -1,4 +1,13 @@
-"""messaging: the log relayed to RabbitMQ and NATS JetStream, and messages taken in once."""
+"""messaging: the log relayed to RabbitMQ and NATS JetStream, and messages taken in once.
+
+The broker clients (aio-pika, nats-py) come with the `brokers` extra and are
+imported only when a RabbitMQ or JetStream class is first used, so the rest
+(the inbox, the HTTP intake, the error store the command line reads) works
+without them.
+"""
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     BrokerUnavailable,
@@ -12,12 +21,34 @@ from .errors import (
 from .failed import FailedMessage
 from .inbox import Inbox, Mapped
 from .intake import HttpIntake
-from .jetstream import JetStreamPublisher, JetStreamSource
 from .messages import IncomingMessage, OutgoingMessage, event_id_for
 from .publisher import Publisher
-from .rabbitmq import RabbitMQPublisher, RabbitMQSource
 from .relay import Relay, RelayStatus
 from .source import Delivery, Source
+
+if TYPE_CHECKING:
+    from .jetstream import JetStreamPublisher, JetStreamSource
+    from .rabbitmq import RabbitMQPublisher, RabbitMQSource
+
+_BROKER_CLASSES = {
+    "JetStreamPublisher": "jetstream",
+    "JetStreamSource": "jetstream",
+    "RabbitMQPublisher": "rabbitmq",
+    "RabbitMQSource": "rabbitmq",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _BROKER_CLASSES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        return getattr(import_module(f".{module}", __name__), name)
+    except ImportError as error:
+        raise ImportError(
+            f"{name} needs the broker clients: pip install 'eventcraft[brokers]' ({error})"
+        ) from error
+
 
 __all__ = [
     "BrokerUnavailable",

@@ -167,7 +167,7 @@ class Inbox:
     def step(self, timeout: float = 0.5) -> int:
         """Take one batch from the source, store it, acknowledge it; how many it held."""
         source = self._source()
-        self._resend_requested()
+        self.take_resends()
         deliveries = source.receive(self.batch_size, timeout)
         for delivery in deliveries:
             self.take(delivery.message)
@@ -248,7 +248,8 @@ class Inbox:
             failed.remove(connection, self.name, message_id)
         return result
 
-    def _resend_requested(self) -> None:
+    def take_resends(self) -> None:
+        """Store the failed messages an operator asked to resend; `step` does this each time."""
         with self.database.reading() as connection:
             asked = failed.to_resend(connection, self.name, self.batch_size)
         for message in asked:

@@ -27,6 +27,7 @@ from eventcraft.eventstore import (
 from ..operations.errors import InputError, OperationError, Problems
 from .console_commands import console
 from .log_commands import LOG_COMMANDS
+from .messaging_commands import messaging
 from .projection_commands import projections
 from .saga_commands import sagas
 from .shell import Shell
@@ -75,6 +76,7 @@ for command in (*LOG_COMMANDS, *TRANSFER_COMMANDS):
     cli.add_command(command)
 cli.add_command(projections)
 cli.add_command(sagas)
+cli.add_command(messaging)
 cli.add_command(spark)
 cli.add_command(console)
 

@@ -1,0 +1,94 @@
+"""`eventcraft messaging ...`: the error store seen, resent and discarded from a terminal,
+and the operations the commands call."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from eventcraft.eventstore import EventStore
+from eventcraft.messaging import Inbox, IncomingMessage
+
+from eventcraft.cli.main import main
+from eventcraft.operations import messaging as operations
+from eventcraft.operations.errors import NotFound
+
+from .workers import order_received
+
+
+def run(capsys: pytest.CaptureFixture[str], *arguments: str) -> tuple[int, str, str]:
+    code = main(list(arguments))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def with_failures(shared_store_url: str) -> str:
+    with (
+        EventStore.open(shared_store_url) as store,
+        Inbox("orders-in", store, order_received) as inbox,
+    ):
+        inbox.take(IncomingMessage("good-1", b'{"order": 1}', subject="orders"))
+        inbox.take(IncomingMessage("bad-1", b"not json", {"x-source": "shop"}, "orders"))
+        inbox.take(IncomingMessage("odd-1", b"{}", subject="orders"))
+    return shared_store_url
+
+
+def test_failed_lists_the_messages_an_inbox_could_not_store(
+    with_failures: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "--store", with_failures, "messaging", "failed")
+    assert (code, err) == (0, "")
+    assert "bad-1" in out and "odd-1" in out and "good-1" not in out
+    code, out, _ = run(capsys, "--store", with_failures, "messaging", "failed", "--json")
+    listed = orjson.loads(out)
+    assert [m["message_id"] for m in listed] == ["bad-1", "odd-1"]
+    assert listed[0]["body"] == "not json" and listed[0]["headers"] == {"x-source": "shop"}
+    assert listed[1]["error"] == "InvalidMessage: not an order: {}"
+    code, out, _ = run(capsys, "--store", with_failures, "messaging", "show", "orders-in", "bad-1")
+    assert code == 0 and "x-source: shop" in out and "not json" in out
+
+
+def test_resend_marks_the_message_for_the_running_inbox_which_stores_it(
+    with_failures: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(
+        capsys, "--store", with_failures, "messaging", "resend", "orders-in", "odd-1", "--yes"
+    )
+    assert (code, err) == (0, "")
+    assert "resend asked" in out
+    with EventStore.open(with_failures) as store:
+        assert [f.resend for f in operations.failed(store, "orders-in")] == [False, True]
+        # The inbox, its mapping now able to read it, stores it when it next looks.
+        inbox = Inbox(
+            "orders-in",
+            store,
+            lambda m: order_received(IncomingMessage(m.message_id, b'{"order": 9}')),
+        )
+        with inbox:
+            inbox.take_resends()
+        assert [f.message_id for f in operations.failed(store)] == ["bad-1"]
+        assert [e.metadata["message_id"] for e in store.read_all()] == ["good-1", "odd-1"]
+
+
+def test_discard_forgets_a_message_and_unknown_ones_are_named(
+    with_failures: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(
+        capsys, "--store", with_failures, "messaging", "discard", "orders-in", "bad-1", "--yes"
+    )
+    assert code == 0 and "discarded" in out
+    code, out, err = run(
+        capsys, "--store", with_failures, "messaging", "discard", "orders-in", "bad-1", "--yes"
+    )
+    assert code == 2
+    assert err == "error: inbox 'orders-in' has no failed message with id 'bad-1'\n"
+    store = ("--store", with_failures)
+    code, _, err = run(capsys, *store, "messaging", "resend", "orders-in", "odd-1")
+    assert code == 2 and "pass --yes" in err
+
+
+def test_a_store_no_inbox_used_has_nothing_failed(sqlite_url: str) -> None:
+    with EventStore.open(sqlite_url) as store:
+        assert operations.failed(store) == []
+        with pytest.raises(NotFound, match="no failed message with id 'x'"):
+            operations.resend(store, "orders-in", "x")
