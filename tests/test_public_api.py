@@ -9,8 +9,10 @@ import pytest
 
 PACKAGES = [
     "eventcraft",
+    "eventcraft.console",
     "eventcraft.eventstore",
     "eventcraft.domain",
+    "eventcraft.messaging",
     "eventcraft.projections",
     "eventcraft.projections.spark",
     "eventcraft.sagas",
