@@ -13,6 +13,7 @@ import orjson
 import pytest
 from eventcraft.eventstore import EventStore, NewEvent
 from eventcraft.messaging import MessagingConfigError, Relay, RelayStatus
+from eventcraft.projections import PartitionedRunner
 
 from .brokers import JetStreamReader, PrivateNats, Received, TcpProxy, wait_for
 from .conftest import Target, make_publisher
@@ -258,3 +259,27 @@ def test_a_nats_outage_pauses_the_relay_and_it_resumes_with_nothing_lost(
 def test_relay_status_is_a_record() -> None:
     fields = RelayStatus.__dataclass_fields__
     assert {"state", "paused_since", "last_error", "lag_events"} <= set(fields)
+
+
+def test_a_relay_split_in_partitions_publishes_every_stream_in_order(
+    rabbitmq: Target, sqlite_url: str
+) -> None:
+    with EventStore.open(sqlite_url) as store:
+        for n in range(60):
+            store.append(f"order-{n % 6}", [placed(n)])
+        relays = Relay.partitioned("split", store, rabbitmq.publisher, partitions=3)
+        try:
+            with PartitionedRunner(store, "split", relays) as runner:
+                while runner.step():
+                    pass
+                assert sorted(runner.held) == [f"split.p{i}of3" for i in range(3)]
+            assert [r.status().position for r in relays] == [60, 60, 60]
+        finally:
+            for relay in relays:
+                relay.close()
+    received = rabbitmq.read(lambda got: len(got) >= 60, 20)
+    assert len(received) == 60
+    by_stream: dict[str, list[int]] = defaultdict(list)
+    for m in received:
+        by_stream[m.headers["eventcraft-stream"]].append(int(m.headers["eventcraft-version"]))
+    assert by_stream == {f"order-{n}": list(range(1, 11)) for n in range(6)}
