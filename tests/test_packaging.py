@@ -110,6 +110,10 @@ def test_the_wheel_holds_only_the_eventcraft_namespace(distributions: dict[str, 
         assert f"eventcraft/{package}/py.typed" in names
     assert "eventcraft/projections/spark/replay.py" in names
     assert "eventcraft/py.typed" in names
+    # The console serves its pages and assets from the package, with no network.
+    assert "eventcraft/console/templates/base.html" in names
+    assert "eventcraft/console/static/console.css" in names
+    assert "eventcraft/console/static/console.js" in names
 
 
 @pytest.mark.slow

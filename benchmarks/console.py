@@ -1,0 +1,154 @@
+"""The console's pages on a large log: `python -m benchmarks.console [--events N,...]`.
+
+Fills one log per size in `--events` (PostgreSQL by default, `--backend sqlite`
+too): streams of 100 events appended in one batch each, nine in ten of category
+`account`, one in ten `transfer`, and one stream of `audit` per 100,000 events.
+Then times, interleaved round by round, the p95 of rendering (in-process,
+Starlette's test client, the whole request) each of:
+
+- Log: `/log`, the newest page;
+- filtered Log: `/log?category=transfer` (a tenth of the log) and
+  `/log?category=audit` (rare);
+- Stream: `/stream?id=...`, a stream in the middle of the log;
+- Event: `/events/P`, an event in the middle of the log.
+
+The reference is the smallest size: the goal is every page under 200 ms at the
+largest size, as on the smallest, so the ratios large/small are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from eventcraft.eventstore import EventStore, NewEvent
+from starlette.testclient import TestClient
+
+from eventcraft import App
+from eventcraft.console import create_app
+
+from .contenders import PG, reset_schema
+
+
+def drop_schema(name: str) -> None:
+    """A 10-million-event log is gigabytes: it does not outlive the run."""
+    with psycopg.connect(PG, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+
+
+STREAM = 100
+GOAL_MS = 200.0
+
+
+def fill(store: EventStore, events: int) -> None:
+    started = time.perf_counter()
+    streams = events // STREAM
+    rare_every = max(streams // max(events // 100_000, 1), 1)
+    for n in range(streams):
+        category = "transfer" if n % 10 == 5 else "account"
+        if n % rare_every == rare_every // 2:
+            category = "audit"
+        store.append(
+            f"{category}-{n}",
+            [
+                NewEvent(
+                    "Deposited" if k % 3 else "Withdrawn",
+                    {"amount": k * 7 % 1000, "currency": "EUR", "note": f"entry {k}"},
+                    {"correlation_id": f"c-{n}", "user": "bench"},
+                )
+                for k in range(STREAM)
+            ],
+        )
+        if n and n % 10_000 == 0:
+            done = n * STREAM
+            rate = done / (time.perf_counter() - started)
+            print(f"  filled {done:,} events ({rate:,.0f}/s)", flush=True)
+
+
+@contextmanager
+def opened(backend: str, events: int, tmp: str) -> Iterator[EventStore]:
+    if backend == "postgres":
+        schema = f"bench_console_{events}"
+        reset_schema(schema)
+        url = f"{PG}?schema={schema}"
+    else:
+        url = f"sqlite:///{tmp}/console-{events}.db"
+    try:
+        with EventStore.open(url) as store:
+            started = time.perf_counter()
+            fill(store, events)
+            print(
+                f"{backend}: {events:,} events filled in {time.perf_counter() - started:.1f} s",
+                flush=True,
+            )
+            yield store
+    finally:
+        if backend == "postgres":
+            drop_schema(schema)
+
+
+def pages(store: EventStore) -> dict[str, str]:
+    head = store.high_water_mark()
+    middle = head // 2
+    stream = next(iter(store.read_all(after=middle, limit=1))).stream_id
+    return {
+        "Log": "/log",
+        "Log ?category=transfer": "/log?category=transfer",
+        "Log ?category=audit (rare)": "/log?category=audit",
+        "Stream": f"/stream?id={stream}",
+        "Event": f"/events/{middle}",
+    }
+
+
+def p95(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=20)[-1] * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", default="1000,100000", help="comma-separated log sizes")
+    parser.add_argument("--backend", choices=["postgres", "sqlite"], default="postgres")
+    parser.add_argument("--rounds", type=int, default=40)
+    options = parser.parse_args()
+    sizes = sorted(int(size) for size in options.events.split(","))
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        clients = {}
+        stack = []
+        for size in sizes:
+            context = opened(options.backend, size, tmp)
+            store = context.__enter__()
+            stack.append(context)
+            clients[size] = (TestClient(create_app(store, App())), pages(store))
+        samples: dict[tuple[int, str], list[float]] = {}
+        for _ in range(options.rounds):
+            for size, (client, urls) in clients.items():
+                for name, url in urls.items():
+                    started = time.perf_counter()
+                    response = client.get(url)
+                    took = time.perf_counter() - started
+                    assert response.status_code == 200, (url, response.text[:300])
+                    samples.setdefault((size, name), []).append(took)
+        reference = sizes[0]
+        print(f"\np95 over {options.rounds} rounds, {options.backend}; goal {GOAL_MS:.0f} ms")
+        header = f"{'page':<28}" + "".join(f"{size:>14,}" for size in sizes) + "   ratio"
+        print(header)
+        for name in clients[reference][1]:
+            times = [p95(samples[(size, name)]) for size in sizes]
+            ratio = times[-1] / times[0]
+            cells = "".join(f"{t:>11.1f} ms" for t in times)
+            verdict = "ok" if times[-1] < GOAL_MS else "OVER GOAL"
+            print(f"{name:<28}{cells}   {ratio:5.2f}x  {verdict}")
+        for client, _ in clients.values():
+            client.close()
+        for context in reversed(stack):
+            context.__exit__(None, None, None)
+
+
+if __name__ == "__main__":
+    main()
