@@ -29,10 +29,14 @@ from eventcraft.eventstore import (
 
 from .documents import event_from_document, record_document
 from .errors import InputError, Problems
+from .read_ahead import read_ahead
 
 BATCH = 5_000
 """Most events of one stream an import appends at once (PostgreSQL sends a large batch
 in parts, in one transaction)."""
+
+Batch = list[tuple[int, RecordedEvent]]
+"""Consecutive events of one stream, each with its line number."""
 
 PROGRESS_EVERY = 10_000
 """Events between two reports to a progress callback."""
@@ -152,16 +156,25 @@ def import_events(
     """
     importer = _Importer(store, store.log_status().head)
     read = 0
+    # Lines are parsed on a thread of their own while the store writes the batch before.
+    for batch, read in read_ahead(_batches(source)):
+        importer.write(batch)
+        progress(read)
+    progress(read)
+    return ImportReport(importer.events, importer.written, importer.skipped)
+
+
+def _batches(source: IO[bytes]) -> Iterator[tuple[Batch, int]]:
+    """The batches an import appends, each with the bytes of `source` read so far."""
+    read = 0
 
     def measured() -> Iterator[bytes]:
         nonlocal read
-        for count, line in enumerate(source, start=1):
+        for line in source:
             read += len(line)
-            if count % PROGRESS_EVERY == 0:
-                progress(read)
             yield line
 
-    batch: list[tuple[int, RecordedEvent]] = []
+    batch: Batch = []
     for number, event in read_export(measured()):
         if batch:
             last = batch[-1][1]
@@ -170,13 +183,11 @@ def import_events(
                 or event.version != last.version + 1
                 or len(batch) >= BATCH
             ):
-                importer.write(batch)
+                yield batch, read
                 batch = []
         batch.append((number, event))
     if batch:
-        importer.write(batch)
-    progress(read)
-    return ImportReport(importer.events, importer.written, importer.skipped)
+        yield batch, read
 
 
 class _Importer:
@@ -189,7 +200,7 @@ class _Importer:
         up to here was stored before (the store answers a repeated append so)."""
         self.events = self.written = self.skipped = 0
 
-    def write(self, batch: list[tuple[int, RecordedEvent]]) -> None:
+    def write(self, batch: Batch) -> None:
         self.events += len(batch)
         first = batch[0][1]
         stream_id = first.stream_id
@@ -208,7 +219,7 @@ class _Importer:
         else:
             self.written += len(batch)
 
-    def _append(self, stream_id: str, batch: list[tuple[int, RecordedEvent]]) -> None:
+    def _append(self, stream_id: str, batch: Batch) -> None:
         try:
             self.store.append(
                 stream_id, _new_events(batch), expected_version=batch[0][1].version - 1
@@ -220,7 +231,7 @@ class _Importer:
                 f"{error.detail}; nothing from this line on was imported"
             ) from None
 
-    def _resume(self, batch: list[tuple[int, RecordedEvent]], actual: int) -> None:
+    def _resume(self, batch: Batch, actual: int) -> None:
         """Append what the store lacks of a batch its stream has moved past or short of."""
         number, first = batch[0]
         stream_id = first.stream_id
@@ -245,7 +256,7 @@ class _Importer:
             self.written += len(rest)
 
 
-def _new_events(batch: list[tuple[int, RecordedEvent]]) -> list[NewEvent]:
+def _new_events(batch: Batch) -> list[NewEvent]:
     return [
         NewEvent(e.type, e.data, e.metadata, id=e.id, recorded_at=e.recorded_at) for _, e in batch
     ]
