@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -16,7 +16,7 @@ _HANDOVER_POLL = 0.1
 """Seconds a producer waits on a full queue before checking whether the caller left."""
 
 
-def read_ahead(items: Iterator[T], depth: int = DEPTH) -> Iterator[T]:
+def read_ahead(items: Iterator[T], depth: int = DEPTH) -> Generator[T, None, None]:
     """The items of `items`, in order, made on another thread up to `depth` ahead.
 
     Worth it when the caller spends its time waiting for I/O (a database
