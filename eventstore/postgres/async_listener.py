@@ -42,8 +42,11 @@ class AsyncListener:
                 return False
             async with self._changed:
                 if self._count == seen:
+                    # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a
+                    # cancellation that arrives as the wait ends, and the waiter runs on.
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._changed.wait(), min(remaining, RECHECK))
+                        async with asyncio.timeout(min(remaining, RECHECK)):
+                            await self._changed.wait()
 
     async def close(self) -> None:
         task, self._task = self._task, None
@@ -57,7 +60,8 @@ class AsyncListener:
             self._task = asyncio.create_task(self._listen(), name="eventcraft-listener")
         # Until LISTEN runs, a notification could be missed; RECHECK bounds the cost.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._listening.wait(), RECHECK)
+            async with asyncio.timeout(RECHECK):
+                await self._listening.wait()
 
     async def _listen(self) -> None:
         while True:

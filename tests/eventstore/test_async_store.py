@@ -264,3 +264,21 @@ def test_a_subscription_sees_every_event_writer_processes_commit_once_in_order(
         assert [e.id for e in seen] == [e.id async for e in store.read_all()]
 
     run(test, shared_store_url)
+
+
+def test_a_subscription_cancelled_while_appends_wake_it_always_ends(store_url: str) -> None:
+    async def test(store: AsyncEventStore) -> None:
+        async def drain() -> None:
+            async for _ in store.subscribe():
+                pass
+
+        for round_ in range(30):
+            tailing = asyncio.create_task(drain())
+            await store.append(f"order-{round_}", placed(round_))
+            await asyncio.sleep(0.001 * (round_ % 7))  # cancel at varying moments of its wait
+            tailing.cancel()
+            # Python 3.11's wait_for could swallow this cancellation, and the task ran on.
+            done, _ = await asyncio.wait([tailing], timeout=5)
+            assert done, f"round {round_}: the cancelled subscription kept running"
+
+    run(test, store_url)
