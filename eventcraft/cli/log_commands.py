@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 
 import click
 from rich.text import Text
@@ -24,16 +25,22 @@ from .shell import shell
 
 POSITIVE = click.IntRange(min=1)
 NOT_NEGATIVE = click.IntRange(min=0)
+TIME = click.DateTime(formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"])
 
 
 @click.command(epilog="\b\nExamples:\n  eventcraft streams --category order --limit 20")
 @click.option("--category", help="Only streams of this category.")
+@click.option("--prefix", default="", help="Only streams whose id starts with this.")
 @click.option("--after", metavar="ID", help="Start after this stream id (keyset paging).")
 @click.option("--limit", type=POSITIVE, default=50, show_default=True)
 @json_option
-def streams(category: str | None, after: str | None, limit: int, as_json: bool) -> None:
+def streams(
+    category: str | None, prefix: str, after: str | None, limit: int, as_json: bool
+) -> None:
     """List streams: id, version, first and last event time."""
-    found = operations.streams(shell().store(), category=category, after=after, limit=limit)
+    found = operations.stream_search(
+        shell().store(), prefix=prefix, category=category, after=after, limit=limit
+    )
     if as_json:
         emit_json(found)
         return
@@ -75,6 +82,8 @@ def show(stream: str, from_version: int | None, limit: int | None, as_json: bool
 @click.option("--category", "categories", multiple=True, help="Only this category (repeatable).")
 @click.option("--type", "types", multiple=True, help="Only this event type (repeatable).")
 @click.option("--correlation", metavar="ID", help="Only events of this correlation id.")
+@click.option("--since", type=TIME, help="Only events recorded from this time (UTC).")
+@click.option("--until", type=TIME, help="Only events recorded before this time (UTC).")
 @click.option("--follow", is_flag=True, help="Go on showing new events until interrupted.")
 @json_option
 def log(
@@ -83,12 +92,20 @@ def log(
     categories: tuple[str, ...],
     types: tuple[str, ...],
     correlation: str | None,
+    since: datetime | None,
+    until: datetime | None,
     follow: bool,
     as_json: bool,
 ) -> None:
     """Read the global log in position order."""
     store = shell().store()
-    where = LogFilter(categories=categories, types=types, correlation_id=correlation)
+    where = LogFilter(
+        categories=categories,
+        types=types,
+        correlation_id=correlation,
+        since=_utc(since),
+        until=_utc(until),
+    )
     if follow:
         stop = threading.Event()
         events = operations.follow(store, after=after, where=where, stopped=stop.is_set)
@@ -165,6 +182,10 @@ def stats(as_json: bool) -> None:
     )
     out.print(table(("category", "events"), found.by_category.items()))
     out.print(table(("type", "events"), found.by_type.items()))
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    return None if moment is None else moment.replace(tzinfo=UTC)
 
 
 def _grow(parent: Tree, node: TraceNode) -> None:

@@ -39,6 +39,22 @@ def test_streams_list_each_stream_with_its_version_and_times(known: EventStore) 
     assert [s.stream_id for s in paged] == ["payment-1"]
 
 
+def test_streams_are_found_by_id_prefix(known: EventStore) -> None:
+    def ids(prefix: str, **options: object) -> list[str]:
+        found = operations.stream_search(
+            known, prefix=prefix, category=None, after=None, limit=10, **options
+        )
+        return [s.stream_id for s in found]
+
+    assert ids("order-") == ["order-1", "order-2"]
+    assert ids("order-2") == ["order-2"]
+    assert ids("p") == ["payment-1"]
+    assert ids("zzz") == []
+    after = operations.stream_search(known, prefix="order", category=None, after="order-1", limit=5)
+    assert [s.stream_id for s in after] == ["order-2"]
+    assert [s.version for s in after] == [2]
+
+
 def test_the_log_filters_by_category_type_and_correlation(known: EventStore) -> None:
     def types(**where: object) -> list[str]:
         chosen = LogFilter(**where)  # type: ignore[arg-type]
@@ -124,6 +140,19 @@ def test_show_and_log_print_tables_and_json_that_match_the_store(known_url: str,
         < tree.out.index("PaymentTaken")
         < tree.out.index("ParcelSent")
     )
+
+
+def test_streams_by_prefix_and_the_log_by_time_from_the_command_line(
+    known_url: str, run: Run
+) -> None:
+    found = run("--store", known_url, "streams", "--prefix", "order-", "--json")
+    assert [s["stream_id"] for s in json.loads(found.out)] == ["order-1", "order-2"]
+    everything = run("--store", known_url, "log", "--since", "2000-01-01", "--json")
+    assert len(_ndjson(everything.out)) == len(HISTORY)
+    nothing = run("--store", known_url, "log", "--until", "2000-01-01T00:00", "--json")
+    assert (nothing.code, nothing.out) == (0, "")
+    bad = run("--store", known_url, "log", "--since", "yesterday")
+    assert bad.code == 2 and "'yesterday' does not match the formats" in bad.err
 
 
 @pytest.mark.parametrize(
