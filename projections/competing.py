@@ -104,6 +104,9 @@ class PartitionedRunner:
         self._member_until = 0.0
         with self.database.transaction() as connection:
             metadata.create_all(connection, checkfirst=True)
+        # Joining at once lets members started together count each other from their
+        # first round, rather than the first grabbing every partition and giving back.
+        self._heartbeat()
 
     @classmethod
     def for_subscription(
