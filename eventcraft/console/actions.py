@@ -17,9 +17,16 @@ from .security import Refused, check_action
 
 
 def confirmation(
-    request: Request, *, title: str, question: str, fields: dict[str, Any], **context: Any
+    request: Request,
+    *,
+    title: str,
+    question: str,
+    fields: dict[str, Any],
+    back: str,
+    **context: Any,
 ) -> HTMLResponse:
-    """The page asking the operator to confirm an action; refused on a read-only console."""
+    """The page asking the operator to confirm an action, or to go `back` to the page it
+    concerns; refused on a read-only console."""
     console = console_of(request)
     if not console.allow_actions:
         raise Refused(403, "this console is read-only: start it with --allow-actions to act")
@@ -31,6 +38,7 @@ def confirmation(
         fields=fields,
         action=request.url.path,
         query=request.url.query,
+        back=back,
         **context,
     )
 

@@ -25,7 +25,7 @@ from ..app import App
 from ..operations.errors import InputError, NotFound, OperationError
 from . import log_pages, projection_pages, saga_pages
 from .rendering import Console, page
-from .security import Refused, TokenRequired
+from .security import Refused, SecurityHeaders, TokenRequired
 
 STATIC = Path(__file__).with_name("static")
 
@@ -57,7 +57,9 @@ def create_app(
             if owned:
                 opened.close()
 
-    middleware = [Middleware(TokenRequired, token=token)] if token else []
+    middleware = [Middleware(SecurityHeaders)]
+    if token:
+        middleware.append(Middleware(TokenRequired, token=token))
     routes = [
         *log_pages.ROUTES,
         *projection_pages.ROUTES,

@@ -79,6 +79,7 @@ def rebuild_confirm(request: Request) -> HTMLResponse:
             "The current tables serve queries until the swap."
         ),
         fields={"generation": found.generation},
+        back=f"/projections/{found.name}",
     )
 
 
@@ -111,6 +112,7 @@ def _settle_confirm(request: Request, action: str) -> HTMLResponse:
         title=f"{action.capitalize()} the event at position {position}",
         question=f"{action.capitalize()} the {parked.type} event parked by {name!r}: {effect}?",
         fields={"attempts": parked.attempts},
+        back=f"/projections/{name}/parked/{position}",
         parked=parked,
     )
 

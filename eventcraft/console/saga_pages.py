@@ -60,6 +60,7 @@ def action_confirm(request: Request) -> HTMLResponse:
         title=f"{action.capitalize()} {found.stream_id}",
         question=f"{effect}?",
         fields={"name": name, "id": saga_id, "version": found.version},
+        back=f"/saga?{urlencode({'name': name, 'id': saga_id})}",
         note=action != "retry",
         note_label="note" if action == "resolve" else "reason",
     )

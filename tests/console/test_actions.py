@@ -68,6 +68,8 @@ def test_a_retried_parked_event_leaves_the_error_store_and_reaches_the_read_mode
     console = client(allow_actions=True)
     page = console.get(f"/projections/order-notes/parked/{POISON_AT}").text
     assert f'href="{RETRY}"' in page
+    confirm = console.get(RETRY).text
+    assert f'id="back" href="/projections/order-notes/parked/{POISON_AT}"' in confirm
     fields = _form(console, RETRY)
     monkeypatch.setenv(HEALED, "1")
     done = console.post(RETRY, data=fields, follow_redirects=False)

@@ -207,3 +207,12 @@ def test_bad_input_gets_one_clear_error(client: Client) -> None:
         shown = html.unescape(response.text)
         assert (response.status_code, text in shown) == (status, True), path
         assert "Traceback" not in response.text
+
+
+def test_pages_load_only_the_consoles_own_assets_and_cannot_be_framed(client: Client) -> None:
+    response = client().get("/log")
+    policy = response.headers["content-security-policy"]
+    assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    assert response.headers["x-frame-options"] == "DENY"
+    assert not re.findall(r'(?:src|href)="(?:https?:)?//', response.text)  # no CDN
+    assert client().get("/static/console.js").status_code == 200
