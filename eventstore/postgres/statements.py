@@ -85,24 +85,40 @@ LAST_VERSION = 1 << 62
 def read_all_query(
     categories: Sequence[str] | None, types: Sequence[str] | None
 ) -> tuple[str, dict[str, Any]]:
-    """The paged query of `read_all` and its parameters but `start` and `count`."""
-    filters = ""
-    params: dict[str, Any] = {}
-    if categories is not None:
-        filters += " AND category = ANY(%(categories)s)"
-        params["categories"] = list(categories)
-    if types is not None:
-        filters += " AND type = ANY(%(types)s)"
-        params["types"] = list(types)
+    """The paged query of `read_all` and its parameters but `start` and `count`.
+
+    A filtered read walks the index of what it filters on, one branch per
+    category (or type) compared with `=`, each branch already in position
+    order: `category = ANY(...)` cannot come out of the (category, position)
+    index in order, and on a large log the planner then walks the whole
+    primary key instead, reading every row of the other categories to fill
+    a page of a rare one.
+    """
     # No `position <= head` in SQL: with a range on both sides (and stale
     # statistics, or a generic plan) the planner expects a few rows and
     # sorts all the rows past `start` for every page. The few rows past
     # the head that a page may bring are dropped by the caller instead.
-    query = (
-        f"SELECT {COLUMNS} FROM {E} WHERE position > %(start)s"
-        f"{filters} ORDER BY position LIMIT %(count)s"
-    )
-    return query, params
+    page = "ORDER BY position LIMIT %(count)s"
+    params: dict[str, Any] = {}
+    if categories is None and types is None:
+        return f"SELECT {COLUMNS} FROM {E} WHERE position > %(start)s {page}", params
+    column, values = ("category", categories) if categories is not None else ("type", types)
+    assert values is not None
+    also = ""
+    if categories is not None and types is not None:
+        also = " AND type = ANY(%(types)s)"
+        params["types"] = list(types)
+    branches = []
+    for n, value in enumerate(dict.fromkeys(values)):
+        params[f"v{n}"] = value
+        branches.append(
+            f"SELECT {COLUMNS} FROM {E} WHERE {column} = %(v{n})s "
+            f"AND position > %(start)s{also} {page}"
+        )
+    if len(branches) == 1:
+        return branches[0], params
+    union = " UNION ALL ".join(f"({branch})" for branch in branches)
+    return f"SELECT * FROM ({union}) AS branches {page}", params
 
 
 ENCODED_SPAN = 50_000
