@@ -39,7 +39,8 @@ class Overview:
 
 def badges(store: EventStore, app: App) -> Badges:
     """What waits (projection lag) and what failed (parked events and sagas)."""
-    states = projections.status(store, app)
+    # An App without projections opens no runner (and its database) for nothing.
+    states = projections.status(store, app) if app.projections else []
     return _badges(states, len(sagas.parked(store, app)) if app.sagas else 0)
 
 
