@@ -132,7 +132,9 @@ def _described(error: BaseException) -> str:
 class RabbitMQSource(Source):
     """An inbox's messages from a durable RabbitMQ queue, with manual acknowledgements.
 
-    The queue is declared (durable) if missing. Up to `prefetch` messages are
+    The queue is declared (durable) if missing, and bound to each
+    `(exchange, routing pattern)` of `bindings` (the exchanges declared as
+    durable topic exchanges, as a relay's are). Up to `prefetch` messages are
     in flight unacknowledged; those are delivered again if the connection
     drops before they are acknowledged.
     """
@@ -142,12 +144,14 @@ class RabbitMQSource(Source):
         url: str = DEFAULT_URL,
         *,
         queue: str,
+        bindings: Sequence[tuple[str, str]] = (),
         prefetch: int = 500,
         timeout: float = 10.0,
         loop: EventLoopThread | None = None,
     ) -> None:
         self.url = url
         self.queue_name = queue
+        self.bindings = tuple(bindings)
         self.prefetch = prefetch
         self.timeout = timeout
         self.broker = f"RabbitMQ {shown(url)} queue {queue!r}"
@@ -195,6 +199,11 @@ class RabbitMQSource(Source):
         declared = await self._channel.declare_queue(
             self.queue_name, durable=True, timeout=self.timeout
         )
+        for exchange, pattern in self.bindings:
+            source = await self._channel.declare_exchange(
+                exchange, aio_pika.ExchangeType.TOPIC, durable=True, timeout=self.timeout
+            )
+            await declared.bind(source, pattern, timeout=self.timeout)
         generation = self._generation
 
         async def arrived(message: Any) -> None:
