@@ -1,32 +1,70 @@
-"""`new_event_id`: random (version 4) UUIDs for events, at half the cost of `uuid.uuid4`.
+"""`new_event_id`: time-ordered (version 7, RFC 9562) UUIDs for events.
 
-Every event appended gets one, so at 1,000 events an append the standard
-constructor (its argument checks, its bit fiddling through keyword
-arguments) costs as much as encoding the events. This builds the same UUID
-from the same source, `os.urandom`, straight into its two slots, as
-`uuid.UUID.__setstate__` itself does. Nothing is buffered: a forked child
-draws its own bytes, never its parent's.
+Ids that grow with time land at the right edge of the store's unique index
+on ids, as positions do: a random (version 4) id sends every insert to a
+random leaf, and once that index outgrows memory each appended event
+reads a page from disk (0.96 blocks an event at 10M events, issue 26).
+
+Layout: 48 bits of Unix time in milliseconds; the version; a 42-bit counter
+(12 bits, the variant, 30 bits) that starts at a random value below 2**41
+each millisecond and counts up within it, so ids made by one process are
+strictly increasing (RFC 9562 method 1); 32 random bits. The random tail
+comes from `os.urandom` at every call, so a forked child, which inherits
+the counter, still draws ids of its own. Made straight into the UUID's
+slots, as `uuid.UUID.__setstate__` does, at the cost of `uuid.uuid4()`.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import time
 import uuid
 
 _new = object.__new__
 _set = object.__setattr__
 _from_bytes = int.from_bytes
 _urandom = os.urandom
+_time_ns = time.time_ns
 _UUID = uuid.UUID
 _UNKNOWN = uuid.SafeUUID.unknown
-# RFC 4122: version 4 in bits 76-79, variant 10 in bits 62-63.
-_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
-_SET = (4 << 76) | (0x8000 << 48)
+
+_COUNTER_BITS = 42
+_COUNTER_SEED = (1 << (_COUNTER_BITS - 1)) - 1
+"""A new millisecond's counter starts below half its range: room to count up in."""
+_LOW_30 = (1 << 30) - 1
+_TAIL = (1 << 32) - 1
+_VERSION_AND_VARIANT = (7 << 76) | (0b10 << 62)
+
+_lock = threading.Lock()
+_last_ms = 0
+_counter = 0
 
 
 def new_event_id() -> uuid.UUID:
-    """A random UUID, as `uuid.uuid4()` makes."""
+    """A version 7 UUID, greater than every one this process made before."""
+    global _last_ms, _counter
+    random = _from_bytes(_urandom(10))
+    with _lock:
+        now = _time_ns() // 1_000_000
+        if now > _last_ms:
+            _last_ms = now
+            _counter = (random >> 32) & _COUNTER_SEED
+        else:  # the same millisecond, or the clock went back: keep counting
+            _counter += 1
+            if _counter >> _COUNTER_BITS:
+                _last_ms += 1
+                _counter = 0
+        ms = _last_ms
+        counter = _counter
+    value = (
+        (ms << 80)
+        | ((counter >> 30) << 64)
+        | ((counter & _LOW_30) << 32)
+        | (random & _TAIL)
+        | _VERSION_AND_VARIANT
+    )
     new = _new(_UUID)
-    _set(new, "int", _from_bytes(_urandom(16)) & _CLEAR | _SET)
+    _set(new, "int", value)
     _set(new, "is_safe", _UNKNOWN)
     return new
