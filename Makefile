@@ -22,7 +22,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed-base $(VENV)/.installed-bench
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[bench,spark]'
+	$(BIN)/pip install --quiet -e '.[bench,spark,console]'
 	touch $@ $(VENV)/.installed-base
 
 # PostgreSQL is the production backend, Java 17 runs Spark, Chromium the console's
@@ -52,6 +52,7 @@ bench: $(VENV)/.installed-bench services
 	$(BIN)/python -m benchmarks.projections
 	$(BIN)/python -m benchmarks.spark
 	$(BIN)/python -m benchmarks.sagas
+	$(BIN)/python -m benchmarks.console
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
