@@ -10,7 +10,8 @@ Three measures, each beside a reference in the same run:
   Interleaved over `--rounds` rounds; each ratio is the median of the rounds.
 - intake: an `Inbox` taking `--intake` messages off a RabbitMQ queue and a
   JetStream consumer into the store (one append per message, acked after it),
-  beside `EventStore.append` of the same events one by one (the floor).
+  and the `HttpIntake` under uvicorn (a process of its own) POSTed to by 8
+  client threads, beside `EventStore.append` of the same events one by one.
 - partitions: a subscription with a 2 ms handler over `--partition-events`
   events, split in 4 partitions, worked by 1, 2 and 4 processes: events/s and
   the speed-up over one process.
@@ -20,17 +21,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import multiprocessing
+import os
 import statistics
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import aio_pika
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent
 from eventcraft.messaging import (
+    HttpIntake,
     Inbox,
     IncomingMessage,
     JetStreamPublisher,
@@ -258,6 +265,7 @@ def bench_intake(count: int) -> None:
             while inbox.stored < count:
                 inbox.step(timeout=1.0)
             rates[label] = count / (time.perf_counter() - started)
+    rates["HTTP intake, 8 clients"] = bench_http_intake(count, 8)
     reset_schema(SCHEMA)
     with EventStore.open(url()) as store:
         started = time.perf_counter()
@@ -281,6 +289,56 @@ def bench_intake(count: int) -> None:
     floor = rates["raw append, one by one"]
     for key, value in rates.items():
         print(f"  {key:28} {value:,.0f}   ({value / floor:.2f} of raw append)")
+
+
+def intake_app() -> HttpIntake:
+    """The benchmark's HTTP intake, for `uvicorn --factory` in a process of its own."""
+    store = EventStore.open(os.environ["BENCH_INTAKE_STORE"])
+    return HttpIntake(Inbox("bench-http", store, order))
+
+
+def bench_http_intake(count: int, clients: int) -> float:
+    reset_schema(SCHEMA)
+    port = 8799
+    server = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "uvicorn", "--factory", "benchmarks.messaging:intake_app"),
+            *("--port", str(port), "--log-level", "warning", "--no-access-log"),
+        ],
+        env={**os.environ, "BENCH_INTAKE_STORE": url()},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                http.client.HTTPConnection("127.0.0.1", port, timeout=1).connect()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+        def post(first: int) -> None:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            for n in range(first, count, clients):
+                connection.request(
+                    "POST",
+                    "/orders",
+                    body=f'{{"n": {n}, "sku": "A-1"}}'.encode(),
+                    headers={"Idempotency-Key": f"m-{n}"},
+                )
+                response = connection.getresponse()
+                response.read()
+                assert response.status == 202, response.status
+            connection.close()
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(clients) as pool:
+            list(pool.map(post, range(clients)))
+        return count / (time.perf_counter() - started)
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 # --- partitions --------------------------------------------------------------
