@@ -3,10 +3,17 @@
 It runs the statements of `statements.py` and the append function of
 `schema.py`, as `PostgresBackend` does, and decides what their answers mean
 with the same functions; only the waiting differs. An append is one call of
-the function in autocommit, then a NOTIFY in a transaction of its own (after
-a Sync, so that it runs after the commit: `wire.py` says why), both sent in
-one pipeline. A batch of more than `PART` events is several calls in one
-transaction, each part's expected version the one before it ended at.
+the function in autocommit; a batch of more than `PART` events is several
+calls in one transaction, each part's expected version the one before it
+ended at.
+
+Waiting readers are told by a NOTIFY after the commit, as on the sync store
+(`wire.py` says why after, never inside). Here it is not sent on the
+append's connection: the append returns as soon as its own reply is in, and
+a task of the store's sends the NOTIFY on a connection of its own, one for
+all the appends that committed while it was sending the last. Notifications
+are hints (`listener.py`): a NOTIFY lost with the process costs a waiter at
+most `RECHECK`.
 """
 
 from __future__ import annotations
@@ -65,6 +72,8 @@ class AsyncPostgresBackend(AsyncBackend):
         self._pool = pool
         self._notify = notify
         self._listener = AsyncListener(target)
+        self._announcer: asyncio.Task[None] | None = None
+        self._unannounced = False
 
     @classmethod
     async def open(cls, url: str, *, pool_size: int = POOL_SIZE) -> AsyncPostgresBackend:
@@ -126,13 +135,24 @@ class AsyncPostgresBackend(AsyncBackend):
         return await self._appending(stream_id, attempt)
 
     async def _append_once(self, conn: Conn, params: tuple[str, str, int, str]) -> str:
-        async with conn.pipeline() as pipeline:
-            cursor = await conn.execute(APPEND, params, prepare=True)
-            await pipeline.sync()  # the append's transaction ends here; the NOTIFY's follows
-            await conn.execute(self._notify)
-        row = await cursor.fetchone()
+        row = await (await conn.execute(APPEND, params, prepare=True)).fetchone()
         assert row is not None
+        self._announce()
         return str(row[0])
+
+    def _announce(self) -> None:
+        """Have a NOTIFY sent for an append that committed: one for all that wait for it."""
+        self._unannounced = True
+        if self._announcer is None or self._announcer.done():
+            self._announcer = asyncio.create_task(self._send_notifies(), name="eventcraft-notify")
+
+    async def _send_notifies(self) -> None:
+        while self._unannounced:
+            self._unannounced = False  # an append committing from here on asks for another
+            try:
+                await self._run(lambda conn: conn.execute(self._notify))
+            except (psycopg.Error, EventStoreError):
+                return  # waiters look again within RECHECK
 
     async def _append_in_parts(
         self, conn: Conn, stream: str, category: str, expected: int, batch: PreparedBatch
@@ -146,7 +166,7 @@ class AsyncPostgresBackend(AsyncBackend):
                 assert row is not None
                 answers.append(str(row[0]))
                 expected = int(answers[-1].split(" ", 1)[0])
-        await conn.execute(self._notify)
+        self._announce()
         return answers
 
     async def _retried_or(
@@ -299,6 +319,8 @@ class AsyncPostgresBackend(AsyncBackend):
         return await self._with_connection(load)
 
     async def close(self) -> None:
+        if self._announcer is not None:
+            await asyncio.wait([self._announcer], timeout=POOL_TIMEOUT)
         await self._listener.close()
         await self._pool.close()
 
