@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eventcraft.eventstore import EventStore
+from eventcraft.eventstore import EventStore, NewEvent
 
 from eventcraft.operations import log
 from eventcraft.operations import sagas as saga_operations
@@ -90,6 +90,15 @@ def test_every_page_read_only_with_downloads_and_no_action(page: Any, sqlite_url
         page.click("button:has-text('Filter')")
         assert "category=order" in page.url
         assert page.locator("#log-rows tr").count() == 6
+        with EventStore.open(sqlite_url) as store:  # the live tail brings what is appended
+            done = store.append("order-9", [NewEvent("OrderPlaced", {"customer": "gus"})])
+            store.append("payment-9", [NewEvent("PaymentTaken", {"cents": 1})])
+        new_row = page.locator(f"#log-rows tr[data-position='{done.positions[0]}']")
+        new_row.wait_for(timeout=15_000)
+        assert page.locator("#log-rows tr").first.get_attribute("data-position") == str(
+            done.positions[0]
+        )
+        assert page.locator("#log-rows >> text=PaymentTaken").count() == 0  # filtered out
         page.click("#tail-toggle")
         assert page.locator("#tail-state").inner_text() == "paused"
         _shot(page, "log")
@@ -98,7 +107,7 @@ def test_every_page_read_only_with_downloads_and_no_action(page: Any, sqlite_url
         page.click("nav >> text=Streams")
         page.fill("input[name=prefix]", "order-")
         page.click("button:has-text('Search')")
-        assert page.locator("#streams tbody tr").count() == 4
+        assert page.locator("#streams tbody tr").count() == 5  # order-9 too
         _shot(page, "streams")
         page.click("#streams >> text=order-1")
         assert page.locator("h1").inner_text() == "Stream order-1"
