@@ -4,8 +4,10 @@ events per minute over the last hour, and counts over the latest events.
 The store reads forwards only. These read it backwards in windows of
 positions: the window just below where the reader stands is read forwards
 (an index range on every backend, at most as many events as it has
-positions) and yielded in reverse; the next window is twice as wide, so a
-rare category costs a few more short reads, never a scan from the start.
+positions) and yielded in reverse; the next window is sized by what the last
+one held, fourfold wider when it was sparse, so a rare category costs a few
+more short reads, never a scan from the start, and a dense log reads about
+`TARGET_READ` events at a time.
 Paging is by position (a keyset): a page ends at the position the next one
 is read before.
 """
