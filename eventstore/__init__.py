@@ -1,6 +1,7 @@
 """eventstore: an append-only log of events in streams, with one global order."""
 
 from .async_store import AsyncEventStore
+from .blocking import BlockingEventStore
 from .encoding import MAX_EVENT_BYTES
 from .errors import (
     AppendOutcomeUnknown,
@@ -42,6 +43,7 @@ __all__ = [
     "AppendResult",
     "AsyncEventStore",
     "Backend",
+    "BlockingEventStore",
     "DuplicateEventId",
     "EncodedEvent",
     "EncodedRecord",

@@ -7,8 +7,14 @@ that loop: the conformance suite's waits and appends from other threads
 exercise the async store's own concurrency. Arguments are checked in the
 caller's thread, as the async store checks them before anything is awaited.
 
-It is a test device, not a way to use the async store from sync code:
-`EventStore` is that.
+`BlockingEventStore.over(store)` puts the same face on a store of the
+caller's, whose coroutines then run on the caller's loop: code that needs a
+sync store (the projection runner's worker threads) can use an async one from
+other threads, while the loop is free. Its methods must not be called on the
+loop's own thread, which they would block: they raise `RuntimeError` there.
+
+Otherwise it is a test device, not a way to use the async store from sync
+code: `EventStore` is that.
 """
 
 from __future__ import annotations
@@ -43,10 +49,24 @@ T = TypeVar("T")
 class BlockingEventStore:
     """`EventStore`'s methods, run by an `AsyncEventStore` on a private loop."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        thread: threading.Thread | None,
+        loop_thread: int | None = None,
+    ) -> None:
         self._loop = loop
         self._thread = thread
+        """The private loop's thread; None when the loop is a caller's."""
+        self._loop_thread = loop_thread
         self.store: AsyncEventStore
+
+    @classmethod
+    def over(cls, store: AsyncEventStore) -> BlockingEventStore:
+        """A blocking face on `store`, for other threads, run on the loop calling this."""
+        blocking = cls(asyncio.get_running_loop(), None, threading.get_ident())
+        blocking.store = store
+        return blocking
 
     @classmethod
     def open(cls, url: str, *, max_event_bytes: int = MAX_EVENT_BYTES) -> BlockingEventStore:
@@ -72,6 +92,9 @@ class BlockingEventStore:
         return self.store.max_event_bytes
 
     def _wait(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        if threading.get_ident() == self._loop_thread:
+            coroutine.close()
+            raise RuntimeError("a blocking store's call on its own loop's thread would block it")
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
     def _drain(self, events: AsyncIterator[T]) -> Iterator[T]:
@@ -160,13 +183,16 @@ class BlockingEventStore:
         return self._wait(self.store.load_snapshot(stream_id))
 
     def close(self) -> None:
-        if self._thread.is_alive():
+        """Close the store and stop the private loop; a face `over` a caller's store
+        leaves it open: the caller closes it."""
+        if self._thread is not None and self._thread.is_alive():
             try:
                 self._wait(self.store.close())
             finally:
                 self._stop()
 
     def _stop(self) -> None:
+        assert self._thread is not None
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         self._loop.close()

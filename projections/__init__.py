@@ -1,5 +1,6 @@
 """projections: read models kept from the global log, exactly once, live or rebuilt."""
 
+from .async_runner import AsyncProjectionRunner
 from .competing import PartitionedRunner, PartitionWorker
 from .database import Database
 from .definition import Definition
@@ -25,6 +26,7 @@ from .status import ProjectionStatus
 from .subscription import Subscription
 
 __all__ = [
+    "AsyncProjectionRunner",
     "Database",
     "Definition",
     "DefinitionError",

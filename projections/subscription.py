@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from eventcraft.eventstore import RecordedEvent
@@ -35,7 +36,7 @@ class Subscription(Definition):
     def __init__(
         self,
         name: str,
-        handler: Callable[[RecordedEvent], None],
+        handler: Callable[[RecordedEvent], None] | Callable[[RecordedEvent], Awaitable[None]],
         *,
         categories: Sequence[str] | str | None = None,
         types: Sequence[str] | str | None = None,
@@ -58,7 +59,14 @@ class Subscription(Definition):
     def deliver(self, event: RecordedEvent) -> None:
         """Hand `event` to the handler if it passes `where`; the runner calls this."""
         if self.where is None or self.where(event.data):
-            self.handler(event)
+            outcome = self.handler(event)
+            if inspect.isawaitable(outcome):
+                if inspect.iscoroutine(outcome):
+                    outcome.close()  # never awaited: no "never awaited" warning either
+                raise DefinitionError(
+                    f"{self.name}: the handler is a coroutine function; run it with "
+                    "AsyncProjectionRunner, which awaits it on the caller's loop"
+                )
 
     def apply(self, read_model: ReadModel, events: Sequence[RecordedEvent]) -> None:
         # Effects lie outside the database: the read model is not used.
