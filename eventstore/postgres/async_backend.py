@@ -404,5 +404,4 @@ async def _configure(conn: Conn) -> None:
 
 async def _copied_records(query: str, params: dict[str, Any], conn: Conn) -> list[EncodedRecord]:
     async with conn.cursor().copy(query, params) as copy:
-        copy.set_types(list(sql.ENCODED_TYPES))
-        return [sql.encoded_record(row) async for row in copy.rows()]
+        return [sql.copied_record(row) async for row in copy]

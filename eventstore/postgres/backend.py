@@ -367,5 +367,4 @@ def _copied_records(
     query: str, params: dict[str, Any], conn: psycopg.Connection[Any]
 ) -> list[EncodedRecord]:
     with conn.cursor().copy(query, params) as copy:
-        copy.set_types(list(sql.ENCODED_TYPES))
-        return list(map(sql.encoded_record, copy.rows()))
+        return list(map(sql.copied_record, copy))
