@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ..conftest import PG_URL, _need_postgres
 
 # Any text PostgreSQL can hold: no NUL, no lone surrogates.
-texts = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"))
+texts = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00"))
 
 
 @pytest.fixture(scope="module")
