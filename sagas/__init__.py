@@ -1,5 +1,6 @@
 """sagas: durable orchestration with compensation, recorded in the event store."""
 
+from .async_orchestrator import AsyncOrchestrator, request_async
 from .context import StepContext
 from .definition import Action, Awaiting, RetryPolicy, Saga, Step, wait_for
 from .errors import (
@@ -21,6 +22,7 @@ from .state import InFlight, SagaState
 
 __all__ = [
     "Action",
+    "AsyncOrchestrator",
     "Awaiting",
     "EventLoopRunning",
     "InFlight",
@@ -41,6 +43,7 @@ __all__ = [
     "StepTimedOut",
     "UnknownSaga",
     "request",
+    "request_async",
     "stream_of",
     "wait_for",
 ]

@@ -57,14 +57,14 @@ def refuse_in_running_loop(method: str, sagas: Iterable[Saga]) -> None:
     except RuntimeError:
         return  # no loop running in this thread: asyncio.run will do
     for saga in sagas:
-        steps = [s.name for s in saga.steps if _is_async(s.action) or _is_async(s.compensation)]
+        steps = [s.name for s in saga.steps if is_async(s.action) or is_async(s.compensation)]
         if steps:
             listed = ", ".join(steps)
             reason = f"saga {saga.name!r} has async steps ({listed}); nothing was recorded"
             raise EventLoopRunning(method, reason)
 
 
-def _is_async(function: Action | None) -> bool:
+def is_async(function: Action | None) -> bool:
     # An object whose __call__ is async is not a coroutine function to inspect.
     dunder = type(function).__call__ if function is not None else None
     return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(dunder)

@@ -25,16 +25,25 @@ def request(
     timeout: float,
 ) -> RecordedEvent:
     """Append `command` to `stream_id`, then return its reply; `ReplyTimeout` when it is late."""
-    metadata = {"correlation_id": str(command.id), **command.metadata}
-    sent = NewEvent(command.type, command.data, metadata, command.id)
-    after = store.append(stream_id, [sent], expected_version=ANY).positions[0]
+    after = store.append(stream_id, [as_request(command)], expected_version=ANY).positions[0]
     wanted = str(command.id)
     deadline = time.monotonic() + timeout
     while True:
         for event in store.read_all(after=after, types=list(reply_types)):
-            if event.metadata.get("causation_id") == wanted:
+            if answers(event, wanted):
                 return event
             after = event.position
         remaining = deadline - time.monotonic()
         if remaining <= 0 or not store.wait_for_events(after, remaining):
             raise ReplyTimeout(command.type, wanted, list(reply_types), timeout)
+
+
+def as_request(command: NewEvent) -> NewEvent:
+    """`command` as a request sends it: the start of a conversation of its own."""
+    metadata = {"correlation_id": str(command.id), **command.metadata}
+    return NewEvent(command.type, command.data, metadata, command.id)
+
+
+def answers(event: RecordedEvent, wanted: str) -> bool:
+    """Whether `event` (of a reply type) answers the command whose id is `wanted`."""
+    return event.metadata.get("causation_id") == wanted
