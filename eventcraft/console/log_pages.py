@@ -28,6 +28,9 @@ PAGE = 50
 TAIL = 200
 """Most events one poll of the live tail brings."""
 
+REACH = 50_000
+"""Positions a Trace reached from an event searches on either side of it."""
+
 
 def overview_page(request: Request) -> HTMLResponse:
     console = console_of(request)
@@ -131,11 +134,22 @@ def event_download(request: Request) -> Response:
 
 
 def trace_page(request: Request) -> HTMLResponse:
+    """The correlation's events, searched for around `near` (a position) if given, else
+    in the whole log."""
     correlation = request.query_params.get("correlation", "").strip()
     if not correlation:
         raise InputError("a trace needs a correlation id: ?correlation=ID")
-    roots = log.trace(console_of(request).store, correlation)
-    return page(request, "trace.html", active="Log", correlation=correlation, roots=roots)
+    near = number(request, "near")
+    after, before = (0, None) if near is None else (max(near - REACH, 0), near + REACH + 1)
+    roots = log.trace(console_of(request).store, correlation, after=after, before=before)
+    return page(
+        request,
+        "trace.html",
+        active="Log",
+        correlation=correlation,
+        roots=roots,
+        searched=None if before is None else (after + 1, before - 1),
+    )
 
 
 # --- parsing the query ------------------------------------------------------------

@@ -165,13 +165,22 @@ def find_event(store: EventStore, key: str) -> RecordedEvent:
     return found
 
 
-def trace(store: EventStore, correlation_id: str) -> list[TraceNode]:
-    """The correlation's events as trees: each under the event that caused it."""
-    events = list(
-        log_events(store, after=0, limit=None, where=LogFilter(correlation_id=correlation_id))
-    )
+def trace(
+    store: EventStore, correlation_id: str, *, after: int = 0, before: int | None = None
+) -> list[TraceNode]:
+    """The correlation's events as trees: each under the event that caused it.
+
+    The store has no index of correlations: this reads the log, all of it, or only
+    the positions between `after` and `before` (a correlation's events are usually
+    close together, and a console cannot wait for a scan of millions).
+    """
+    where = LogFilter(correlation_id=correlation_id)
+    span = None if before is None else max(before - 1 - after, 0)
+    read = store.read_all(after=after, limit=span) if span != 0 else iter(())
+    events = [e for e in read if (before is None or e.position < before) and where.accepts(e)]
     if not events:
-        raise NotFound(f"no event with correlation id {correlation_id!r}")
+        within = "" if before is None else f" in positions {after + 1} to {before - 1}"
+        raise NotFound(f"no event with correlation id {correlation_id!r}{within}")
     nodes = {str(event.id): TraceNode(event) for event in events}
     roots = []
     for node in nodes.values():

@@ -8,9 +8,10 @@ import json
 import re
 
 import orjson
+import pytest
 from eventcraft.eventstore import EventStore
 
-from eventcraft.operations import log
+from eventcraft.operations import NotFound, log
 from eventcraft.operations.documents import event_document
 from eventcraft.operations.log import LogFilter
 
@@ -108,7 +109,7 @@ def test_an_event_page_shows_its_data_and_links_and_downloads_as_stored(
     html = console.get("/events/3").text
     assert "OrderPaid" in html and str(stored.id) in html
     assert 'href="/stream?id=order-1"' in html
-    assert 'href="/trace?correlation=checkout-1"' in html
+    assert 'href="/trace?correlation=checkout-1&near=3"' in html
     assert f'href="/events/{stored.metadata["causation_id"]}"' in html
     by_id = console.get(f"/events/{stored.id}")
     assert by_id.status_code == 200 and 'id="event-id">' + str(stored.id) in by_id.text
@@ -157,6 +158,21 @@ def test_a_trace_shows_the_causation_tree(client: Client) -> None:
         ("5", "ParcelSent"),
     ]
     assert tree.count("<ul>") == 3  # each a level below its cause
+    assert "search the whole log" not in html
+
+
+def test_a_trace_opened_from_an_event_searches_around_it(
+    client: Client, shop_store: EventStore
+) -> None:
+    html = client().get("/trace?correlation=checkout-1&near=3").text
+    assert "Searched positions 1 to 50003" in html
+    assert 'id="whole-log" href="/trace?correlation=checkout-1"' in html
+    assert re.findall(r"@(\d) ", html) == ["1", "2", "3", "5"]
+    # The operation reads only the positions it is given.
+    (root,) = log.trace(shop_store, "checkout-1", after=2, before=5)
+    assert (root.event.position, [n.event.position for n in root.caused]) == (3, [])
+    with pytest.raises(NotFound, match="in positions 6 to 9"):
+        log.trace(shop_store, "checkout-1", after=5, before=10)
 
 
 def test_the_projection_pages_show_the_three_stores(client: Client, shop_store: EventStore) -> None:
