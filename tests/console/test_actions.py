@@ -179,3 +179,16 @@ def test_a_console_mounted_in_a_service_links_under_its_prefix(shop_store: Event
         assert 'href="/ops/events/1"' in page and 'href="/ops/static/console.css"' in page
         assert console.get("/ops/static/console.css").status_code == 200
         assert console.get("/ops/events/1/download").json()["position"] == 1
+
+
+def test_a_rebuild_tells_its_progress_up_to_the_head(shop_store: EventStore) -> None:
+    told: list[tuple[int, int]] = []
+
+    def progress(position: int, target: int) -> None:
+        told.append((position, target))
+
+    done = projection_operations.rebuild(shop_store, shop, "orders", progress=progress)
+    head = shop_store.high_water_mark()
+    assert told and told[-1] == (head, head)
+    assert [position for position, _ in told] == sorted(position for position, _ in told)
+    assert done.position == head
