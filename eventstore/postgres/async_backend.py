@@ -24,11 +24,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-import orjson
 import psycopg
-import psycopg_pool
 from psycopg.rows import RowMaker
-from psycopg.types.json import set_json_loads
 
 from ..async_port import AsyncBackend
 from ..encoding import PreparedBatch
@@ -46,6 +43,8 @@ from ..log_status import LogStatus
 from ..paging import paged_async
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 from . import statements as sql
+from .async_appends import AppendQueue
+from .async_connections import AsyncConnectionPool
 from .async_listener import AsyncListener
 from .backend import create_schema
 from .connections import ConnectionPool, PostgresTarget
@@ -56,8 +55,8 @@ from .wire import APPEND, notify_statement
 POOL_SIZE = 16
 """Most connections one async store opens; more concurrent calls queue for one."""
 
-POOL_TIMEOUT = 30.0
-"""Longest a call waits for a connection before the store is reported unavailable."""
+CLOSING = 30.0
+"""Longest `close` waits for a NOTIFY being sent."""
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -65,33 +64,21 @@ Conn = psycopg.AsyncConnection[Any]
 
 
 class AsyncPostgresBackend(AsyncBackend):
-    def __init__(
-        self, target: PostgresTarget, pool: psycopg_pool.AsyncConnectionPool[Conn], notify: bytes
-    ) -> None:
+    def __init__(self, target: PostgresTarget, pool: AsyncConnectionPool, notify: bytes) -> None:
         self.target = target
         self._pool = pool
         self._notify = notify
         self._listener = AsyncListener(target)
         self._announcer: asyncio.Task[None] | None = None
         self._unannounced = False
+        self._appends = AppendQueue(self._run, pool.size)
 
     @classmethod
     async def open(cls, url: str, *, pool_size: int = POOL_SIZE) -> AsyncPostgresBackend:
         target = PostgresTarget.from_url(url)
         # The schema is made by the sync backend's own code, on a connection of its own.
         notify = await asyncio.to_thread(_prepare, target)
-        pool: psycopg_pool.AsyncConnectionPool[Conn] = psycopg_pool.AsyncConnectionPool(
-            target.conninfo,
-            kwargs={"autocommit": True, "options": target.options()},
-            configure=_configure,
-            min_size=1,
-            max_size=pool_size,
-            timeout=POOL_TIMEOUT,
-            open=False,
-            name="eventcraft",
-        )
-        await pool.open()
-        return cls(target, pool, notify)
+        return cls(target, AsyncConnectionPool(target, pool_size), notify)
 
     async def append(
         self,
@@ -101,31 +88,41 @@ class AsyncPostgresBackend(AsyncBackend):
         expected: int | StreamState,
     ) -> AppendResult:
         head = sql.append_head(stream_id, category, expected)
-        stream, category_text, first = head[0].decode(), head[1].decode(), int(head[2])
-        one_call = len(batch) <= PART
-        sent = sql.batch_json(batch.all(), batch.timed).decode() if one_call else ""
+        if len(batch) <= PART:
+            params = (*head, sql.batch_json(batch.all(), batch.timed))
 
-        async def send(conn: Conn) -> list[str]:
-            if one_call:
-                return [await self._append_once(conn, (stream, category_text, first, sent))]
-            return await self._append_in_parts(conn, stream, category_text, first, batch)
+            async def send() -> list[str]:
+                answer = await self._appends.append(params)
+                if isinstance(answer, Exception):
+                    raise answer
+                return [answer]
+        else:
+            stream, category_text, first = head[0].decode(), head[1].decode(), int(head[2])
 
-        async def attempt(conn: Conn) -> AppendResult:
+            async def send() -> list[str]:
+                return await self._run(
+                    lambda conn: self._append_in_parts(conn, stream, category_text, first, batch)
+                )
+
+        async def attempt() -> AppendResult:
             for _ in range(ANY_TRIES):
                 try:
-                    answers = await send(conn)
+                    answers = await send()
                 except psycopg.errors.UniqueViolation as error:
-                    return await self._retried_or(conn, stream_id, batch, error)
+                    return await self._retried_or(stream_id, batch, error)
+                except psycopg.OperationalError:
+                    raise  # for _appending to judge
                 except psycopg.DatabaseError as error:
                     conflict = sql.version_conflict(error, stream_id, expected)
                     if conflict is not None:
-                        return await self._retried_or(conn, stream_id, batch, conflict)
+                        return await self._retried_or(stream_id, batch, conflict)
                     # At ANY, another append took the version read: read it again,
                     # unless this very batch is what took it.
-                    earlier = await self._stored_result(conn, stream_id, batch)
+                    earlier = await self._stored_result(stream_id, batch)
                     if earlier is not None:
                         return earlier
                     continue
+                self._announce()
                 return sql.append_result(answers)
             raise EventStoreError(
                 f"append to stream {stream_id!r} at ANY lost the race for the next version "
@@ -133,12 +130,6 @@ class AsyncPostgresBackend(AsyncBackend):
             )
 
         return await self._appending(stream_id, attempt)
-
-    async def _append_once(self, conn: Conn, params: tuple[str, str, int, str]) -> str:
-        row = await (await conn.execute(APPEND, params, prepare=True)).fetchone()
-        assert row is not None
-        self._announce()
-        return str(row[0])
 
     def _announce(self) -> None:
         """Have a NOTIFY sent for an append that committed: one for all that wait for it."""
@@ -166,24 +157,24 @@ class AsyncPostgresBackend(AsyncBackend):
                 assert row is not None
                 answers.append(str(row[0]))
                 expected = int(answers[-1].split(" ", 1)[0])
-        self._announce()
         return answers
 
     async def _retried_or(
-        self, conn: Conn, stream_id: str, batch: PreparedBatch, error: Exception
+        self, stream_id: str, batch: PreparedBatch, error: Exception
     ) -> AppendResult:
         """The original result if this append is a retry; otherwise raise `error`."""
-        result = await self._stored_result(conn, stream_id, batch)
+        result = await self._stored_result(stream_id, batch)
         if result is not None:
             return result
         if isinstance(error, EventStoreError):
             raise error
         raise EventStoreError(f"append to stream {stream_id!r} failed: {error}") from error
 
-    async def _stored_result(
-        self, conn: Conn, stream_id: str, batch: PreparedBatch
-    ) -> AppendResult | None:
-        rows = await (await conn.execute(sql.STORED_IDS, (batch.ids,))).fetchall()
+    async def _stored_result(self, stream_id: str, batch: PreparedBatch) -> AppendResult | None:
+        async def stored(conn: Conn) -> list[tuple[Any, ...]]:
+            return await (await conn.execute(sql.STORED_IDS, (batch.ids,))).fetchall()
+
+        rows = await self._run(stored)
         return resolve_stored_ids(stream_id, batch.ids, [StoredId(*row) for row in rows])
 
     def read_stream(
@@ -319,8 +310,9 @@ class AsyncPostgresBackend(AsyncBackend):
         return await self._with_connection(load)
 
     async def close(self) -> None:
+        await self._appends.close()
         if self._announcer is not None:
-            await asyncio.wait([self._announcer], timeout=POOL_TIMEOUT)
+            await asyncio.wait([self._announcer], timeout=CLOSING)
         await self._listener.close()
         await self._pool.close()
 
@@ -346,18 +338,18 @@ class AsyncPostgresBackend(AsyncBackend):
         return paged_async(fetch, start, next_start, limit, PAGE)
 
     async def _appending(
-        self, stream_id: str, attempt: Callable[[Conn], Awaitable[AppendResult]]
+        self, stream_id: str, attempt: Callable[[], Awaitable[AppendResult]]
     ) -> AppendResult:
         """`attempt`, sent once more on a new connection if the first one broke
         (as `PostgresBackend._appending`: a resent batch recognises itself)."""
         try:
-            return await self._run(attempt)
+            return await attempt()
         except psycopg.OperationalError as error:
             broken = error
         except psycopg.Error as error:
             raise EventStoreError(f"PostgreSQL event store: {error}") from error
         try:
-            return await self._run(attempt)
+            return await attempt()
         except (psycopg.OperationalError, StoreUnavailable) as again:
             detail = f"the connection broke after it was sent ({broken}); the retry: {again}"
             raise AppendOutcomeUnknown(stream_id, detail) from broken
@@ -377,15 +369,7 @@ class AsyncPostgresBackend(AsyncBackend):
         raise AssertionError("unreachable")
 
     async def _run(self, call: Callable[[Conn], Awaitable[T]]) -> T:
-        try:
-            async with self._pool.connection() as conn:
-                return await call(conn)
-        except psycopg_pool.PoolClosed as error:
-            raise StoreUnavailable("the event store is closed") from error
-        except psycopg_pool.PoolTimeout as error:
-            raise StoreUnavailable(
-                f"PostgreSQL event store: no connection in {POOL_TIMEOUT:.0f} s: {error}"
-            ) from error
+        return await self._pool.run(call)
 
 
 def _prepare(target: PostgresTarget) -> bytes:
@@ -396,10 +380,6 @@ def _prepare(target: PostgresTarget) -> bytes:
         return pool.run(notify_statement)
     finally:
         pool.close()
-
-
-async def _configure(conn: Conn) -> None:
-    set_json_loads(orjson.loads, conn)
 
 
 async def _copied_records(query: str, params: dict[str, Any], conn: Conn) -> list[EncodedRecord]:

@@ -1,16 +1,18 @@
-"""The store when its PostgreSQL server dies: a server of the test's own, killed for real."""
+"""The store when its PostgreSQL server dies: a server of the test's own, killed for real;
+through both APIs (the async one behind `BlockingEventStore`)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, cast
 
 import psycopg
 import pytest
 from eventcraft.eventstore import (
     NO_STREAM,
     AppendOutcomeUnknown,
+    BlockingEventStore,
     EventStore,
     NewEvent,
     StoreUnavailable,
@@ -25,6 +27,13 @@ from ..postgres_server import PostgresServer, postgres_server
 def server() -> Iterator[PostgresServer]:
     with postgres_server() as started:
         yield started
+
+
+@pytest.fixture(params=["sync", "async"])
+def open_store(request: pytest.FixtureRequest) -> Callable[[str], EventStore]:
+    if request.param == "sync":
+        return EventStore.open
+    return lambda url: cast(EventStore, BlockingEventStore.open(url))
 
 
 def _blocking_appends(url: str) -> psycopg.Connection[Any]:
@@ -44,11 +53,11 @@ def _waiting_for_the_lock(url: str) -> bool:
 
 
 def test_an_append_cut_off_after_it_was_sent_says_its_outcome_is_unknown(
-    server: PostgresServer,
+    server: PostgresServer, open_store: Callable[[str], EventStore]
 ) -> None:
     url = f"{server.url}?schema=store"
     event = NewEvent("OrderPlaced", {"n": 1})
-    with EventStore.open(url) as store:
+    with open_store(url) as store:
         blocker = _blocking_appends(url)
         outcome: list[BaseException] = []
 
@@ -82,10 +91,10 @@ def test_an_append_cut_off_after_it_was_sent_says_its_outcome_is_unknown(
 
 
 def test_an_append_to_a_server_that_is_down_is_unavailable_and_wrote_nothing(
-    server: PostgresServer,
+    server: PostgresServer, open_store: Callable[[str], EventStore]
 ) -> None:
     url = f"{server.url}?schema=store"
-    with EventStore.open(url) as store:
+    with open_store(url) as store:
         server.stop("immediate")
         with pytest.raises(StoreUnavailable) as refused:
             store.append("order-1", [NewEvent("OrderPlaced", {})])

@@ -1,0 +1,84 @@
+"""The async store's connections: `connections.py`'s pool, awaited.
+
+The same rules as the sync pool: connections in autocommit with the store's
+options, an idle one polled for the server's goodbye before it is lent (no
+round trip), one left in a transaction rolled back or dropped on return, and
+a server that cannot be reached reported at once as `StoreUnavailable`. What
+the async one adds is a bound: at most `size` connections, further callers
+wait their turn, as a hundred tasks sharing one store would otherwise open a
+hundred connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import orjson
+import psycopg
+from psycopg import pq
+from psycopg.types.json import set_json_loads
+
+from ..errors import StoreUnavailable
+from .connections import MAX_IDLE, PostgresTarget, _alive
+
+T = TypeVar("T")
+Conn = psycopg.AsyncConnection[Any]
+
+
+class AsyncConnectionPool:
+    def __init__(self, target: PostgresTarget, size: int) -> None:
+        self.target = target
+        self.size = size
+        self._slots = asyncio.Semaphore(size)
+        self._idle: list[Conn] = []
+        self._closed = False
+
+    async def connect(self) -> Conn:
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                self.target.conninfo, autocommit=True, options=self.target.options()
+            )
+        except psycopg.Error as error:
+            raise StoreUnavailable(f"cannot connect to PostgreSQL: {error}") from error
+        set_json_loads(orjson.loads, conn)
+        return conn
+
+    async def run(self, call: Callable[[Conn], Awaitable[T]]) -> T:
+        """`call` on a connection in autocommit mode, given back to the pool afterwards."""
+        if self._closed:
+            raise StoreUnavailable("the event store is closed")
+        async with self._slots:
+            conn = None
+            while self._idle and conn is None:
+                candidate = self._idle.pop()
+                if _alive(candidate):  # type: ignore[arg-type]  # reads pgconn only
+                    conn = candidate
+                else:
+                    await candidate.close()
+            if conn is None:
+                conn = await self.connect()
+            try:
+                return await call(conn)
+            finally:
+                await self._give_back(conn)
+
+    async def _give_back(self, conn: Conn) -> None:
+        reusable = not conn.closed and not conn.broken
+        settled = reusable and conn.info.transaction_status == pq.TransactionStatus.IDLE
+        if reusable and not settled:
+            try:
+                await conn.rollback()
+            except psycopg.Error:
+                reusable = False
+        if reusable and not self._closed and len(self._idle) < max(MAX_IDLE, self.size):
+            self._idle.append(conn)
+            return
+        await conn.close()
+
+    async def close(self) -> None:
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await conn.close()
