@@ -53,6 +53,8 @@ class AppendQueue:
         self._most_senders = senders
         self._senders: set[asyncio.Task[None]] = set()
         self._queued: list[tuple[Sequence[bytes], asyncio.Future[Answer]]] = []
+        self._inline = 0
+        """Appends being sent by their own task, not a sender's."""
 
     async def append(self, params: Sequence[bytes]) -> Answer:
         """The answer to one call of the append function with `params`.
@@ -60,6 +62,14 @@ class AppendQueue:
         Raises `psycopg.OperationalError` when the connection failed with the
         append sent or not (the caller resends, as after any lost connection).
         """
+        if not self._senders and not self._inline:
+            # Nothing in flight: send it from this task, sparing a sender's start.
+            self._inline += 1
+            try:
+                (alone,) = await self._run(partial(append_many, calls=[params]))
+            finally:
+                self._inline -= 1
+            return alone
         answer: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._queued.append((params, answer))
         if len(self._senders) < self._most_senders:
