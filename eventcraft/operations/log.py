@@ -92,7 +92,10 @@ def stream_search(
     """Streams whose id starts with `prefix`, in id order, after `after` (keyset paging).
 
     The store lists streams by id from a key, so a prefix is a range: it starts
-    at the prefix and ends at the first id without it.
+    at the prefix and ends at the first id without it. That holds where ids sort
+    by code point (memory, SQLite, PostgreSQL in a C collation); a linguistic
+    collation, which skips punctuation, can put `order1` between `order-1` and
+    `order-2`, and the search then ends early.
     """
     start = after if after is not None and after >= prefix else None
     found: list[str] = []
