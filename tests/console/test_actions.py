@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import html
 import re
+import threading
 import time
+from collections.abc import Callable
 
 import pytest
 from eventcraft.eventstore import EventStore
@@ -192,3 +194,32 @@ def test_a_rebuild_tells_its_progress_up_to_the_head(shop_store: EventStore) -> 
     assert told and told[-1] == (head, head)
     assert [position for position, _ in told] == sorted(position for position, _ in told)
     assert done.position == head
+
+
+def test_one_rebuild_of_a_projection_runs_at_a_time() -> None:
+    from eventcraft.console.jobs import Rebuilds
+    from eventcraft.operations.projections import Rebuilt
+
+    jobs = Rebuilds()
+    release = threading.Event()
+
+    def slow(told: Callable[[int, int], None]) -> Rebuilt:
+        told(5, 10)
+        release.wait(30)
+        return Rebuilt("orders", 2, 10, 10, 0.1)
+
+    first = jobs.start("orders", slow)
+    assert first is not None
+    deadline = time.monotonic() + 10
+    while first.position != 5:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert (first.running, first.percent) == (True, 50)
+    assert jobs.start("orders", slow) is None  # refused while the first runs
+    assert jobs.start("order-notes", lambda told: Rebuilt("order-notes", 2, 1, 1, 0.0))
+    release.set()
+    while first.running:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert first.result is not None and first.percent == 100
+    assert jobs.start("orders", slow) is not None  # free again
