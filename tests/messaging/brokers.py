@@ -19,6 +19,7 @@ from typing import Any
 import aio_pika
 import nats
 import pytest
+from eventcraft.messaging import JetStreamPublisher, Publisher, RabbitMQPublisher
 from eventcraft.messaging.jetstream import connect
 from eventcraft.messaging.loop import EventLoopThread
 
@@ -326,3 +327,9 @@ def check_nats(loop: EventLoopThread) -> None:
         loop.run(probe(), 10)
     except Exception as error:
         unavailable(f"NATS JetStream at {NATS_URL}", error)
+
+
+def make_publisher(kind: str, url: str, name: str) -> Publisher:
+    if kind == "rabbitmq":
+        return RabbitMQPublisher(url, exchange=name, timeout=3)
+    return JetStreamPublisher(url, prefix=name, timeout=3)

@@ -6,8 +6,10 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import aio_pika
 import pytest
-from eventcraft.messaging import JetStreamPublisher, Publisher, RabbitMQPublisher
+from eventcraft.messaging import Publisher
+from eventcraft.messaging.jetstream import connect
 from eventcraft.messaging.loop import EventLoopThread
 
 from .brokers import (
@@ -19,7 +21,9 @@ from .brokers import (
     check_nats,
     check_rabbitmq,
     event_loop,
+    make_publisher,
 )
+from .queues import Producer
 
 
 @pytest.fixture
@@ -42,12 +46,6 @@ class Target:
 
     def publisher(self, url: str | None = None) -> Publisher:
         return make_publisher(self.kind, url or self.url, self.name)
-
-
-def make_publisher(kind: str, url: str, name: str) -> Publisher:
-    if kind == "rabbitmq":
-        return RabbitMQPublisher(url, exchange=name, timeout=3)
-    return JetStreamPublisher(url, prefix=name, timeout=3)
 
 
 @pytest.fixture
@@ -85,3 +83,44 @@ def target(request: pytest.FixtureRequest) -> Target:
     name = "rabbitmq" if request.param == "rabbitmq" else "jetstream"
     found: Target = request.getfixturevalue(name)
     return found
+
+
+@pytest.fixture(params=["rabbitmq", "nats"])
+def producer(request: pytest.FixtureRequest, loop: EventLoopThread) -> Iterator[Producer]:
+    tag = uuid.uuid4().hex[:10]
+    if request.param == "rabbitmq":
+        check_rabbitmq(loop)
+        spec = f"rabbitmq|{RABBITMQ_URL}|ec-inbox-{tag}"
+
+        async def setup() -> None:
+            connection = await aio_pika.connect(RABBITMQ_URL, timeout=10)
+            channel = await connection.channel()
+            await channel.declare_queue(f"ec-inbox-{tag}", durable=True)
+            await connection.close()
+
+        async def teardown() -> None:
+            connection = await aio_pika.connect(RABBITMQ_URL, timeout=10)
+            channel = await connection.channel()
+            await channel.queue_delete(f"ec-inbox-{tag}")
+            await connection.close()
+
+    else:
+        check_nats(loop)
+        stream = f"ECINBOX{tag}"
+        spec = f"nats|{NATS_URL}|{stream}:ecinbox{tag}.orders"
+
+        async def setup() -> None:
+            nc = await connect(NATS_URL, 10)
+            # The producer's id travels in a header JetStream does not de-duplicate by:
+            # its resends reach the inbox, which must store them once itself.
+            await nc.jetstream().add_stream(name=stream, subjects=[f"ecinbox{tag}.>"])
+            await nc.close()
+
+        async def teardown() -> None:
+            nc = await connect(NATS_URL, 10)
+            await nc.jetstream().delete_stream(stream)
+            await nc.close()
+
+    loop.run(setup(), 20)
+    yield Producer(request.param, spec, loop)
+    loop.run(teardown(), 20)

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import aio_pika
 import nats.js.errors
-import pytest
 from eventcraft.messaging import Source
 from eventcraft.messaging.jetstream import connect
 from eventcraft.messaging.loop import EventLoopThread
 
-from .brokers import NATS_URL, RABBITMQ_URL, check_nats, check_rabbitmq
 from .workers import make_source
 
 
@@ -81,44 +78,3 @@ class Producer:
 
     def source(self, ack_wait: float = 2.0) -> Source:
         return make_source(self.spec, ack_wait)
-
-
-@pytest.fixture(params=["rabbitmq", "nats"])
-def producer(request: pytest.FixtureRequest, loop: EventLoopThread) -> Iterator[Producer]:
-    tag = uuid.uuid4().hex[:10]
-    if request.param == "rabbitmq":
-        check_rabbitmq(loop)
-        spec = f"rabbitmq|{RABBITMQ_URL}|ec-inbox-{tag}"
-
-        async def setup() -> None:
-            connection = await aio_pika.connect(RABBITMQ_URL, timeout=10)
-            channel = await connection.channel()
-            await channel.declare_queue(f"ec-inbox-{tag}", durable=True)
-            await connection.close()
-
-        async def teardown() -> None:
-            connection = await aio_pika.connect(RABBITMQ_URL, timeout=10)
-            channel = await connection.channel()
-            await channel.queue_delete(f"ec-inbox-{tag}")
-            await connection.close()
-
-    else:
-        check_nats(loop)
-        stream = f"ECINBOX{tag}"
-        spec = f"nats|{NATS_URL}|{stream}:ecinbox{tag}.orders"
-
-        async def setup() -> None:
-            nc = await connect(NATS_URL, 10)
-            # The producer's id travels in a header JetStream does not de-duplicate by:
-            # its resends reach the inbox, which must store them once itself.
-            await nc.jetstream().add_stream(name=stream, subjects=[f"ecinbox{tag}.>"])
-            await nc.close()
-
-        async def teardown() -> None:
-            nc = await connect(NATS_URL, 10)
-            await nc.jetstream().delete_stream(stream)
-            await nc.close()
-
-    loop.run(setup(), 20)
-    yield Producer(request.param, spec, loop)
-    loop.run(teardown(), 20)

@@ -18,10 +18,8 @@ from eventcraft.messaging import (
 )
 
 from .brokers import wait_for
-from .queues import Producer, producer
+from .queues import Producer
 from .workers import order_received, take_in_until_killed
-
-__all__ = ["producer"]
 
 
 def orders(count: int) -> list[tuple[str, bytes]]:

@@ -21,7 +21,7 @@ from eventcraft.messaging import (
     event_id_for,
 )
 
-from .conftest import make_publisher
+from .brokers import make_publisher
 
 
 def relay_forever(store_url: str, spec: str, batch_size: int) -> None:
