@@ -139,9 +139,12 @@ def trace_page(request: Request) -> HTMLResponse:
     correlation = request.query_params.get("correlation", "").strip()
     if not correlation:
         raise InputError("a trace needs a correlation id: ?correlation=ID")
+    store = console_of(request).store
     near = number(request, "near")
-    after, before = (0, None) if near is None else (max(near - REACH, 0), near + REACH + 1)
-    roots = log.trace(console_of(request).store, correlation, after=after, before=before)
+    after, before = 0, None
+    if near is not None:
+        after, before = max(near - REACH, 0), min(near + REACH, store.high_water_mark()) + 1
+    roots = log.trace(store, correlation, after=after, before=before)
     return page(
         request,
         "trace.html",
