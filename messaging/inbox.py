@@ -205,10 +205,14 @@ class Inbox:
                 self.step()
                 backoff = _FIRST_BACKOFF
                 self.last_error = None
-            except (BrokerUnavailable, StoreUnavailable) as error:
-                # Unacknowledged messages come again once the connection is new.
-                self.last_error = str(error)
-                log.warning("inbox %r paused: %s", self.name, error)
+            except Exception as error:
+                # The broker, the store or the error store's database failed: nothing of
+                # this batch was acknowledged, and it comes again once the connection is new.
+                self.last_error = f"{type(error).__name__}: {error}"
+                if isinstance(error, BrokerUnavailable | StoreUnavailable):
+                    log.warning("inbox %r paused: %s", self.name, error)
+                else:
+                    log.exception("inbox %r failed; taking the batch again", self.name)
                 try:
                     source.reset()
                 except Exception:

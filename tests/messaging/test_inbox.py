@@ -17,7 +17,7 @@ from eventcraft.messaging import (
     event_id_for,
 )
 
-from .brokers import wait_for
+from .brokers import TcpProxy, wait_for
 from .queues import Producer
 from .workers import order_received, take_in_until_killed
 
@@ -121,3 +121,31 @@ def test_an_inbox_killed_between_append_and_ack_stores_the_message_once(
     with EventStore.open(pg_url) as store:
         ids = stored_ids(store)
     assert sorted(ids) == sorted(m for m, _ in sent)
+
+
+@pytest.mark.slow
+def test_an_inbox_outlives_a_store_outage_and_stores_each_message_once(
+    producer: Producer, pg_url: str
+) -> None:
+    proxy = TcpProxy("127.0.0.1", 5432)
+    through_proxy = pg_url.replace("127.0.0.1:5432", f"127.0.0.1:{proxy.port}")
+    sent = orders(60)
+    try:
+        with (
+            EventStore.open(through_proxy) as store,
+            Inbox("orders-in", store, order_received, producer.source(), batch_size=10) as inbox,
+        ):
+            producer.send(sent[:20])
+            inbox.start()
+            wait_for(lambda: inbox.stored >= 20, 30, "the first messages")
+            proxy.cut()
+            producer.send(sent[20:])
+            wait_for(lambda: inbox.last_error is not None, 30, "the inbox to notice")
+            proxy.restore()
+            with EventStore.open(pg_url) as direct:
+                # What was taken while the store was away was not acknowledged: it comes
+                # again, and each message is stored once.
+                wait_for(lambda: len(stored_ids(direct)) >= 60, 60, "the inbox to resume")
+                assert sorted(stored_ids(direct)) == sorted(m for m, _ in sent)
+    finally:
+        proxy.close()
