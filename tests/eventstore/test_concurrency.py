@@ -1,4 +1,5 @@
-"""Real processes against real SQLite files and a real PostgreSQL server."""
+"""Real processes against real SQLite files and a real PostgreSQL server, each through
+the sync API and through the async one (behind `BlockingEventStore`)."""
 
 from __future__ import annotations
 
@@ -15,16 +16,21 @@ from .tailing import tail_until_written
 SPAWN = multiprocessing.get_context("spawn")
 
 
+@pytest.fixture(params=["sync", "async"])
+def api(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.mark.parametrize(("size", "rounds"), [(1, 15), (700, 5)], ids=["one", "large"])
 def test_racing_writers_with_the_same_expected_version_have_one_winner(
-    shared_store_url: str, size: int, rounds: int
+    shared_store_url: str, size: int, rounds: int, api: str
 ) -> None:
     processes = 4
     EventStore.open(shared_store_url).close()  # create the schema before the race
     with SPAWN.Manager() as manager, ProcessPoolExecutor(processes, mp_context=SPAWN) as pool:
         barrier = manager.Barrier(processes)
         futures = [
-            pool.submit(workers.race, shared_store_url, "raced-1", rounds, barrier, size)
+            pool.submit(workers.race, shared_store_url, "raced-1", rounds, barrier, size, api)
             for _ in range(processes)
         ]
         outcomes = [future.result(timeout=120) for future in futures]
@@ -39,29 +45,33 @@ def test_racing_writers_with_the_same_expected_version_have_one_winner(
 
 
 def test_a_tailing_reader_sees_every_committed_event_once_in_order(
-    shared_store_url: str,
+    shared_store_url: str, api: str
 ) -> None:
     writers, appends = 4, 150
     with (
-        EventStore.open(shared_store_url) as store,
+        workers.opened(shared_store_url, api) as store,
         ProcessPoolExecutor(writers, mp_context=SPAWN) as pool,
     ):
         futures = [
-            pool.submit(workers.write_mix, shared_store_url, w, appends, seed=w)
+            pool.submit(workers.write_mix, shared_store_url, w, appends, seed=w, api=api)
             for w in range(writers)
         ]
         tail_until_written(store, futures)
 
 
 def test_a_retry_from_another_process_after_a_commit_writes_nothing(
-    shared_store_url: str,
+    shared_store_url: str, api: str
 ) -> None:
     ids = [str(uuid.uuid4()) for _ in range(3)]
     with ProcessPoolExecutor(1, mp_context=SPAWN) as pool:
-        first = pool.submit(workers.append_then_report, shared_store_url, "order-1", ids).result()
+        first = pool.submit(
+            workers.append_then_report, shared_store_url, "order-1", ids, api
+        ).result()
     # The first process is gone, as a crashed client would be; a new one resends.
     with ProcessPoolExecutor(1, mp_context=SPAWN) as pool:
-        again = pool.submit(workers.append_then_report, shared_store_url, "order-1", ids).result()
+        again = pool.submit(
+            workers.append_then_report, shared_store_url, "order-1", ids, api
+        ).result()
     assert again == first
     with EventStore.open(shared_store_url) as store:
         assert [str(e.id) for e in store.read_all()] == ids

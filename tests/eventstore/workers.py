@@ -7,16 +7,31 @@ from __future__ import annotations
 
 import random
 import uuid
-from typing import Any
+from typing import Any, cast
 
-from eventcraft.eventstore import ANY, EventStore, NewEvent, WrongExpectedVersion
+from eventcraft.eventstore import (
+    ANY,
+    BlockingEventStore,
+    EventStore,
+    NewEvent,
+    WrongExpectedVersion,
+)
 
 
-def race(url: str, stream_id: str, rounds: int, barrier: Any, size: int = 1) -> list[bool]:
+def opened(url: str, api: str = "sync") -> EventStore:
+    """The store at `url` through the sync API, or the async one behind a blocking face."""
+    if api == "async":
+        return cast(EventStore, BlockingEventStore.open(url))
+    return EventStore.open(url)
+
+
+def race(
+    url: str, stream_id: str, rounds: int, barrier: Any, size: int = 1, api: str = "sync"
+) -> list[bool]:
     """In each round, append `size` events to `stream_id` expecting the version the round
     starts at; True if it won."""
     won = []
-    with EventStore.open(url) as store:
+    with opened(url, api) as store:
         for round_ in range(rounds):
             barrier.wait()
             batch = [NewEvent("Raced", {"i": i}) for i in range(size)]
@@ -28,7 +43,7 @@ def race(url: str, stream_id: str, rounds: int, barrier: Any, size: int = 1) -> 
     return won
 
 
-def write_mix(url: str, writer: int, appends: int, seed: int) -> list[str]:
+def write_mix(url: str, writer: int, appends: int, seed: int, api: str = "sync") -> list[str]:
     """Append to shared streams (ANY) and to private streams (exact versions).
 
     Returns the ids of the events written, as strings.
@@ -36,7 +51,7 @@ def write_mix(url: str, writer: int, appends: int, seed: int) -> list[str]:
     rng = random.Random(seed)
     written: list[str] = []
     private_versions: dict[str, int] = {}
-    with EventStore.open(url) as store:
+    with opened(url, api) as store:
         for n in range(appends):
             # Now and then a batch large enough for PostgreSQL to write in parts.
             size = 700 if rng.random() < 0.04 else rng.choice((1, 1, 1, 2, 5))
@@ -51,10 +66,12 @@ def write_mix(url: str, writer: int, appends: int, seed: int) -> list[str]:
     return written
 
 
-def append_then_report(url: str, stream_id: str, event_ids: list[str]) -> tuple[int, ...]:
+def append_then_report(
+    url: str, stream_id: str, event_ids: list[str], api: str = "sync"
+) -> tuple[int, ...]:
     """Append a batch with the given ids; the positions it got."""
     batch = [NewEvent("Retried", {"n": n}, id=uuid.UUID(i)) for n, i in enumerate(event_ids)]
-    with EventStore.open(url) as store:
+    with opened(url, api) as store:
         return store.append(stream_id, batch).positions
 
 
