@@ -35,6 +35,7 @@ from eventcraft.projections import schema as checkpoint_schema
 from eventcraft.projections.partitions import Partition
 from eventcraft.projections.projector import read_batch
 
+from . import relay_state
 from .errors import BrokerUnavailable, MessageRefused, MessagingConfigError
 from .messages import outgoing
 from .publisher import Publisher
@@ -137,6 +138,7 @@ class Relay:
     def _setup(self) -> None:
         with self.database.transaction() as connection:
             checkpoint_schema.create(connection)
+            relay_state.create(connection)
         with self.database.transaction() as connection:
             row = checkpoint.read(connection, self.name, lock=True)
             if row is None:
@@ -250,6 +252,7 @@ class Relay:
 
     def _follow(self) -> None:
         backoff = _FIRST_BACKOFF
+        self._say("running")
         while not self._stopping.is_set():
             try:
                 if self.step():
@@ -271,12 +274,15 @@ class Relay:
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, self.max_backoff)
         self.release()
+        self._say("stopped")
 
     def _paused(self, error: BrokerUnavailable) -> None:
         if self.paused_since is None:
             self.paused_since = time.time()
             self.outages += 1
             log.warning("relay %r paused: %s", self.name, error)
+            self.last_error = str(error)
+            self._say("paused")
         self.last_error = str(error)
 
     def _resumed(self) -> None:
@@ -284,6 +290,24 @@ class Relay:
             log.warning("relay %r resumed after %.1f s", self.name, time.time() - self.paused_since)
             self.paused_since = None
             self.last_error = None
+            self._say("running")
+
+    def _say(self, state: str) -> None:
+        """Tell other processes (`eventcraft messaging relays`) what this relay is doing."""
+        told = relay_state.RelayState(
+            name=self.name,
+            broker=self.publisher.broker,
+            state=state,
+            paused_since=self.paused_since,
+            last_error=self.last_error,
+            outages=self.outages,
+            updated_at=time.time(),
+        )
+        try:
+            with self.database.transaction() as connection:
+                relay_state.write(connection, told)
+        except Exception:
+            log.exception("relay %r could not record that it is %s", self.name, state)
 
     # --- lease -----------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""`eventcraft messaging ...`: the inboxes' error store, listed, shown, resent, discarded."""
+"""`eventcraft messaging ...`: the relays' state, and the inboxes' error store listed,
+shown, resent, discarded."""
 
 from __future__ import annotations
 
@@ -14,7 +15,35 @@ from .shell import confirmed, shell, yes_option
     "  eventcraft --store postgresql://db/app messaging resend orders-in msg-42 --yes"
 )
 def messaging() -> None:
-    """The messages inboxes could not store: list, show, resend, discard."""
+    """Relays and inboxes: where each relay stands; failed messages listed, resent."""
+
+
+@messaging.command(epilog="\b\nExamples:\n  eventcraft messaging relays --json")
+@json_option
+def relays(as_json: bool) -> None:
+    """Show each relay's broker, state (running, paused by an outage, stopped) and lag."""
+    found = operations.relays(shell().store())
+    if as_json:
+        emit_json(found)
+        return
+    console().print(
+        table(
+            ("relay", "state", "checkpoint", "head", "lag", "since", "broker", "last error"),
+            (
+                (
+                    r.name,
+                    r.state,
+                    r.position,
+                    r.head,
+                    r.lag_events,
+                    when(r.paused_since or r.updated_at),
+                    r.broker,
+                    r.last_error or "",
+                )
+                for r in found
+            ),
+        )
+    )
 
 
 @messaging.command(

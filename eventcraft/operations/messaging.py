@@ -1,8 +1,9 @@
-"""Operating the inboxes' error store: the messages that could not be stored, looked at,
-resent (the running inbox stores them again with its mapping) or discarded.
+"""Operating messaging: where each relay stands (publishing, or paused by an outage), and
+the inboxes' error store, whose messages are looked at, resent (the running inbox stores
+them again with its mapping) or discarded.
 
-Only the store is needed, not the App: the messages wait in the store's database,
-and an inbox that is running picks up a resend by itself.
+Only the store is needed, not the App: relays and inboxes keep what they say in the
+store's database, and an inbox that is running picks up a resend by itself.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 
 from eventcraft.eventstore import EventStore
-from eventcraft.messaging import FailedMessage
+from eventcraft.messaging import FailedMessage, relay_state
 from eventcraft.messaging import failed as error_store
-from eventcraft.projections import Database
+from eventcraft.projections import Database, checkpoint
 
 from .errors import NotFound
 
@@ -40,6 +41,60 @@ class Failed:
     resend: bool
     """A resend was asked for; the running inbox has not done it yet."""
     traceback: str
+
+
+@dataclass(frozen=True)
+class RelayView:
+    """A relay as the shells show it: its checkpoint against the log, and its state."""
+
+    name: str
+    broker: str
+    state: str
+    """"running", "paused" (its broker is unavailable) or "stopped", as it last said."""
+    position: int
+    """Every selected event up to here is confirmed by the broker."""
+    head: int
+    lag_events: int
+    paused_since: datetime | None
+    last_error: str | None
+    outages: int
+    owner: str | None
+    """The process holding its lease, if the lease is current."""
+    updated_at: datetime
+
+
+def relays(store: EventStore) -> list[RelayView]:
+    """Every relay that ever ran against this store, by name."""
+    head = store.high_water_mark()
+    now = datetime.now(UTC).timestamp()
+    with _database(store) as database, database.reading() as connection:
+        states = relay_state.listed(connection)
+        rows = checkpoint.read_many(connection, [s.name for s in states]) if states else {}
+    shown = []
+    for state in states:
+        row = rows.get(state.name)
+        position = row.position if row is not None else 0
+        current = row is not None and (row.lease_until or 0.0) > now
+        shown.append(
+            RelayView(
+                name=state.name,
+                broker=state.broker,
+                state=state.state,
+                position=position,
+                head=head,
+                lag_events=max(head - position, 0),
+                paused_since=_moment(state.paused_since),
+                last_error=state.last_error,
+                outages=state.outages,
+                owner=row.owner if row is not None and current else None,
+                updated_at=datetime.fromtimestamp(state.updated_at, UTC),
+            )
+        )
+    return shown
+
+
+def _moment(seconds: float | None) -> datetime | None:
+    return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
 
 
 def failed(store: EventStore, inbox: str | None = None) -> list[Failed]:

@@ -1,17 +1,18 @@
-"""`eventcraft messaging ...`: the error store seen, resent and discarded from a terminal,
-and the operations the commands call."""
+"""`eventcraft messaging ...`: relays, and the error store seen, resent and discarded from
+a terminal, and the operations the commands call."""
 
 from __future__ import annotations
 
 import orjson
 import pytest
-from eventcraft.eventstore import EventStore
-from eventcraft.messaging import Inbox, IncomingMessage
+from eventcraft.eventstore import EventStore, NewEvent
+from eventcraft.messaging import Inbox, IncomingMessage, RabbitMQPublisher, Relay
 
 from eventcraft.cli.main import main
 from eventcraft.operations import messaging as operations
 from eventcraft.operations.errors import NotFound
 
+from .brokers import free_port, wait_for
 from .workers import order_received
 
 
@@ -92,3 +93,25 @@ def test_a_store_no_inbox_used_has_nothing_failed(sqlite_url: str) -> None:
         assert operations.failed(store) == []
         with pytest.raises(NotFound, match="no failed message with id 'x'"):
             operations.resend(store, "orders-in", "x")
+
+
+def test_relays_shows_a_relay_paused_by_a_broker_it_cannot_reach(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "300")  # the table unwrapped
+    nowhere = f"amqp://guest:secret@127.0.0.1:{free_port()}/"  # nothing listens there
+    with EventStore.open(sqlite_url) as store:
+        store.append("order-1", [NewEvent("OrderPlaced", {"n": 1})])
+        with Relay("orders-out", store, RabbitMQPublisher(nowhere, timeout=1)) as relay:
+            relay.start()
+            wait_for(lambda: relay.status().state == "paused", 20, "the relay to pause")
+            code, out, err = run(capsys, "--store", sqlite_url, "messaging", "relays", "--json")
+            _, table, _ = run(capsys, "--store", sqlite_url, "messaging", "relays")
+    assert (code, err) == (0, "")
+    assert "orders-out" in table and "paused" in table
+    [shown] = orjson.loads(out)
+    assert shown["name"] == "orders-out" and shown["state"] == "paused"
+    assert (shown["position"], shown["head"], shown["lag_events"]) == (0, 1, 1)
+    assert "is unavailable" in shown["last_error"] and "secret" not in out
+    code, out, _ = run(capsys, "--store", sqlite_url, "messaging", "relays", "--json")
+    assert orjson.loads(out)[0]["state"] == "stopped"

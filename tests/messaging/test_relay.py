@@ -16,6 +16,8 @@ from eventcraft.messaging import MessagingConfigError, Relay
 from eventcraft.messaging.loop import EventLoopThread
 from eventcraft.projections import PartitionedRunner
 
+from eventcraft.operations import messaging as messaging_operations
+
 from .brokers import (
     JetStreamReader,
     PrivateNats,
@@ -223,9 +225,15 @@ def test_a_rabbitmq_outage_pauses_the_relay_and_it_resumes_with_nothing_lost(
                 status = relay.status()
                 assert "RabbitMQ amqp://guest:***@127.0.0.1" in (status.last_error or "")
                 assert status.position == 50 and status.lag_events == 50
+                # Other processes see it too, through what the relay recorded.
+                [seen] = messaging_operations.relays(store)
+                assert (seen.state, seen.position, seen.lag_events) == ("paused", 50, 50)
+                assert seen.last_error == status.last_error and seen.paused_since is not None
                 proxy.restore()
                 wait_for(lambda: relay.status().position == 100, 30, "the relay to resume")
                 status = relay.status()
+                assert messaging_operations.relays(store)[0].state == "running"
+            assert messaging_operations.relays(store)[0].state == "stopped"
         received = rabbitmq.read(lambda got: len(unique(got)) >= 100, 30)
     finally:
         proxy.close()
