@@ -66,10 +66,10 @@ class AppendQueue:
             # Nothing in flight: send it from this task, sparing a sender's start.
             self._inline += 1
             try:
-                (alone,) = await self._run(partial(append_many, calls=[params]))
+                answers: list[Answer] = await self._run(partial(append_many, calls=[params]))
             finally:
                 self._inline -= 1
-            return alone
+            return answers[0]
         answer: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._queued.append((params, answer))
         if len(self._senders) < self._most_senders:
