@@ -282,3 +282,36 @@ def test_a_subscription_cancelled_while_appends_wake_it_always_ends(store_url: s
             assert done, f"round {round_}: the cancelled subscription kept running"
 
     run(test, store_url)
+
+
+def test_appends_sent_together_each_stand_or_fall_alone(store_url: str) -> None:
+    async def test(store: AsyncEventStore) -> None:
+        stored = [NewEvent("Placed", {"n": n}) for n in range(10)]
+        for n, event in enumerate(stored):
+            await store.append(f"old-{n}", [event])
+
+        async def good(n: int) -> str:
+            await store.append(f"new-{n}", placed(n), expected_version=0)
+            return "written"
+
+        async def stale(n: int) -> str:
+            try:
+                await store.append(f"old-{n}", placed(n), expected_version=0)
+            except WrongExpectedVersion:
+                return "refused"
+            return "written"
+
+        async def retried(n: int) -> str:
+            result = await store.append(f"old-{n}", [stored[n]], expected_version=0)
+            return "same" if result.version == 1 else "different"
+
+        # Sent at once, so that on PostgreSQL they share pipelines.
+        outcomes = await asyncio.gather(
+            *(good(n) for n in range(30)),
+            *(stale(n) for n in range(10)),
+            *(retried(n) for n in range(10)),
+        )
+        assert outcomes == ["written"] * 30 + ["refused"] * 10 + ["same"] * 10
+        assert len([e async for e in store.read_all()]) == 40
+
+    run(test, store_url)
