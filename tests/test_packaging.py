@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("eventstore", "domain", "projections", "sagas")
+PACKAGES = ("eventstore", "domain", "projections", "sagas", "messaging")
 
 # A service laid out as domain-driven Python code usually is: its own `domain`
 # and `sagas` packages beside the code that uses eventcraft's.
@@ -160,4 +160,25 @@ def test_an_installed_wheel_works_beside_a_users_own_domain_package(
     assert refused.stderr.strip().splitlines()[-1] == (
         "ModuleNotFoundError: eventcraft.projections.spark needs the spark extra: "
         "pip install 'eventcraft[spark]'"
+    )
+    # Messaging works without its extra but for the broker clients, which name it.
+    brokers = subprocess.run(
+        [
+            python,
+            "-c",
+            "import eventcraft.messaging; from eventcraft.messaging import Relay\n"
+            "from eventcraft.messaging import RabbitMQPublisher",
+        ],
+        cwd=app,
+        capture_output=True,
+        text=True,
+    )
+    assert brokers.returncode == 1
+    assert (
+        brokers.stderr.strip()
+        .splitlines()[-1]
+        .startswith(
+            "ImportError: RabbitMQPublisher needs the broker clients: "
+            "pip install 'eventcraft[brokers]'"
+        )
     )
