@@ -16,7 +16,7 @@ from .errors import (
 from .fold import Fold, State
 from .keys import StreamKey
 from .parking import ParkedEvent
-from .partitions import Partition, PartitionSubscription, partition_of
+from .partitions import Partition, PartitionProjection, PartitionSubscription, partition_of
 from .policy import ErrorPolicy
 from .projection import Handler, Projection
 from .read_model import ReadModel
@@ -36,6 +36,7 @@ __all__ = [
     "ParkedEvent",
     "ParkedEventNotFound",
     "Partition",
+    "PartitionProjection",
     "PartitionSubscription",
     "PartitionWorker",
     "PartitionedRunner",

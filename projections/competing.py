@@ -26,10 +26,11 @@ from typing import Protocol
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore
 
-from . import schema
+from . import checkpoint, schema
 from .database import Database
 from .errors import DefinitionError, ProjectionStopped
-from .partitions import Partition, PartitionSubscription
+from .partitions import Partition, PartitionProjection, PartitionSubscription
+from .projection import Projection
 from .projector import Projector
 from .subscription import Subscription
 
@@ -139,6 +140,59 @@ class PartitionedRunner:
                 projector.setup()
                 workers.append(projector)
             runner = cls(store, subscription.name, workers, database=db, lease_ttl=lease_ttl)
+        except BaseException:
+            if not isinstance(database, Database | sa.Engine):
+                db.close()
+            raise
+        runner.owner = owner
+        runner._owns_database = not isinstance(database, Database | sa.Engine)
+        return runner
+
+    @classmethod
+    def for_projection(
+        cls,
+        store: EventStore,
+        projection: Projection,
+        *,
+        partitions: int,
+        database: Database | sa.Engine | str | None = None,
+        batch_size: int = 100,
+        lease_ttl: float = 10.0,
+    ) -> PartitionedRunner:
+        """A runner of `projection` split into `partitions` (`PartitionProjection`).
+
+        The projection's tables are created once, under its own name's row,
+        which keeps their generation; the partitions' rows keep the
+        checkpoints. Each event is still applied exactly once: each partition's
+        batch commits with its checkpoint, fenced by its lease.
+        """
+        if not isinstance(projection, Projection):
+            raise DefinitionError(
+                f"only a Projection is split in partitions here, not {projection!r}"
+            )
+        db = Database.of(database, store)
+        owner = _owner()
+        try:
+            with db.transaction() as connection:
+                schema.create(connection)
+            Projector(store, db, projection, owner=owner, batch_size=1, lease_ttl=None).setup()
+            shares = [PartitionProjection(projection, p) for p in Partition.all(partitions)]
+            with db.transaction() as connection:
+                base = checkpoint.read(connection, projection.name, lock=True)
+                assert base is not None, "setup() created it"
+                for share in shares:
+                    # A row made here, not by the projector's setup, which would make
+                    # (and so empty) the shared tables again.
+                    if checkpoint.read(connection, share.name) is None:
+                        checkpoint.insert(connection, share.name, base.generation)
+            workers = []
+            for share in shares:
+                projector = Projector(
+                    store, db, share, owner=owner, batch_size=batch_size, lease_ttl=lease_ttl
+                )
+                projector.setup()
+                workers.append(projector)
+            runner = cls(store, projection.name, workers, database=db, lease_ttl=lease_ttl)
         except BaseException:
             if not isinstance(database, Database | sa.Engine):
                 db.close()

@@ -10,11 +10,15 @@ in log order: each stream's events stay in order, whichever process has it.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from eventcraft.eventstore import RecordedEvent
 
+from .definition import Definition
 from .errors import DefinitionError
+from .projection import Projection
+from .read_model import ReadModel
 from .subscription import Subscription
 
 
@@ -69,3 +73,32 @@ class PartitionSubscription(Subscription):
     def deliver(self, event: RecordedEvent) -> None:
         if self.partition.owns(event.stream_id):
             super().deliver(event)
+
+
+class PartitionProjection(Definition):
+    """One partition's share of a projection: its streams' events applied to the shared
+    tables, with a checkpoint of its own.
+
+    For read models that allow it: each stream's handlers touch rows no other
+    stream's do (or change them in ways that commute), since partitions commit
+    side by side. The tables are the projection's own, created once by
+    `PartitionedRunner.for_projection`; a partitioned projection is not rebuilt.
+    """
+
+    def __init__(self, projection: Projection, partition: Partition) -> None:
+        super().__init__(
+            partition.name_of(projection.name),
+            tables=projection.tables,
+            categories=projection.categories,
+            on_error=projection.on_error,
+        )
+        self.projection = projection
+        self.partition = partition
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return self.projection.types
+
+    def apply(self, read_model: ReadModel, events: Sequence[RecordedEvent]) -> None:
+        owns = self.partition.owns
+        self.projection.apply(read_model, [e for e in events if owns(e.stream_id)])

@@ -8,6 +8,8 @@ from pathlib import Path
 from eventcraft.eventstore import EventStore, RecordedEvent
 from eventcraft.projections import PartitionedRunner, Subscription
 
+from . import models
+
 
 def handle_partitions(url: str, log_path: str, partitions: int, pause: float) -> None:
     """Share the partitions of a subscription; log each handled event as a line
@@ -27,6 +29,19 @@ def handle_partitions(url: str, log_path: str, partitions: int, pause: float) ->
             partitions=partitions,
             batch_size=20,
             lease_ttl=1.0,
+        ) as runner,
+    ):
+        runner.run()
+
+
+def project_partitions(url: str, trap_at: int, marker: str) -> None:
+    """Apply the audit projection in 4 partitions; the first process to reach `trap_at`
+    hangs there mid-batch, its transaction open, to be killed."""
+    models.TRAP.update(position=trap_at, marker=marker)
+    with (
+        EventStore.open(url) as store,
+        PartitionedRunner.for_projection(
+            store, models.audit, partitions=4, batch_size=10, lease_ttl=1.0
         ) as runner,
     ):
         runner.run()

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from eventcraft.eventstore import EventStore, NewEvent
 from eventcraft.projections import (
+    Database,
     DefinitionError,
     Partition,
     PartitionedRunner,
@@ -18,8 +19,10 @@ from eventcraft.projections import (
     Subscription,
     partition_of,
 )
+from eventcraft.projections.database import engine_for
 
-from .partition_workers import handle_partitions
+from . import models
+from .partition_workers import handle_partitions, project_partitions
 
 
 def handled(paths: list[Path]) -> list[tuple[int, str, int]]:
@@ -106,3 +109,57 @@ def test_two_workers_share_the_partitions_and_one_takes_over_when_the_other_dies
     dead = {partition_of(stream, 4) for _, stream, _ in handled(logs[:1])}
     after_death = {partition_of(stream, 4) for t, stream, _ in handled(logs[1:]) if t > killed_at}
     assert dead and dead <= after_death, "the survivor took over the dead worker's partitions"
+
+
+def test_a_projection_split_in_partitions_applies_each_event_once_to_shared_tables(
+    sqlite_url: str,
+) -> None:
+    with EventStore.open(sqlite_url) as store:
+        last = models.append_history(store, accounts=6, per_account=5)
+        with PartitionedRunner.for_projection(store, models.audit, partitions=3) as runner:
+            while runner.step():
+                pass
+            with runner.database.reading() as connection:
+                applied = models.rows(connection, models.applied_table)
+        with pytest.raises(DefinitionError, match="only a Projection"):
+            PartitionedRunner.for_projection(store, models.balances, partitions=2)  # type: ignore[arg-type]
+    assert sorted(p for p, _, _ in applied) == list(range(1, last + 1))
+
+
+@pytest.mark.slow
+def test_a_partitioned_projection_killed_mid_batch_applies_each_event_exactly_once(
+    pg_url: str, tmp_path: Path
+) -> None:
+    with EventStore.open(pg_url) as store:
+        last = models.append_history(store, accounts=20, per_account=15)
+    marker = tmp_path / "trapped"
+    spawn = multiprocessing.get_context("spawn")
+    workers = [
+        spawn.Process(target=project_partitions, args=(pg_url, last // 2, str(marker)))
+        for _ in range(2)
+    ]
+    for worker in workers:
+        worker.start()
+    try:
+        wait_for(marker.exists, 60, "a worker to hang mid-batch")
+        trapped = int(marker.read_text())
+        for worker in workers:
+            if worker.pid == trapped:
+                worker.kill()
+                worker.join(10)
+        database = Database(engine_for(pg_url))
+        try:
+
+            def applied() -> list[tuple[int, str, int]]:
+                with database.reading() as connection:
+                    return models.rows(connection, models.applied_table)
+
+            wait_for(lambda: len(applied()) >= last, 120, "every event applied")
+            positions = [p for p, _, _ in applied()]
+        finally:
+            database.close()
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.join(10)
+    assert sorted(positions) == list(range(1, last + 1))
