@@ -47,8 +47,9 @@ _prepared: weakref.WeakSet[Conn] = weakref.WeakSet()
 class AppendQueue:
     """Appends waiting to be sent, and the senders that send them."""
 
-    def __init__(self, run: Any, senders: int) -> None:
+    def __init__(self, run: Any, senders: int, notify: bytes) -> None:
         self._run = run
+        self._notify = notify
         """`AsyncPostgresBackend._run`: a call on a pooled connection, errors translated."""
         self._most_senders = senders
         self._senders: set[asyncio.Task[None]] = set()
@@ -66,7 +67,9 @@ class AppendQueue:
             # Nothing in flight: send it from this task, sparing a sender's start.
             self._inline += 1
             try:
-                answers: list[Answer] = await self._run(partial(append_many, calls=[params]))
+                answers: list[Answer] = await self._run(
+                    partial(append_many, calls=[params], notify=self._notify)
+                )
             finally:
                 self._inline -= 1
             return answers[0]
@@ -93,7 +96,7 @@ class AppendQueue:
                 continue
             calls = [params for params, _ in taken]
             try:
-                answers = await self._run(partial(append_many, calls=calls))
+                answers = await self._run(partial(append_many, calls=calls, notify=self._notify))
             except BaseException as error:  # every append of the pipeline shares its fate
                 for _, answer in taken:
                     if not answer.done():
@@ -106,13 +109,18 @@ class AppendQueue:
                     answer.set_result(result)
 
 
-async def append_many(conn: Conn, calls: Sequence[Sequence[bytes]]) -> list[Answer]:
+async def append_many(conn: Conn, calls: Sequence[Sequence[bytes]], notify: bytes) -> list[Answer]:
     """Call the append function once per entry of `calls`, each in its own transaction,
-    all in one pipeline; each call's text result or its error, in order."""
+    all in one pipeline, then `notify`; each call's text result or its error, in order.
+
+    The NOTIFY goes after the last append's Sync, so after every commit, in a
+    transaction of its own (`wire.py` says why); its reply is left on the
+    connection for `finish_outstanding` to read when the pool lends it again.
+    """
     if conn not in _prepared:
         await conn.execute(_PREPARE)
         _prepared.add(conn)
-    answers = await _exchange(conn, calls)
+    answers = await _exchange(conn, calls, notify)
     unprepared = [
         index
         for index, answer in enumerate(answers)
@@ -120,13 +128,14 @@ async def append_many(conn: Conn, calls: Sequence[Sequence[bytes]]) -> list[Answ
     ]
     if unprepared:  # the session lost its prepared statements: prepare, send those again
         await conn.execute(_PREPARE)
-        again = await _exchange(conn, [calls[index] for index in unprepared])
+        await finish_outstanding(conn)
+        again = await _exchange(conn, [calls[index] for index in unprepared], notify)
         for index, answer in zip(unprepared, again, strict=True):
             answers[index] = answer
     return answers
 
 
-async def _exchange(conn: Conn, calls: Sequence[Sequence[bytes]]) -> list[Answer]:
+async def _exchange(conn: Conn, calls: Sequence[Sequence[bytes]], notify: bytes) -> list[Answer]:
     pgconn = conn.pgconn
     answers: list[Answer] = []
     try:
@@ -134,6 +143,8 @@ async def _exchange(conn: Conn, calls: Sequence[Sequence[bytes]]) -> list[Answer
         for params in calls:
             pgconn.send_query_prepared(_STATEMENT, params)
             pgconn.pipeline_sync()
+        pgconn.send_query_params(notify, None)
+        pgconn.pipeline_sync()
         while pgconn.flush():
             await _ready(conn, write=True)
             pgconn.consume_input()
@@ -148,7 +159,6 @@ async def _exchange(conn: Conn, calls: Sequence[Sequence[bytes]]) -> list[Answer
                 answers.append(bytes(value).decode())
             else:
                 answers.append(error_from_result(result, encoding=conn.info.encoding))
-        pgconn.exit_pipeline_mode()
     except BaseException as error:
         # Cut off mid-exchange (an error, a cancellation): what was read is unknown.
         await conn.close()
@@ -156,6 +166,25 @@ async def _exchange(conn: Conn, calls: Sequence[Sequence[bytes]]) -> list[Answer
             raise psycopg.OperationalError(f"PostgreSQL connection failed: {error}") from error
         raise
     return answers
+
+
+async def finish_outstanding(conn: Conn) -> None:
+    """Read what `append_many` left unread on `conn` (its NOTIFY's reply), if anything.
+
+    Raises `OperationalError` (and closes `conn`) if the connection fails.
+    """
+    pgconn = conn.pgconn
+    if pgconn.pipeline_status == pq.PipelineStatus.OFF:
+        return
+    try:
+        while not _is_sync(await _next_result(conn)):
+            pass  # the NOTIFY's result: nobody waits on its outcome
+        pgconn.exit_pipeline_mode()
+    except BaseException as error:
+        await conn.close()
+        if isinstance(error, OSError | AssertionError):
+            raise psycopg.OperationalError(f"PostgreSQL connection failed: {error}") from error
+        raise
 
 
 async def _next_result(conn: Conn) -> pq.abc.PGresult | None:

@@ -1,19 +1,17 @@
-"""The PostgreSQL backend for `AsyncEventStore`: psycopg's async connections and pool.
+"""The PostgreSQL backend for `AsyncEventStore`: psycopg's async connections.
 
 It runs the statements of `statements.py` and the append function of
 `schema.py`, as `PostgresBackend` does, and decides what their answers mean
 with the same functions; only the waiting differs. An append is one call of
-the function in autocommit; a batch of more than `PART` events is several
-calls in one transaction, each part's expected version the one before it
-ended at.
-
-Waiting readers are told by a NOTIFY after the commit, as on the sync store
-(`wire.py` says why after, never inside). Here it is not sent on the
-append's connection: the append returns as soon as its own reply is in, and
-a task of the store's sends the NOTIFY on a connection of its own, one for
-all the appends that committed while it was sending the last. Notifications
-are hints (`listener.py`): a NOTIFY lost with the process costs a waiter at
-most `RECHECK`.
+the function in autocommit, sent with the appends of other tasks in one
+pipeline (`async_appends.py`) and followed there, after their Syncs, by one
+NOTIFY for waiting readers, as on the sync store (`wire.py` says why after
+the commit, never inside it); its reply is read when the connection is lent
+again. A batch of more than `PART` events is several calls in one
+transaction, each part's expected version the one before it ended at; its
+NOTIFY goes from a task of the store's, on a connection of its own, one for
+all the batches that committed while it sent the last. Notifications are
+hints (`listener.py`): one lost costs a waiter at most `RECHECK`.
 """
 
 from __future__ import annotations
@@ -71,7 +69,7 @@ class AsyncPostgresBackend(AsyncBackend):
         self._listener = AsyncListener(target)
         self._announcer: asyncio.Task[None] | None = None
         self._unannounced = False
-        self._appends = AppendQueue(self._run, pool.size)
+        self._appends = AppendQueue(self._run, pool.size, notify)
 
     @classmethod
     async def open(cls, url: str, *, pool_size: int = POOL_SIZE) -> AsyncPostgresBackend:
@@ -88,7 +86,8 @@ class AsyncPostgresBackend(AsyncBackend):
         expected: int | StreamState,
     ) -> AppendResult:
         head = sql.append_head(stream_id, category, expected)
-        if len(batch) <= PART:
+        in_parts = len(batch) > PART
+        if not in_parts:
             params = (*head, sql.batch_json(batch.all(), batch.timed))
 
             async def send() -> list[str]:
@@ -122,7 +121,8 @@ class AsyncPostgresBackend(AsyncBackend):
                     if earlier is not None:
                         return earlier
                     continue
-                self._announce()
+                if in_parts:  # a single call's pipeline carried its own NOTIFY
+                    self._announce()
                 return sql.append_result(answers)
             raise EventStoreError(
                 f"append to stream {stream_id!r} at ANY lost the race for the next version "

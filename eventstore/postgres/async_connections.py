@@ -1,12 +1,12 @@
 """The async store's connections: `connections.py`'s pool, awaited.
 
 The same rules as the sync pool: connections in autocommit with the store's
-options, an idle one polled for the server's goodbye before it is lent (no
-round trip), one left in a transaction rolled back or dropped on return, and
-a server that cannot be reached reported at once as `StoreUnavailable`. What
-the async one adds is a bound: at most `size` connections, further callers
-wait their turn, as a hundred tasks sharing one store would otherwise open a
-hundred connections.
+options; an idle one polled for the server's goodbye before it is lent (no
+round trip), and the reply to its last NOTIFY read then; one left in a
+transaction rolled back, or dropped, on return; a server that cannot be
+reached reported at once as `StoreUnavailable`. What the async one adds is a
+bound: at most `size` connections, further callers wait their turn, as a
+hundred tasks sharing one store would otherwise open a hundred connections.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from psycopg import pq
 from psycopg.types.json import set_json_loads
 
 from ..errors import StoreUnavailable
+from .async_appends import finish_outstanding
 from .connections import MAX_IDLE, PostgresTarget, _alive
 
 T = TypeVar("T")
@@ -53,10 +54,14 @@ class AsyncConnectionPool:
             conn = None
             while self._idle and conn is None:
                 candidate = self._idle.pop()
-                if _alive(candidate):  # type: ignore[arg-type]  # reads pgconn only
-                    conn = candidate
-                else:
+                if not _alive(candidate):  # type: ignore[arg-type]  # reads pgconn only
                     await candidate.close()
+                    continue
+                try:
+                    await finish_outstanding(candidate)
+                except psycopg.OperationalError:
+                    continue  # closed: try another
+                conn = candidate
             if conn is None:
                 conn = await self.connect()
             try:
@@ -66,7 +71,11 @@ class AsyncConnectionPool:
 
     async def _give_back(self, conn: Conn) -> None:
         reusable = not conn.closed and not conn.broken
-        settled = reusable and conn.info.transaction_status == pq.TransactionStatus.IDLE
+        # In pipeline mode, a NOTIFY's reply waits for finish_outstanding: no transaction is open.
+        settled = reusable and (
+            conn.pgconn.pipeline_status != pq.PipelineStatus.OFF
+            or conn.info.transaction_status == pq.TransactionStatus.IDLE
+        )
         if reusable and not settled:
             try:
                 await conn.rollback()
