@@ -9,6 +9,7 @@ same definition: group events by key, order them by position, fold.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -24,6 +25,23 @@ State = dict[str, Any]
 """A key's row: column name to value."""
 
 _CHUNK = 500  # keys per IN list, well under every database's parameter limit
+_INT64 = 2**63
+
+
+def normal_key(name: str, key: float) -> float:
+    """A float key as every runner keys it: integral floats as the int they equal.
+
+    Python holds `1 == 1.0` and `0.0 == -0.0`, so a dict of states keys them
+    as one; a Spark replay groups keys by their text, which would not. Both
+    runners key by this form, so a key means the same everywhere (floats past
+    64-bit integers stay floats: no integer column could hold their int).
+    NaN is never equal to itself, so it cannot be a key; nor can infinity.
+    """
+    if not math.isfinite(key):
+        raise DefinitionError(f"{name}: a key is a finite number, not {key!r}")
+    if key.is_integer() and -_INT64 <= key < _INT64:
+        return int(key)
+    return key
 
 
 class Fold(Definition):
@@ -87,6 +105,8 @@ class Fold(Definition):
                 key = key_of(event)
                 if key is None:
                     continue
+                if type(key) is float:
+                    key = normal_key(self.name, key)
                 state = states.get(key)
                 if state is None:
                     state = self._row("initial", initial(key), event)
@@ -135,7 +155,8 @@ class Fold(Definition):
         key_of = self.key
         for event in events:
             try:
-                yield key_of(event)
+                key = key_of(event)
+                yield normal_key(self.name, key) if type(key) is float else key
             except Exception as error:
                 note_failure(error, self.name, event)
                 raise
