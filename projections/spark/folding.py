@@ -5,8 +5,11 @@ in-process runner writes: for each key, its events in position order,
 `initial(key)` when the key has no state (at first, or after `apply`
 returned None), then `apply(state, event)`.
 
-Keys travel between the two stages as JSON text, which round-trips the
-scalar keys a one-column primary key holds (str, int, float).
+Keys travel between the two stages as tagged text (`encode_key`), which
+round-trips the scalar keys a one-column primary key holds (str, int of
+any size, float) and makes two keys one exactly when Python's dict would:
+floats are first put in `fold.normal_key`'s form, so `1.0` joins `1` and
+`-0.0` joins `0`.
 """
 
 from __future__ import annotations
@@ -16,15 +19,15 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import sqlalchemy as sa
 from eventcraft.eventstore import RecordedEvent
 
 from ..database import Database, engine_for
+from ..definition import note_failure
 from ..errors import DefinitionError
-from ..fold import Fold, State
+from ..fold import Fold, State, normal_key
 from ..keys import StreamKey
 from .rows import events_of, probes_of
 
@@ -69,7 +72,13 @@ class FoldTask:
 def keyed(task: FoldTask, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Stage 1: each event with its key; events the fold does not key are dropped."""
     for batch in batches:
-        keys = [_encoded(task, task.key(event)) for event in probes_of(batch)]
+        keys = []
+        for event in probes_of(batch):
+            try:
+                keys.append(_encoded(task, task.key(event)))
+            except Exception as error:
+                note_failure(error, task.name, event)
+                raise
         with_keys = batch.append_column("key", pa.array(keys, pa.string()))
         yield with_keys.filter(pc.is_valid(with_keys.column("key")))
 
@@ -86,16 +95,20 @@ def fold_and_write(task: FoldTask, batches: Iterator[pa.RecordBatch]) -> Iterato
     key: Any = None
     state: State | None = None
     initial, evolve, column = task.initial, task.evolve, task.key_column
-    decode = orjson.loads if task.json_keys else str
+    decode = decode_key if task.json_keys else str
     for batch in batches:
         for encoded, event in zip(batch.column("key").to_pylist(), events_of(batch), strict=True):
             if encoded != current:
                 if state is not None:
                     rows.append({**state, column: key})
                 current, key, state = encoded, decode(encoded), None
-            if state is None:
-                state = initial(key)
-            state = evolve(state, event)
+            try:
+                if state is None:
+                    state = initial(key)
+                state = evolve(state, event)
+            except Exception as error:
+                note_failure(error, task.name, event)
+                raise
             events += 1
     if state is not None:
         rows.append({**state, column: key})
@@ -108,12 +121,30 @@ def fold_and_write(task: FoldTask, batches: Iterator[pa.RecordBatch]) -> Iterato
 def _encoded(task: FoldTask, key: Hashable | None) -> str | None:
     if key is None:
         return None
-    if isinstance(key, bool) or not isinstance(key, str | int | float):
-        raise DefinitionError(
-            f"{task.name}: a Spark replay needs keys that are str, int or float, "
-            f"not {type(key).__name__} ({key!r})"
-        )
-    return orjson.dumps(key).decode()
+    return encode_key(task.name, key)
+
+
+def encode_key(name: str, key: Hashable) -> str:
+    """`key` as text that sorts and groups as Python's equality does: `s…`, `i…` or `f…`."""
+    if isinstance(key, str):
+        return "s" + key
+    if isinstance(key, float):
+        key = normal_key(name, float(key))
+    if isinstance(key, int) and not isinstance(key, bool):
+        return f"i{int(key)}"
+    if isinstance(key, float):
+        return f"f{float(key)!r}"
+    raise DefinitionError(
+        f"{name}: a Spark replay needs keys that are str, int or float, "
+        f"not {type(key).__name__} ({key!r})"
+    )
+
+
+def decode_key(text: str) -> str | int | float:
+    tag, value = text[0], text[1:]
+    if tag == "s":
+        return value
+    return int(value) if tag == "i" else float(value)
 
 
 def _insert(task: FoldTask, rows: list[State]) -> None:

@@ -17,6 +17,7 @@ and however many writers appended while it ran.
 from __future__ import annotations
 
 import functools
+import re
 import time
 from dataclasses import dataclass
 
@@ -117,7 +118,7 @@ def replay(
                 written = _fold_job(events, fold, task, tasks).collect()
             except PythonException as error:
                 # The executor's traceback is the useful part; Spark's wrapping is not.
-                raise ReplayFailed(fold.name, _last_line(error)) from error
+                raise ReplayFailed.of(fold.name, error) from error
         position, caught_up = swap_in(
             store, runner.database, fold, generation, upto, batch_size=_SWAP_BATCH
         )
@@ -134,21 +135,61 @@ def replay(
 
 
 class ReplayFailed(ProjectionError):
-    """The fold's own code failed on an executor; nothing was swapped in."""
+    """The fold's own code (or the read model's database) failed on an executor.
 
-    def __init__(self, name: str, cause: str) -> None:
-        super().__init__(f"replay of {name!r} failed on an executor: {cause}")
+    Nothing was swapped in: the old read model keeps serving.
+    """
+
+    def __init__(
+        self, name: str, error_type: str, message: str, position: int | None = None
+    ) -> None:
+        at = f" at position {position}" if position is not None else ""
+        super().__init__(f"replay of {name!r} failed on an executor{at}: {error_type}: {message}")
         self.name = name
-        self.cause = cause
+        """The fold's name."""
+        self.error_type = error_type
+        """The executor's exception type, unqualified (`IntegrityError`)."""
+        self.message = message
+        """The first line of its message, without a driver's `(module.Type)` prefix."""
+        self.position = position
+        """The event being folded or keyed when it was raised, when it was an event's."""
+        self.cause = f"{error_type}: {message}"
+
+    @classmethod
+    def of(cls, name: str, error: PythonException) -> ReplayFailed:
+        return cls(name, *_executor_error(str(error)), _failed_at(name, str(error)))
 
 
-def _last_line(error: PythonException) -> str:
-    """The Python exception the executor raised, as its traceback's last line says."""
-    lines = [line for line in str(error).splitlines() if line.strip()]
-    for line in reversed(lines):
-        if not line.startswith((" ", "\t", "Traceback", "JVM stacktrace")) and ":" in line:
-            return line.strip()
-    return lines[-1] if lines else repr(error)
+_TRACEBACK = "Traceback (most recent call last):"
+_DRIVER_PREFIX = re.compile(r"^\((?:\w+\.)*\w+\)\s*")
+
+
+def _executor_error(text: str) -> tuple[str, str]:
+    """The type and first message line of the exception the executor raised.
+
+    The raised exception is the one after the last traceback header (chained
+    causes come before it); its message may run on over lines such as
+    SQLAlchemy's `[SQL: …]` and `(Background on this error at: …)`.
+    """
+    text = text.split("JVM stacktrace:", 1)[0]
+    lines = text.splitlines()
+    starts = [n for n, line in enumerate(lines) if line.strip() == _TRACEBACK]
+    for line in lines[starts[-1] + 1 :] if starts else []:
+        if not line.strip() or line[0].isspace():
+            continue
+        qualified, _, message = line.partition(": ")
+        error_type = qualified.rsplit(".", 1)[-1].strip()
+        return error_type, _DRIVER_PREFIX.sub("", message.strip())
+    meaningful = [line.strip() for line in lines if line.strip()]
+    return "PythonException", meaningful[0] if meaningful else "(no message)"
+
+
+def _failed_at(name: str, text: str) -> int | None:
+    """The position `note_failure` wrote into the traceback, if it did."""
+    found = re.search(
+        rf"^{re.escape(name)}: raised for the event at position (\d+)", text, re.MULTILINE
+    )
+    return int(found.group(1)) if found else None
 
 
 def _fold_job(events: DataFrame, fold: Fold, task: FoldTask, partitions: int) -> DataFrame:
