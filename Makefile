@@ -30,6 +30,7 @@ $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 services:
 	@bash scripts/ensure-postgres.sh
 	@bash scripts/ensure-java.sh
+	@bash scripts/ensure-jdbc.sh
 	@bash scripts/ensure-brokers.sh
 	@bash scripts/ensure-chromium.sh
 
