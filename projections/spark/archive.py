@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..archive_layout import chain_break, segment_name, span_of
 from ..errors import ProjectionError
+from .jdbc import read_path
 from .rows import EVENT_DDL
 from .source import check_readable, read_store
 
@@ -46,6 +47,8 @@ class ExportReport:
     """Its last position now."""
     events: int
     """Events this export wrote."""
+    read_path: str = "python"
+    """How the store was read: "jdbc" (the JVM) or "python" (workers' `read_all`)."""
 
 
 class Archive:
@@ -99,8 +102,9 @@ class Archive:
         after = self.last_position(spark)
         with EventStore.open(store_url) as store:
             upto = store.high_water_mark()
+        path = read_path(spark, store_url)
         if upto <= after:
-            return ExportReport(self.path, after, after, 0)
+            return ExportReport(self.path, after, after, 0, path)
         events = read_store(spark, store_url, after=after, upto=upto)
         target = f"{self.path}/{segment_name(after + 1, upto)}"
         # Microsecond timestamps, not Spark's legacy INT96: any Parquet reader can read them.
@@ -115,7 +119,7 @@ class Archive:
             else:
                 spark.conf.set(setting, before)
         written = spark.read.parquet(target).count()
-        return ExportReport(self.path, after, upto, written)
+        return ExportReport(self.path, after, upto, written, path)
 
     def _listing(self, spark: SparkSession) -> list[tuple[Segment, bool]]:
         filesystem, root = _filesystem(spark, self.path)

@@ -34,6 +34,7 @@ from ..runner import ProjectionRunner
 from ..swap import new_generation, swap_in
 from .archive import Archive, ArchiveError
 from .folding import KEYED_DDL, WRITTEN_DDL, FoldTask, fold_and_write, keyed
+from .jdbc import read_path
 from .progress import stage_progress
 from .rows import EVENT_DDL
 from .source import check_readable, read_store
@@ -57,6 +58,8 @@ class ReplayReport:
     caught_up: int
     """Events applied in the swap, beyond H."""
     seconds: float
+    read_path: str = "python"
+    """How the log was read: "jdbc" (the JVM), "python" (workers' `read_all`) or "archive"."""
 
 
 def replay(
@@ -94,6 +97,7 @@ def replay(
         head = store.high_water_mark()
         if source is None:
             upto = head
+            path = read_path(spark, store_url)
             events = read_store(
                 spark,
                 store_url,
@@ -111,6 +115,7 @@ def replay(
                     f"{store!r} ends at {head}: it is not an archive of this store"
                 )
             events = _selected(source.read(spark), fold)
+            path = "archive"
         task = FoldTask.of(fold, tables[fold.table.fullname], database_url)
         stages = ("read and key events", "fold and write rows")
         with stage_progress(spark, progress, f"replay {fold.name}", stages):
@@ -131,6 +136,7 @@ def replay(
         rows=sum(row["rows"] for row in written),
         caught_up=caught_up,
         seconds=time.perf_counter() - started,
+        read_path=path,
     )
 
 

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
+from .jdbc import jars
+
 LOCAL_SETTINGS: Mapping[str, str] = {
     # Measured on a 2-core machine (../shared/SPARK_NOTES.md): together these
     # take a local session from ~90 s to ~25 s for the first small job.
@@ -44,7 +46,9 @@ def spark_session(
     `settings` are Spark configuration keys; settings that size the JVM
     (driver memory, Java options) count only before the first session.
     In local mode the Python workers run the interpreter running this, so
-    the fold's code is found wherever the driver finds it.
+    the fold's code is found wherever the driver finds it. The PostgreSQL
+    JDBC driver is added to `spark.jars` when this machine has it, so that
+    replays and exports read a PostgreSQL store in the JVM.
     """
     if master.startswith("local"):
         # Local workers run this interpreter, so they import what the driver
@@ -52,6 +56,12 @@ def spark_session(
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in (settings or {}).items():
+    settings = dict(settings or {})
+    # The JDBC drivers this machine has (Debian's), shipped to the executors too.
+    found = ",".join(jars())
+    if found:
+        given = settings.get("spark.jars")
+        settings["spark.jars"] = f"{given},{found}" if given else found
+    for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

@@ -2,10 +2,12 @@
 
 Either way the log arrives as a DataFrame of `rows.EVENT_SCHEMA`, read by
 the executors in parallel by global position range; no event passes
-through the driver. A store is read through its public `read_all`, one
-connection per task, and only up to a high-water mark the driver fixed
-before the job: below it the log can no longer change, so a task retried
-by Spark reads exactly what the first attempt read.
+through the driver. A PostgreSQL store is read by Spark's JDBC source
+where the session has the driver (`jdbc.py`); otherwise, and for SQLite,
+through the store's public `read_all` in Python workers, one connection
+per task. Either way only up to a high-water mark the driver fixed before
+the job: below it the log can no longer change, so a task retried by
+Spark reads exactly what the first attempt read.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from eventcraft.eventstore import EventStore
 from pyspark.sql import DataFrame, SparkSession
 
 from ..errors import DefinitionError
+from .jdbc import JDBC, read_jdbc, read_path
 from .rows import EVENT_DDL, to_batch
 
 _ROWS_PER_BATCH = 10_000
@@ -74,6 +77,7 @@ def read_store(
     """Events with `after < position <= upto`, read by the executors, one range a task.
 
     `upto` must be at most the store's high-water mark when the job starts.
+    `read_path(spark, url)` says which way the rows come.
     """
     url = check_readable(url)
     if partitions is None:
@@ -82,6 +86,16 @@ def read_store(
     bounds = ranges(after, upto, partitions)
     if not bounds:
         return spark.createDataFrame([], EVENT_DDL)
+    if read_path(spark, url) == JDBC:
+        return read_jdbc(
+            spark,
+            url,
+            after=after,
+            upto=upto,
+            partitions=len(bounds),
+            categories=categories,
+            types=types,
+        )
     read = functools.partial(
         _read_ranges,
         url,

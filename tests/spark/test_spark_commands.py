@@ -255,7 +255,10 @@ def test_export_and_replay_through_the_command(
     export = ("--store", known_url, "spark", "export", "--archive", archive, "--master", "local[2]")
     outcome = run(*export)
     assert outcome.code == 0, outcome.err
-    assert outcome.out == f"exported {head} events (positions 1-{head}) to {archive}\n"
+    path = "jdbc" if known_url.startswith("postgresql") else "python"
+    assert outcome.out == (
+        f"exported {head} events (positions 1-{head}) to {archive}, read through {path}\n"
+    )
     again = run(*export, "--json")
     assert again.code == 0 and '"events": 0' in again.out and f'"upto": {head}' in again.out
 

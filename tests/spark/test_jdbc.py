@@ -1,0 +1,105 @@
+"""A PostgreSQL store is read in the JVM through Debian's JDBC driver, up to H and no further."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eventcraft.eventstore import ANY, EventStore, NewEvent
+
+from tests.conftest import IN_CI
+
+from .histories import append
+
+HISTORY = [[(n % 7, kind, 100 + n)] for n, kind in enumerate(["open", "deposit", "order"] * 15)]
+
+
+@pytest.fixture
+def jdbc(spark: Any) -> None:
+    from eventcraft.projections.spark.jdbc import POSTGRES_JAR
+
+    if not os.path.isfile(POSTGRES_JAR):
+        message = f"no PostgreSQL JDBC driver at {POSTGRES_JAR}: `make services` installs it"
+        if IN_CI:
+            pytest.fail(message + " (CI must read through JDBC)")
+        pytest.skip(message)
+
+
+def _events(frame: Any) -> list[tuple[Any, ...]]:
+    import pyarrow as pa
+    from eventcraft.projections.spark.rows import EVENT_SCHEMA, events_of
+
+    table = frame.toArrow().cast(EVENT_SCHEMA)
+    return sorted(
+        (e.position, e.stream_id, e.version, e.type, e.id, e.data, e.metadata, e.recorded_at)
+        for batch in table.to_batches()
+        for e in events_of(pa.RecordBatch.from_arrays(batch.columns, schema=EVENT_SCHEMA))
+    )
+
+
+def _stored(store: EventStore, **filters: Any) -> list[tuple[Any, ...]]:
+    return [
+        (e.position, e.stream_id, e.version, e.type, e.id, e.data, e.metadata, e.recorded_at)
+        for e in store.read_all(**filters)
+    ]
+
+
+def test_a_postgresql_store_is_read_through_jdbc_as_read_all_reads_it(
+    spark: Any, jdbc: None, pg_url: str
+) -> None:
+    from eventcraft.projections.spark.jdbc import read_path
+    from eventcraft.projections.spark.source import read_store
+
+    with EventStore.open(pg_url) as store:
+        append(store, HISTORY)
+        store.append("weird-1", [NewEvent("Odd", {"s": "é\t\\\n'\"", "n": [1.5, None]})], ANY)
+        head = store.high_water_mark()
+        assert read_path(spark, pg_url) == "jdbc"
+        everything = read_store(spark, pg_url, after=0, upto=head, partitions=3)
+        assert everything.rdd.getNumPartitions() == 3
+        assert _events(everything) == _stored(store)
+        some = read_store(
+            spark, pg_url, after=5, upto=30, categories=["account"], types=["MoneyDeposited"]
+        )
+        assert _events(some) == [
+            e
+            for e in _stored(store, categories=["account"], types=["MoneyDeposited"])
+            if 5 < e[0] <= 30
+        ]
+
+
+def test_what_commits_after_the_high_water_mark_is_not_read(
+    spark: Any, jdbc: None, pg_url: str
+) -> None:
+    from eventcraft.projections.spark.source import read_store
+
+    with EventStore.open(pg_url) as store:
+        append(store, HISTORY)
+        head = store.high_water_mark()
+        # The frame is planned here; its tasks run only at collect, after more appends:
+        # only a bound inside the query keeps them out (Spark's upperBound does not).
+        frame = read_store(spark, pg_url, after=0, upto=head, partitions=2)
+        append(store, HISTORY)
+        positions = sorted(row.position for row in frame.select("position").collect())
+        assert positions == list(range(1, head + 1))
+
+
+def test_replay_and_export_say_which_way_they_read_the_log(
+    spark: Any, jdbc: None, pg_url: str, sqlite_url: str, tmp_path: Path
+) -> None:
+    from eventcraft.projections.spark import Archive, replay
+    from eventcraft.projections.spark.jdbc import read_path
+
+    from examples.read_models import account_balances
+
+    for url, path in ((pg_url, "jdbc"), (sqlite_url, "python")):
+        with EventStore.open(url) as store:
+            append(store, HISTORY)
+        archive = Archive(str(tmp_path / path))
+        assert archive.export(spark, url).read_path == path
+        assert replay(account_balances, url, spark=spark).read_path == path
+        assert replay(account_balances, url, spark=spark, source=archive).read_path == "archive"
+    # The JDBC driver speaks TCP: a store over a Unix socket is read by Python workers.
+    assert read_path(spark, "postgresql:///test?host=/var/run/postgresql") == "python"
