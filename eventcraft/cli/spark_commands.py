@@ -70,7 +70,7 @@ def export_command(archive: str, master: str, as_json: bool) -> None:
         return
     click.echo(
         f"exported {report.events} events (positions {report.after + 1}-{report.upto}) "
-        f"to {report.path}"
+        f"to {report.path}, read through {report.read_path}"
     )
 
 
@@ -130,7 +130,8 @@ def replay_command(
     click.echo(
         f"replayed {done.name}: {done.events} events up to position {done.replayed_to} "
         f"into {done.rows} rows, generation {done.generation}, checkpoint {done.position} "
-        f"({done.caught_up} caught up in the swap), {done.seconds:.1f} s"
+        f"({done.caught_up} caught up in the swap), log read through {done.read_path}, "
+        f"{done.seconds:.1f} s"
     )
 
 
