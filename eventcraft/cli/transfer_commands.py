@@ -20,7 +20,8 @@ NOT_NEGATIVE = click.IntRange(min=0)
 
 @click.command(
     epilog="\b\nExamples:\n  eventcraft --store sqlite:///events.db export --out events.ndjson\n"
-    "  eventcraft export --after 1000 --category order --out - | gzip > orders.ndjson.gz"
+    "  eventcraft export --after 1000 --category order --out - | gzip > orders.ndjson.gz\n"
+    "  eventcraft --store postgresql://db/app export --jobs 2 --out events.ndjson"
 )
 @click.option("--after", type=NOT_NEGATIVE, default=0, help="Start after this position.")
 @click.option("--until", type=NOT_NEGATIVE, default=None, help="Stop at this position.")
@@ -28,7 +29,16 @@ NOT_NEGATIVE = click.IntRange(min=0)
 @click.option(
     "--out", "target", required=True, metavar="FILE|-", help="Where to write; - is stdout."
 )
-def export(after: int, until: int | None, categories: tuple[str, ...], target: str) -> None:
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Worker processes making the lines (a large log on a machine with cores to spare).",
+)
+def export(
+    after: int, until: int | None, categories: tuple[str, ...], target: str, jobs: int
+) -> None:
     """Write the log as NDJSON, one event a line with every field."""
     store = shell().store()
     with ExitStack() as stack:
@@ -43,7 +53,13 @@ def export(after: int, until: int | None, categories: tuple[str, ...], target: s
         total = transfer.export_span(store, after=after, until=until)
         with progress("export", total) as done:
             report = transfer.export_events(
-                store, out, after=after, until=until, categories=categories, progress=done
+                store,
+                out,
+                after=after,
+                until=until,
+                categories=categories,
+                progress=done,
+                jobs=jobs,
             )
     if target != "-":
         click.echo(f"exported {report.events} events to {target}", err=True)

@@ -29,6 +29,7 @@ from eventcraft.eventstore import (
 
 from .documents import event_from_document, record_document
 from .errors import InputError, Problems
+from .parallel_export import export_ranges
 from .read_ahead import read_ahead
 
 BATCH = 5_000
@@ -89,13 +90,34 @@ def export_events(
     until: int | None = None,
     categories: Sequence[str] = (),
     progress: Progress = _no_progress,
+    jobs: int = 1,
 ) -> ExportReport:
     """Write the log after `after` and up to `until` (of `categories`, if given) to `out`.
 
     `progress` is told how many positions past `after` are done, now and then.
+    With `jobs` above 1, that many worker processes, each with a store of its
+    own opened from `store.url`, make the lines, and the file is the same.
     """
     if until is not None and until < after:
         raise InputError(f"--until {until} is before --after {after}: nothing to export")
+    if jobs < 1:
+        raise InputError(f"--jobs must be 1 or more, not {jobs}")
+    if jobs > 1:
+        if store.url.startswith("memory:"):
+            raise InputError("--jobs needs a store other processes can open, not a memory store")
+        end = store.high_water_mark() if until is None else min(until, store.high_water_mark())
+        count, last = export_ranges(
+            store.url,
+            out,
+            export_line,
+            after=after,
+            until=end,
+            categories=categories,
+            jobs=jobs,
+            progress=progress,
+        )
+        out.flush()
+        return ExportReport(events=count, last_position=last)
     count = 0
     last = None
     lines: list[bytes] = []

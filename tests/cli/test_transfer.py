@@ -168,6 +168,10 @@ def test_export_to_stdout_and_import_from_a_file(run: Run, known_url: str, tmp_p
     done = run("--store", target, "import", str(path), "--json")
     assert done.code == 0
     assert orjson.loads(done.out) == {"events": 6, "written": 6, "skipped": 0}
+    shared = run("--store", known_url, "export", "--jobs", "2", "--out", "-")
+    assert (shared.code, shared.out) == (0, exported_.out)
+    refused = run("--store", known_url, "export", "--jobs", "0", "--out", "-")
+    assert refused.code == 2 and "--jobs" in refused.err
 
 
 def test_import_into_a_store_with_events_needs_yes_without_a_terminal(
@@ -226,3 +230,34 @@ def test_export_piped_into_import_through_the_real_entry_point(
     assert importer.stderr == ""  # no progress bar without a terminal
     with EventStore.open(known_url) as source, EventStore.open(target) as copy:
         assert without_positions(exported(copy)) == without_positions(exported(source))
+
+
+def test_an_export_shared_among_worker_processes_is_the_same_file(
+    known_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eventcraft.operations import parallel_export
+
+    monkeypatch.setattr(parallel_export, "SPAN", 2)  # three ranges for six events, and a gap
+    with EventStore.open(known_url) as store:
+        store.append("order-9", [NewEvent("OrderPlaced", {"n": n}) for n in range(3)])
+        alone = exported(store)
+        shared = exported(store, jobs=2)
+        part = exported(store, jobs=3, after=2, until=7, categories=["order"])
+        assert part == exported(store, after=2, until=7, categories=["order"])
+    assert shared == alone and len(alone.splitlines()) == 9
+    out = io.BytesIO()
+    with EventStore.open(known_url) as store:
+        report = export_events(store, out, jobs=2)
+    assert (report.events, report.last_position) == (
+        9,
+        orjson.loads(alone.splitlines()[-1])["position"],
+    )
+
+
+def test_an_export_of_a_memory_store_cannot_be_shared() -> None:
+    with EventStore.open("memory://") as store:
+        fill(store)
+        with pytest.raises(InputError, match="--jobs needs a store other processes can open"):
+            exported(store, jobs=2)
+        with pytest.raises(InputError, match="--jobs must be 1 or more"):
+            exported(store, jobs=0)

@@ -1,0 +1,94 @@
+"""An export shared among worker processes, for logs where one process is the bottleneck.
+
+Turning stored events into an export's lines costs Python a few microseconds
+an event, several times what PostgreSQL spends sending them: one process
+exports at a fraction of the speed the database can read. Here workers (each
+with its own store, opened from the URL) turn ranges of positions into lines,
+and the caller writes the ranges in order: the file is byte for byte the one
+a single process writes.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import IO
+
+from eventcraft.eventstore import EncodedRecord, EventStore
+
+SPAN = 50_000
+"""Positions one worker exports at a time."""
+
+_store: EventStore | None = None
+"""The worker process's store, opened once by `_open`."""
+
+
+def _open(url: str) -> None:
+    global _store
+    _store = EventStore.open(url)
+
+
+Done = tuple[bytes, int, int | None]
+"""A range's lines, how many, and the position of the last."""
+
+
+def _export_range(
+    line: Callable[[EncodedRecord], bytes], after: int, until: int, categories: Sequence[str]
+) -> Done:
+    assert _store is not None, "the worker's store is opened by the pool's initializer"
+    records = _store.read_all_encoded(after, until, categories=categories or None)
+    lines = []
+    last = None
+    for record in records:
+        lines.append(line(record))
+        last = record.position
+    return b"".join(lines), len(lines), last
+
+
+def export_ranges(
+    url: str,
+    out: IO[bytes],
+    line: Callable[[EncodedRecord], bytes],
+    *,
+    after: int,
+    until: int,
+    categories: Sequence[str],
+    jobs: int,
+    progress: Callable[[int], None],
+    span: int | None = None,
+) -> tuple[int, int | None]:
+    """Write the lines of the events after `after` up to `until` to `out`, made by `jobs`
+    worker processes; the number of events written and the last one's position."""
+    count = 0
+    last = None
+    pending: deque[tuple[int, Future[Done]]] = deque()
+
+    def write_first() -> None:
+        nonlocal count, last
+        end, future = pending.popleft()
+        lines, events, last_here = future.result()
+        out.write(lines)
+        count += events
+        last = last_here or last
+        progress(end - after)
+
+    context = multiprocessing.get_context("spawn")  # no fork of a caller's threads and sockets
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_open, initargs=(url,)) as pool:
+        for start, end in _ranges(after, until, span or SPAN):
+            pending.append((end, pool.submit(_export_range, line, start, end, categories)))
+            # In order; at most two ranges a worker wait in memory.
+            while len(pending) > 2 * jobs or (pending and pending[0][1].done()):
+                write_first()
+        while pending:
+            write_first()
+    return count, last
+
+
+def _ranges(after: int, until: int, span: int) -> Iterator[tuple[int, int]]:
+    start = after
+    while start < until:
+        end = min(start + span, until)
+        yield start, end
+        start = end
