@@ -3,7 +3,8 @@
 Fills a log of `--events` events (streams of `--stream-length`, each appended in
 one batch, in turn), then times, interleaved round by round in one run:
 
-- export: `operations.transfer.export_events` to a file, beside a raw
+- export: `operations.transfer.export_events` to a file (by one process, and by
+  `--jobs` worker processes), beside a raw
   `COPY (SELECT ... ORDER BY position) TO STDOUT` of the same columns to a file;
 - import: `operations.transfer.import_events` of that export into a new store,
   beside a raw `COPY eventcraft_events FROM STDIN` of the raw copy's data into a
@@ -21,6 +22,8 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import psycopg
@@ -58,9 +61,9 @@ def fill(events: int, stream_length: int) -> None:
             )
 
 
-def ours_export(path: Path) -> int:
+def ours_export(path: Path, jobs: int = 1) -> int:
     with EventStore.open(url(SOURCE)) as store, path.open("wb") as out:
-        return export_events(store, out).events
+        return export_events(store, out, jobs=jobs).events
 
 
 def raw_export(path: Path) -> None:
@@ -95,6 +98,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--stream-length", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes of the shared export")
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -107,7 +111,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         ours_file, raw_file = Path(folder) / "ours.ndjson", Path(folder) / "raw.copy"
         for r in range(args.rounds):
-            order = [("ours", ours_export, ours_file), ("raw", raw_export, raw_file)]
+            shared = partial(ours_export, jobs=args.jobs)
+            order: list[tuple[str, Callable[[Path], object], Path]] = [
+                ("ours", ours_export, ours_file),
+                ("raw", raw_export, raw_file),
+                ("jobs", shared, Path(folder) / "shared.ndjson"),
+            ]
             seconds = {}
             for name, call, path in order if r % 2 == 0 else order[::-1]:
                 began = time.perf_counter()
@@ -115,6 +124,7 @@ def main() -> None:
                 seconds[name] = time.perf_counter() - began
                 rates[f"export {name}"].append(args.events / seconds[name])
             ratios["export"].append(seconds["raw"] / seconds["ours"])
+            ratios["export jobs"].append(seconds["raw"] / seconds["jobs"])
 
             imports = [("ours", ours_import, ours_file), ("raw", raw_import, raw_file)]
             for name, call, path in imports if r % 2 == 0 else imports[::-1]:
@@ -125,7 +135,8 @@ def main() -> None:
                 rates[f"import {name}"].append(args.events / seconds[name])
             ratios["import"].append(seconds["raw"] / seconds["ours"])
             print(
-                f"  round {r + 1}: export {ratios['export'][-1]:.0%} of COPY TO, "
+                f"  round {r + 1}: export {ratios['export'][-1]:.0%} of COPY TO "
+                f"({ratios['export jobs'][-1]:.0%} with --jobs {args.jobs}), "
                 f"import {ratios['import'][-1]:.0%} of COPY FROM",
                 flush=True,
             )
@@ -140,9 +151,10 @@ def main() -> None:
     print(
         f"{'scenario':<10} {'eventcraft ev/s':>16} {'raw COPY ev/s':>14} {'ratio':>7} {'goal':>6}"
     )
-    for scenario, goal in (("export", 0.5), ("import", 0.4)):
-        ours = statistics.median(rates[f"{scenario} ours"])
-        raw = statistics.median(rates[f"{scenario} raw"])
+    rows = (("export", "export ours", 0.5), ("export jobs", "export jobs", 0.5))
+    for scenario, ours_key, goal in (*rows, ("import", "import ours", 0.4)):
+        ours = statistics.median(rates[ours_key])
+        raw = statistics.median(rates[f"{scenario.split()[0]} raw"])
         ratio = statistics.median(ratios[scenario])
         print(
             f"{scenario:<10} {ours:>16,.0f} {raw:>14,.0f} {ratio:>7.0%} "
