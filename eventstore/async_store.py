@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from . import arguments
+from . import arguments, telemetry
 from .async_port import AsyncBackend
 from .encoding import MAX_EVENT_BYTES, check_max_event_bytes
 from .errors import EventStoreError, InvalidEvent, UnsupportedStoreURL
@@ -80,8 +80,15 @@ class AsyncEventStore:
         expected_version: ExpectedVersion = ANY,
     ) -> AppendResult:
         """As `EventStore.append`: atomic, checked against `expected_version`, safe to retry."""
-        call = arguments.append_call(stream_id, events, expected_version, self.max_event_bytes)
-        return await self._backend.append(*call)
+        traced = telemetry.appending(stream_id, events, expected_version)
+        if traced is None:
+            call = arguments.append_call(stream_id, events, expected_version, self.max_event_bytes)
+            return await self._backend.append(*call)
+        with traced:
+            call = arguments.append_call(
+                stream_id, traced.events, expected_version, self.max_event_bytes
+            )
+            return traced.done(await self._backend.append(*call))
 
     def read_stream(
         self,
@@ -92,6 +99,7 @@ class AsyncEventStore:
     ) -> AsyncIterator[RecordedEvent]:
         """As `EventStore.read_stream`; the arguments are checked before anything is awaited."""
         stream_id, from_version, limit = arguments.read_stream_call(stream_id, from_version, limit)
+        telemetry.count_read("stream")
         return self._backend.read_stream(
             stream_id, from_version=from_version, backwards=backwards, limit=limit
         )
@@ -101,6 +109,7 @@ class AsyncEventStore:
     ) -> AsyncIterator[EncodedEvent]:
         """As `EventStore.read_stream_encoded`."""
         stream_id, start = arguments.read_stream_encoded_call(stream_id, from_version)
+        telemetry.count_read("stream_encoded")
         return self._backend.read_stream_encoded(stream_id, from_version=start)
 
     def read_all(
@@ -113,6 +122,7 @@ class AsyncEventStore:
     ) -> AsyncIterator[RecordedEvent]:
         """As `EventStore.read_all`: position order, up to the high-water mark."""
         call = arguments.read_all_call(after, limit, categories, types)
+        telemetry.count_read("all")
         return self._backend.read_all(
             after=call.after, limit=call.limit, categories=call.categories, types=call.types
         )
@@ -128,6 +138,7 @@ class AsyncEventStore:
         """As `EventStore.read_all_encoded`: every field as stored, nothing decoded."""
         call = arguments.read_all_call(after, None, categories, types)
         last = arguments.until_call(until)
+        telemetry.count_read("all_encoded")
         return self._backend.read_all_encoded(
             after=call.after, until=last, categories=call.categories, types=call.types
         )

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from . import arguments
+from . import arguments, telemetry
 from .encoding import MAX_EVENT_BYTES, check_max_event_bytes
 from .errors import EventStoreError, InvalidEvent, UnsupportedStoreURL
 from .events import (
@@ -70,9 +70,16 @@ class EventStore:
         the same batch again (same event ids) writes nothing and returns the
         first result, so a caller may retry until it gets an answer.
         """
-        return self._backend.append(
-            *arguments.append_call(stream_id, events, expected_version, self.max_event_bytes)
-        )
+        traced = telemetry.appending(stream_id, events, expected_version)
+        if traced is None:
+            return self._backend.append(
+                *arguments.append_call(stream_id, events, expected_version, self.max_event_bytes)
+            )
+        with traced:
+            call = arguments.append_call(
+                stream_id, traced.events, expected_version, self.max_event_bytes
+            )
+            return traced.done(self._backend.append(*call))
 
     def read_stream(
         self,
@@ -83,6 +90,7 @@ class EventStore:
     ) -> Iterator[RecordedEvent]:
         """The events of one stream, from `from_version` (inclusive) on, or back from it."""
         stream_id, from_version, limit = arguments.read_stream_call(stream_id, from_version, limit)
+        telemetry.count_read("stream")
         return self._backend.read_stream(
             stream_id, from_version=from_version, backwards=backwards, limit=limit
         )
@@ -97,6 +105,7 @@ class EventStore:
         at once, such as `model_validate_json`, this costs half of `read_stream`.
         """
         stream_id, start = arguments.read_stream_encoded_call(stream_id, from_version)
+        telemetry.count_read("stream_encoded")
         return self._backend.read_stream_encoded(stream_id, from_version=start)
 
     def read_all(
@@ -114,6 +123,7 @@ class EventStore:
         `categories` and `types` narrow it to some streams or event types.
         """
         call = arguments.read_all_call(after, limit, categories, types)
+        telemetry.count_read("all")
         return self._backend.read_all(
             after=call.after, limit=call.limit, categories=call.categories, types=call.types
         )
@@ -134,6 +144,7 @@ class EventStore:
         """
         call = arguments.read_all_call(after, None, categories, types)
         last = arguments.until_call(until)
+        telemetry.count_read("all_encoded")
         return self._backend.read_all_encoded(
             after=call.after, until=last, categories=call.categories, types=call.types
         )

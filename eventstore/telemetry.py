@@ -1,0 +1,324 @@
+"""OpenTelemetry for the store: a PRODUCER span per append, its context in each event, metrics.
+
+Depends on `opentelemetry-api` only (the `otel` extra), imported if installed.
+Nothing is recorded until the application configures an SDK (sets a tracer or
+meter provider): before that, and without the API, an append pays one global
+lookup. `EventStore` and `AsyncEventStore` call the same functions here, so the
+two faces name their spans, attributes and metrics alike.
+
+An append is a span `publish {category}` of kind PRODUCER, following the
+OpenTelemetry semantic conventions for messaging, and each appended event
+carries that span's W3C context as `traceparent` in its metadata (unless the
+caller set one: an import keeps the trace an event was first written in).
+Consumers (projections, sagas) link their spans to it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from .errors import AppendOutcomeUnknown, WrongExpectedVersion
+from .events import AppendResult, ExpectedVersion, NewEvent, StreamState
+
+try:
+    from opentelemetry import metrics as otel_metrics
+    from opentelemetry import trace as otel_trace
+except ImportError:  # the `otel` extra is not installed: nothing to report to
+    otel_metrics = None  # type: ignore[assignment]
+    otel_trace = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import Counter, Histogram, Meter, MeterProvider
+    from opentelemetry.trace import Span, Tracer, TracerProvider
+
+SCOPE = "eventcraft.eventstore"
+"""The instrumentation scope (tracer and meter name) of the store's spans and metrics."""
+SYSTEM = "eventcraft"
+"""`messaging.system` on every span of eventcraft."""
+TRACEPARENT = "traceparent"
+"""The metadata key holding the W3C trace context an event was appended in."""
+TRACESTATE = "tracestate"
+"""The metadata key of the W3C `tracestate` that goes with it, when there is one."""
+
+# Attribute names beyond the semantic conventions' own, all under `eventcraft.`.
+FIRST_POSITION = "eventcraft.position.first"
+LAST_POSITION = "eventcraft.position.last"
+EXPECTED_VERSION = "eventcraft.expected_version"
+STREAM_VERSION = "eventcraft.stream.version"
+OUTCOME = "eventcraft.outcome"
+
+
+def tracer_provider() -> TracerProvider | None:
+    """The application's tracer provider, or None when none is configured (or no API)."""
+    if otel_trace is None:
+        return None
+    provider = otel_trace.get_tracer_provider()
+    quiet = (otel_trace.ProxyTracerProvider, otel_trace.NoOpTracerProvider)
+    return None if isinstance(provider, quiet) else provider
+
+
+def meter_provider() -> MeterProvider | None:
+    """The application's meter provider, or None when none is configured (or no API)."""
+    if otel_metrics is None:
+        return None
+    provider = otel_metrics.get_meter_provider()
+    # The API's default is a proxy (a private class) that records nothing until a
+    # provider is set.
+    if type(provider).__name__ == "_ProxyMeterProvider":
+        return None
+    return None if isinstance(provider, otel_metrics.NoOpMeterProvider) else provider
+
+
+class Scoped:
+    """A tracer and a meter of one scope, taken again when the application's providers change.
+
+    Instruments are built by `build(meter)` once per meter provider; each
+    package keeps one of these for its own scope.
+    """
+
+    def __init__(self, scope: str, build: Any) -> None:
+        self.scope = scope
+        self._build = build
+        self._tracer_of: tuple[object, Tracer] | None = None
+        self._meter_of: tuple[object, Any] | None = None
+
+    def tracer(self) -> Tracer | None:
+        provider = tracer_provider()
+        if provider is None:
+            return None
+        held = self._tracer_of
+        if held is None or held[0] is not provider:
+            held = self._tracer_of = (provider, provider.get_tracer(self.scope))
+        return held[1]
+
+    def instruments(self) -> Any:
+        """What `build` made of this scope's meter, or None while no meter provider is set."""
+        provider = meter_provider()
+        if provider is None:
+            return None
+        held = self._meter_of
+        if held is None or held[0] is not provider:
+            held = self._meter_of = (provider, self._build(provider.get_meter(self.scope)))
+        return held[1]
+
+
+class _Instruments:
+    def __init__(self, meter: Meter) -> None:
+        self.appends: Counter = meter.create_counter(
+            "eventcraft.store.appends", "{append}", "Appends, by category and outcome"
+        )
+        self.events: Counter = meter.create_counter(
+            "eventcraft.store.appended_events", "{event}", "Events written by appends"
+        )
+        self.duration: Histogram = meter.create_histogram(
+            "eventcraft.store.append.duration", "s", "Time an append took, answer included"
+        )
+        self.conflicts: Counter = meter.create_counter(
+            "eventcraft.store.version_conflicts",
+            "{append}",
+            "Appends refused because the stream was not at the expected version",
+        )
+        self.unknown: Counter = meter.create_counter(
+            "eventcraft.store.unknown_outcomes",
+            "{append}",
+            "Appends whose outcome the store could not learn (safe to retry)",
+        )
+        self.reads: Counter = meter.create_counter(
+            "eventcraft.store.reads", "{read}", "Reads of a stream or of the log, by kind"
+        )
+
+
+SCOPED = Scoped(SCOPE, _Instruments)
+
+
+def count_read(kind: str) -> None:
+    """Count one read of `kind` (`stream`, `stream_encoded`, `all`, `all_encoded`)."""
+    instruments = SCOPED.instruments()
+    if instruments is not None:
+        instruments.reads.add(1, {"eventcraft.read.kind": kind})
+
+
+def expected_text(expected: ExpectedVersion) -> str:
+    return expected.value if isinstance(expected, StreamState) else str(expected)
+
+
+def appending(
+    stream_id: str, events: Sequence[NewEvent], expected: ExpectedVersion
+) -> Append | None:
+    """The telemetry of one append, or None when nothing is configured to record it.
+
+    Used as `with` around the append (sync or async alike): pass `.events` on
+    to the store (they carry the span's context) and the result to `.done`.
+    """
+    tracer = SCOPED.tracer()
+    instruments = SCOPED.instruments()
+    if tracer is None and instruments is None:
+        return None
+    return Append(tracer, instruments, stream_id, events, expected)
+
+
+class Append:
+    """The span and measurements of one append (see `appending`)."""
+
+    def __init__(
+        self,
+        tracer: Tracer | None,
+        instruments: _Instruments | None,
+        stream_id: str,
+        events: Sequence[NewEvent],
+        expected: ExpectedVersion,
+    ) -> None:
+        self.events = events
+        self._instruments = instruments
+        self._category = stream_id.split("-", 1)[0] if isinstance(stream_id, str) else "?"
+        self._span: Span | None = None
+        self._token: object = None
+        self._started = 0.0
+        if tracer is not None:
+            self._span = tracer.start_span(
+                f"publish {self._category}",
+                kind=otel_trace.SpanKind.PRODUCER,
+                attributes=publish_attributes(stream_id, events, expected),
+            )
+            self.events = carrying(events, self._span)
+
+    def __enter__(self) -> Append:
+        if self._span is not None:
+            from opentelemetry import context
+
+            self._token = context.attach(otel_trace.set_span_in_context(self._span))
+        self._started = time.perf_counter()
+        return self
+
+    def done(self, result: AppendResult) -> AppendResult:
+        """Note what the append did; returns `result`."""
+        span = self._span
+        if span is not None and span.is_recording():
+            span.set_attribute(STREAM_VERSION, result.version)
+            if result.positions:
+                span.set_attribute(FIRST_POSITION, result.positions[0])
+                span.set_attribute(LAST_POSITION, result.positions[-1])
+        if self._instruments is not None:
+            self._instruments.events.add(
+                len(result.positions), {"messaging.destination.template": self._category}
+            )
+        return result
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        outcome = "ok" if exc is None else outcome_of(exc)
+        instruments = self._instruments
+        if instruments is not None:
+            where = {"messaging.destination.template": self._category}
+            instruments.duration.record(time.perf_counter() - self._started, where)
+            instruments.appends.add(1, {**where, OUTCOME: outcome})
+            if outcome == "conflict":
+                instruments.conflicts.add(1, where)
+            elif outcome == "unknown":
+                instruments.unknown.add(1, where)
+        span = self._span
+        if span is None:
+            return
+        if exc is not None:
+            record_error(span, exc)
+        if self._token is not None:
+            from opentelemetry import context
+
+            context.detach(self._token)  # type: ignore[arg-type]
+        span.end()
+
+
+def publish_attributes(
+    stream_id: object, events: object, expected: ExpectedVersion
+) -> dict[str, Any]:
+    """The PRODUCER span's attributes, from the append's arguments as given."""
+    attributes: dict[str, Any] = {
+        "messaging.system": SYSTEM,
+        "messaging.operation.type": "publish",
+        "messaging.operation.name": "append",
+    }
+    if isinstance(stream_id, str):
+        attributes["messaging.destination.name"] = stream_id
+        attributes["messaging.destination.template"] = stream_id.split("-", 1)[0]
+    if isinstance(expected, int | StreamState):
+        attributes[EXPECTED_VERSION] = expected_text(expected)
+    if isinstance(events, Sequence):
+        if len(events) == 1 and isinstance(events[0], NewEvent):
+            attributes["messaging.message.id"] = str(events[0].id)
+        else:
+            attributes["messaging.batch.message_count"] = len(events)
+    return attributes
+
+
+def carrying(events: Sequence[NewEvent], span: Span) -> Sequence[NewEvent]:
+    """`events`, each with `span`'s W3C context in its metadata (where the caller set none).
+
+    Anything that is not a well-formed batch is passed on as it is, for the
+    store's checks to refuse with their own message.
+    """
+    context = span.get_span_context()
+    if not context.is_valid or not isinstance(events, Sequence):
+        return events
+    traceparent = (
+        f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+    )
+    state = context.trace_state.to_header() if context.trace_state else ""
+    carried: list[NewEvent] = []
+    for event in events:
+        if not isinstance(event, NewEvent) or not isinstance(event.metadata, dict):
+            return events
+        if TRACEPARENT in event.metadata:
+            carried.append(event)
+            continue
+        metadata = {**event.metadata, TRACEPARENT: traceparent}
+        if state:
+            metadata[TRACESTATE] = state
+        carried.append(replace(event, metadata=metadata))
+    return carried
+
+
+def outcome_of(error: BaseException) -> str:
+    """How an append that raised `error` ended, as the `eventcraft.outcome` attribute says it."""
+    if isinstance(error, WrongExpectedVersion):
+        return "conflict"
+    if isinstance(error, AppendOutcomeUnknown):
+        return "unknown"
+    return "error"
+
+
+def record_error(span: Span, error: BaseException) -> None:
+    """Mark `span` failed with `error`: `error.type`, the exception event and an ERROR status."""
+    if not span.is_recording():
+        return
+    span.set_attribute("error.type", type(error).__qualname__)
+    span.record_exception(error)
+    span.set_status(otel_trace.StatusCode.ERROR, f"{type(error).__name__}: {error}")
+
+
+def trace_context(metadata: dict[str, Any]) -> Any:
+    """The `SpanContext` an event was appended in, from its metadata; None if it has none.
+
+    For consumers to link their spans to the events' creation contexts.
+    """
+    if otel_trace is None:
+        return None
+    header = metadata.get(TRACEPARENT)
+    if not isinstance(header, str):
+        return None
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    carrier = {TRACEPARENT: header}
+    state = metadata.get(TRACESTATE)
+    if isinstance(state, str):
+        carrier[TRACESTATE] = state
+    extracted = TraceContextTextMapPropagator().extract(carrier)
+    context = otel_trace.get_current_span(extracted).get_span_context()
+    return context if context.is_valid else None
