@@ -25,7 +25,7 @@ from functools import partial
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, RecordedEvent
 
-from . import checkpoint, generations, parking
+from . import checkpoint, generations, parking, telemetry
 from .checkpoint import Checkpoint
 from .database import Database
 from .definition import Definition, failed_position
@@ -114,16 +114,17 @@ class Projector:
         events, upto = read_batch(self.store, self.definition, after, self.batch_size)
         if upto <= after:
             return False
-        try:
-            if isinstance(self.definition, Subscription):
-                self._deliver(events, upto, self.definition)
-            else:
-                try:
-                    self._commit(after, events, upto)
-                except _HandlerFailed as failed:
-                    self._one_by_one(events, upto, failed.error)
-        except _Moved:
-            pass
+        with telemetry.processing(self.name, events):
+            try:
+                if isinstance(self.definition, Subscription):
+                    self._deliver(events, upto, self.definition)
+                else:
+                    try:
+                        self._commit(after, events, upto)
+                    except _HandlerFailed as failed:
+                        self._one_by_one(events, upto, failed.error)
+            except _Moved:
+                pass
         return True
 
     def _commit(self, after: int, events: Sequence[RecordedEvent], upto: int) -> None:
@@ -151,6 +152,7 @@ class Projector:
         The failed batch was the first try of the event it failed on, if the
         definition told which (`note_failure`); the others have all their tries.
         """
+        telemetry.handler_failed(self.name, None, batch_error)
         failed_at = failed_position(batch_error)
         for event in events:
             failed = batch_error if event.position == failed_at else None
@@ -194,16 +196,19 @@ class Projector:
                 return None
             except _HandlerFailed as raised:
                 error = raised.error
+                telemetry.handler_failed(self.name, None, error)
             except Exception as raised:
                 if not isinstance(self.definition, Subscription):
                     raise
                 error = raised
+                telemetry.handler_failed(self.name, None, error)
         assert error is not None
         return error
 
     def _park(self, event: RecordedEvent, error: Exception) -> None:
         policy = self.definition.on_error
         skip = policy.then == "skip"
+        telemetry.parked(self.name, event, error, stops=not skip)
         with self.database.transaction() as connection:
             row = self._fenced(connection, self.position)
             parking.park(connection, self.name, event, error, policy.attempts)

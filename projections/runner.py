@@ -21,7 +21,7 @@ from types import TracebackType
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore
 
-from . import checkpoint, generations, parking, schema, status
+from . import checkpoint, generations, parking, schema, status, telemetry
 from .database import Database
 from .definition import Definition
 from .errors import (
@@ -110,6 +110,7 @@ class ProjectionRunner:
                 projector.on_commit = self._notify
                 projector.setup()
                 self._projectors[definition.name] = projector
+            telemetry.watch(self)
         except BaseException:
             # No runner to close for the caller: close the database we opened.
             if self._owns_database:
@@ -167,6 +168,7 @@ class ProjectionRunner:
             self.stop()
 
     def close(self) -> None:
+        telemetry.unwatch(self)
         self.stop()
         if self._owns_database:
             self.database.close()

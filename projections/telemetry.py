@@ -1,0 +1,238 @@
+"""OpenTelemetry for projections: a CONSUMER span per batch, lag gauges, parked events.
+
+A batch applied (or delivered, for a subscription) is a span `process {projection}`
+of kind CONSUMER, linked to the creation context each of its events carries
+(the `traceparent` the store wrote when it was appended), so a trace of the
+command that appended an event leads to the batches that applied it. A
+handler's failure and a parked event are events on that span. Nothing is
+recorded until the application configures an OpenTelemetry SDK; without the
+`otel` extra this module costs a global lookup per batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from eventcraft.eventstore import RecordedEvent
+from eventcraft.eventstore import telemetry as store_telemetry
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import CallbackOptions, Meter, Observation
+    from opentelemetry.trace import Span
+
+    from .runner import ProjectionRunner
+
+SCOPE = "eventcraft.projections"
+MOST_LINKS = 100
+"""Links on one batch span at most (the SDK keeps 128): one per distinct creation context."""
+
+GROUP = "messaging.consumer.group.name"
+
+log = logging.getLogger("eventcraft.projections")
+
+_runners: weakref.WeakSet[ProjectionRunner] = weakref.WeakSet()
+
+
+class _Instruments:
+    def __init__(self, meter: Meter) -> None:
+        self.batches = meter.create_counter(
+            "eventcraft.projection.batches", "{batch}", "Batches applied, per projection"
+        )
+        self.events = meter.create_counter(
+            "eventcraft.projection.events", "{event}", "Events applied, per projection"
+        )
+        self.duration = meter.create_histogram(
+            "eventcraft.projection.batch.duration", "s", "Time a batch took to apply"
+        )
+        self.failures = meter.create_counter(
+            "eventcraft.projection.failures", "{failure}", "Handler failures (each try counts)"
+        )
+        self.parked = meter.create_counter(
+            "eventcraft.projection.events_parked", "{event}", "Events parked in the error store"
+        )
+        meter.create_observable_gauge(
+            "eventcraft.projection.lag",
+            [_lag_events],
+            "{event}",
+            "Positions of the log between a projection's checkpoint and the head",
+        )
+        meter.create_observable_gauge(
+            "eventcraft.projection.lag.duration",
+            [_lag_seconds],
+            "s",
+            "Age of the oldest event a projection reads and has not applied; 0 when current",
+        )
+        meter.create_observable_gauge(
+            "eventcraft.projection.parked",
+            [_parked_now],
+            "{event}",
+            "Events waiting in a projection's error store",
+        )
+
+
+SCOPED = store_telemetry.Scoped(SCOPE, _Instruments)
+
+
+def watch(runner: ProjectionRunner) -> None:
+    """Report `runner`'s projections' lag and error stores in the observable gauges."""
+    _runners.add(runner)
+    SCOPED.instruments()  # the gauges exist from now on, if a meter provider is set
+
+
+def unwatch(runner: ProjectionRunner) -> None:
+    _runners.discard(runner)
+
+
+def processing(
+    name: str, events: Sequence[RecordedEvent]
+) -> contextlib.AbstractContextManager[Any]:
+    """The span and measurements of one batch of projection `name`, as a `with` block."""
+    tracer = SCOPED.tracer()
+    instruments = SCOPED.instruments()
+    if (tracer is None and instruments is None) or not events:
+        return contextlib.nullcontext()
+    return _processing(tracer, instruments, name, events)
+
+
+@contextlib.contextmanager
+def _processing(
+    tracer: Any, instruments: _Instruments | None, name: str, events: Sequence[RecordedEvent]
+) -> Iterator[None]:
+    where = {GROUP: name}
+    started = time.perf_counter()
+    span: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+    if tracer is not None:
+        from opentelemetry.trace import Link, SpanKind
+
+        span = tracer.start_as_current_span(
+            f"process {name}",
+            kind=SpanKind.CONSUMER,
+            attributes=batch_attributes(name, events),
+            links=[Link(c) for c in creation_contexts(events)],
+            record_exception=False,
+            set_status_on_exception=False,
+        )
+    with span as current:
+        try:
+            yield
+        except BaseException as error:
+            if current is not None:
+                store_telemetry.record_error(current, error)
+            raise
+        finally:
+            if instruments is not None:
+                instruments.duration.record(time.perf_counter() - started, where)
+    if instruments is not None:
+        instruments.batches.add(1, where)
+        instruments.events.add(len(events), where)
+
+
+def batch_attributes(name: str, events: Sequence[RecordedEvent]) -> dict[str, Any]:
+    return {
+        "messaging.system": store_telemetry.SYSTEM,
+        "messaging.operation.type": "process",
+        "messaging.operation.name": "apply",
+        GROUP: name,
+        "messaging.batch.message_count": len(events),
+        store_telemetry.FIRST_POSITION: events[0].position,
+        store_telemetry.LAST_POSITION: events[-1].position,
+    }
+
+
+def creation_contexts(events: Iterable[RecordedEvent]) -> list[Any]:
+    """The distinct contexts `events` were appended in, at most `MOST_LINKS`."""
+    seen: dict[tuple[int, int], Any] = {}
+    for event in events:
+        context = store_telemetry.trace_context(event.metadata)
+        if context is not None:
+            seen.setdefault((context.trace_id, context.span_id), context)
+            if len(seen) == MOST_LINKS:
+                break
+    return list(seen.values())
+
+
+def handler_failed(name: str, event: RecordedEvent | None, error: BaseException) -> None:
+    """A handler raised: an event on the current batch span, a failure counted."""
+    instruments = SCOPED.instruments()
+    if instruments is not None:
+        instruments.failures.add(1, {GROUP: name, "error.type": type(error).__qualname__})
+    span = _current_span()
+    if span is not None and span.is_recording():
+        span.add_event("handler failed", _about(event, error))
+
+
+def parked(name: str, event: RecordedEvent, error: BaseException, stops: bool) -> None:
+    """`event` is parked after its last try: noted on the batch span, counted and logged."""
+    instruments = SCOPED.instruments()
+    if instruments is not None:
+        instruments.parked.add(1, {GROUP: name})
+    span = _current_span()
+    if span is not None and span.is_recording():
+        span.add_event("parked", {**_about(event, error), "eventcraft.projection.stopped": stops})
+    log.warning(
+        "projection %r parked the event at %s (%s v%s): %s: %s",
+        name,
+        event.position,
+        event.stream_id,
+        event.version,
+        type(error).__name__,
+        error,
+        extra={
+            "projection": name,
+            "position": event.position,
+            "stream_id": event.stream_id,
+            "correlation_id": event.metadata.get("correlation_id"),
+        },
+    )
+
+
+def _about(event: RecordedEvent | None, error: BaseException) -> dict[str, Any]:
+    about: dict[str, Any] = {
+        "error.type": type(error).__qualname__,
+        "exception.message": str(error),
+    }
+    if event is not None:
+        about["eventcraft.position"] = event.position
+        about["messaging.destination.name"] = event.stream_id
+        about["messaging.message.id"] = str(event.id)
+    return about
+
+
+def _current_span() -> Span | None:
+    if store_telemetry.otel_trace is None:
+        return None
+    return store_telemetry.otel_trace.get_current_span()
+
+
+# --- the observable gauges: read when the meter provider collects ------------------
+
+
+def _statuses() -> Iterator[Any]:
+    for runner in list(_runners):
+        try:
+            yield from runner.status()
+        except Exception as error:  # a collection must not fail for one database
+            log.warning("no projection status for the lag gauges: %s", error)
+
+
+def _lag_events(options: CallbackOptions) -> Iterable[Observation]:
+    from opentelemetry.metrics import Observation
+
+    return [Observation(s.lag_events, {GROUP: s.name}) for s in _statuses()]
+
+
+def _lag_seconds(options: CallbackOptions) -> Iterable[Observation]:
+    from opentelemetry.metrics import Observation
+
+    return [Observation(s.lag_seconds, {GROUP: s.name}) for s in _statuses()]
+
+
+def _parked_now(options: CallbackOptions) -> Iterable[Observation]:
+    from opentelemetry.metrics import Observation
+
+    return [Observation(s.parked, {GROUP: s.name}) for s in _statuses()]
