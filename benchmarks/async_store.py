@@ -6,10 +6,11 @@ On PostgreSQL (`EVENTCRAFT_BENCH_PG`), interleaved round by round in one run:
   stream of its own through one `AsyncEventStore`, against the same number of
   appends from 4 and from 16 threads sharing one `EventStore`, and against raw
   psycopg async (`INSERT` through psycopg's async pool, the same pool size);
-- a lone caller: one task appending one event at a time, against one thread
-  on the sync store: the per-call latency the async face adds;
+- a lone caller: one task appending one event at a time, each append paired
+  with one on the sync store right after it: the per-call latency the async
+  face adds;
 - loads of a `--size` (1,000) event aggregate through `AsyncRepository` and
-  `Repository`.
+  `Repository`, in turn.
 
 Prints events/s and per-call p50/p99 for each, and the ratios the issue sets
 as goals: async throughput over 16 threads' (at least 1), the lone caller's
@@ -139,17 +140,36 @@ async def raw_appends(
     return time.perf_counter() - started, calls
 
 
-async def lone_async(store: AsyncEventStore, count: int) -> tuple[float, list[float]]:
-    return await async_appends(store, 1, count)
+async def lone_callers(
+    store: AsyncEventStore, sync_store: EventStore, count: int
+) -> tuple[list[float], list[float]]:
+    """One append through each store in turn, `count` times: pairs timed a moment apart,
+    so that the load of this shared machine falls on both alike."""
+    ours, theirs = [], []
+    stream, sync_stream = f"account-{uuid.uuid4().hex}", f"account-{uuid.uuid4().hex}"
+    for n in range(count):
+        started = time.perf_counter()
+        await store.append(stream, event(n), expected_version=n)
+        ours.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        sync_store.append(sync_stream, event(n), expected_version=n)  # blocks the loop: alone
+        theirs.append(time.perf_counter() - started)
+    return ours, theirs
 
 
-async def repeated(load: Callable[[], Awaitable[object]], times: int) -> list[float]:
-    calls = []
+async def paired_loads(
+    load: Callable[[], Awaitable[object]], sync_load: Callable[[], object], times: int
+) -> tuple[list[float], list[float]]:
+    """`load` and `sync_load` in turn, `times` times each, timed a moment apart."""
+    ours, theirs = [], []
     for _ in range(times):
         started = time.perf_counter()
         await load()
-        calls.append(time.perf_counter() - started)
-    return calls
+        ours.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        sync_load()  # blocks the loop: alone
+        theirs.append(time.perf_counter() - started)
+    return ours, theirs
 
 
 def build_account(store: EventStore, size: int) -> str:
@@ -217,24 +237,16 @@ async def run(args: argparse.Namespace) -> None:
             raw = f"raw psycopg async, {args.tasks} tasks"
             results.add("concurrent", raw, total, seconds, calls)
 
-            seconds, calls = await lone_async(store, args.lone)
-            results.add("lone", "async", args.lone, seconds, calls)
-            seconds, calls = await asyncio.to_thread(threaded_appends, sync_store, 1, args.lone)
-            results.add("lone", "sync", args.lone, seconds, calls)
+            lone_async, lone_sync = await lone_callers(store, sync_store, args.lone)
+            results.add("lone", "async", args.lone, sum(lone_async), lone_async)
+            results.add("lone", "sync", args.lone, sum(lone_sync), lone_sync)
 
-            calls = await repeated(lambda: async_repo.load(account_id), args.loads)
-            results.add("load", "async", args.loads * args.size, sum(calls), calls)
-
-            def sync_loads() -> list[float]:
-                out = []
-                for _ in range(args.loads):
-                    started = time.perf_counter()
-                    sync_repo.load(account_id)
-                    out.append(time.perf_counter() - started)
-                return out
-
-            calls = await asyncio.to_thread(sync_loads)
-            results.add("load", "sync", args.loads * args.size, sum(calls), calls)
+            loads_async, loads_sync = await paired_loads(
+                lambda: async_repo.load(account_id), lambda: sync_repo.load(account_id), args.loads
+            )
+            events = args.loads * args.size
+            results.add("load", "async", events, sum(loads_async), loads_async)
+            results.add("load", "sync", events, sum(loads_sync), loads_sync)
     finally:
         await store.close()
         sync_store.close()

@@ -118,6 +118,7 @@ async def append_many(conn: Conn, calls: Sequence[Sequence[bytes]], notify: byte
     connection for `finish_outstanding` to read when the pool lends it again.
     """
     if conn not in _prepared:
+        await finish_outstanding(conn)
         await conn.execute(_PREPARE)
         _prepared.add(conn)
     answers = await _exchange(conn, calls, notify)
@@ -127,8 +128,9 @@ async def append_many(conn: Conn, calls: Sequence[Sequence[bytes]], notify: byte
         if isinstance(answer, psycopg.errors.InvalidSqlStatementName)
     ]
     if unprepared:  # the session lost its prepared statements: prepare, send those again
-        await conn.execute(_PREPARE)
+        # (psycopg deallocates all of a session's statements after a failed transaction)
         await finish_outstanding(conn)
+        await conn.execute(_PREPARE)
         again = await _exchange(conn, [calls[index] for index in unprepared], notify)
         for index, answer in zip(unprepared, again, strict=True):
             answers[index] = answer
@@ -138,8 +140,12 @@ async def append_many(conn: Conn, calls: Sequence[Sequence[bytes]], notify: byte
 async def _exchange(conn: Conn, calls: Sequence[Sequence[bytes]], notify: bytes) -> list[Answer]:
     pgconn = conn.pgconn
     answers: list[Answer] = []
+    # The last exchange's NOTIFY may still be unanswered: its reply is read after
+    # these appends are sent, so that they never wait for it.
+    outstanding = pgconn.pipeline_status != pq.PipelineStatus.OFF
     try:
-        pgconn.enter_pipeline_mode()
+        if not outstanding:
+            pgconn.enter_pipeline_mode()
         for params in calls:
             pgconn.send_query_prepared(_STATEMENT, params)
             pgconn.pipeline_sync()
@@ -148,6 +154,9 @@ async def _exchange(conn: Conn, calls: Sequence[Sequence[bytes]], notify: bytes)
         while pgconn.flush():
             await _ready(conn, write=True)
             pgconn.consume_input()
+        if outstanding:
+            while not _is_sync(await _next_result(conn)):
+                pass  # the last exchange's NOTIFY: nobody waits on its outcome
         for _ in calls:
             result = await _next_result(conn)
             assert result is not None

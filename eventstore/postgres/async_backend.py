@@ -69,7 +69,7 @@ class AsyncPostgresBackend(AsyncBackend):
         self._listener = AsyncListener(target)
         self._announcer: asyncio.Task[None] | None = None
         self._unannounced = False
-        self._appends = AppendQueue(self._run, pool.size, notify)
+        self._appends = AppendQueue(partial(pool.run, settle=False), pool.size, notify)
 
     @classmethod
     async def open(cls, url: str, *, pool_size: int = POOL_SIZE) -> AsyncPostgresBackend:

@@ -46,8 +46,12 @@ class AsyncConnectionPool:
         set_json_loads(orjson.loads, conn)
         return conn
 
-    async def run(self, call: Callable[[Conn], Awaitable[T]]) -> T:
-        """`call` on a connection in autocommit mode, given back to the pool afterwards."""
+    async def run(self, call: Callable[[Conn], Awaitable[T]], *, settle: bool = True) -> T:
+        """`call` on a connection in autocommit mode, given back to the pool afterwards.
+
+        Without `settle`, the connection may come with a NOTIFY's reply still to
+        read: for `append_many`, which reads it after sending its own appends.
+        """
         if self._closed:
             raise StoreUnavailable("the event store is closed")
         async with self._slots:
@@ -57,10 +61,11 @@ class AsyncConnectionPool:
                 if not _alive(candidate):  # type: ignore[arg-type]  # reads pgconn only
                     await candidate.close()
                     continue
-                try:
-                    await finish_outstanding(candidate)
-                except psycopg.OperationalError:
-                    continue  # closed: try another
+                if settle:
+                    try:
+                        await finish_outstanding(candidate)
+                    except psycopg.OperationalError:
+                        continue  # closed: try another
                 conn = candidate
             if conn is None:
                 conn = await self.connect()
