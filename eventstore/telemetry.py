@@ -303,6 +303,13 @@ def record_error(span: Span, error: BaseException) -> None:
     span.set_status(otel_trace.StatusCode.ERROR, f"{type(error).__name__}: {error}")
 
 
+def current_span() -> Span | None:
+    """The span current in this context (a non-recording one if none), or None without the API."""
+    if otel_trace is None:
+        return None
+    return otel_trace.get_current_span()
+
+
 def trace_context(metadata: dict[str, Any]) -> Any:
     """The `SpanContext` an event was appended in, from its metadata; None if it has none.
 

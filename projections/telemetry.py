@@ -23,7 +23,6 @@ from eventcraft.eventstore import telemetry as store_telemetry
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import CallbackOptions, Meter, Observation
-    from opentelemetry.trace import Span
 
     from .runner import ProjectionRunner
 
@@ -161,7 +160,7 @@ def handler_failed(name: str, event: RecordedEvent | None, error: BaseException)
     instruments = SCOPED.instruments()
     if instruments is not None:
         instruments.failures.add(1, {GROUP: name, "error.type": type(error).__qualname__})
-    span = _current_span()
+    span = store_telemetry.current_span()
     if span is not None and span.is_recording():
         span.add_event("handler failed", _about(event, error))
 
@@ -171,7 +170,7 @@ def parked(name: str, event: RecordedEvent, error: BaseException, stops: bool) -
     instruments = SCOPED.instruments()
     if instruments is not None:
         instruments.parked.add(1, {GROUP: name})
-    span = _current_span()
+    span = store_telemetry.current_span()
     if span is not None and span.is_recording():
         span.add_event("parked", {**_about(event, error), "eventcraft.projection.stopped": stops})
     log.warning(
@@ -201,12 +200,6 @@ def _about(event: RecordedEvent | None, error: BaseException) -> dict[str, Any]:
         about["messaging.destination.name"] = event.stream_id
         about["messaging.message.id"] = str(event.id)
     return about
-
-
-def _current_span() -> Span | None:
-    if store_telemetry.otel_trace is None:
-        return None
-    return store_telemetry.otel_trace.get_current_span()
 
 
 # --- the observable gauges: read when the meter provider collects ------------------
