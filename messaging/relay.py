@@ -277,13 +277,12 @@ class Relay:
         self._say("stopped")
 
     def _paused(self, error: BrokerUnavailable) -> None:
-        if self.paused_since is None:
-            self.paused_since = time.time()
-            self.outages += 1
-            log.warning("relay %r paused: %s", self.name, error)
-            self.last_error = str(error)
-            self._say("paused")
         self.last_error = str(error)
+        if self.paused_since is None:
+            log.warning("relay %r paused: %s", self.name, error)
+            self.outages += 1
+            # Recorded before status() says so: whoever sees "paused" here finds it there.
+            self._say("paused", since=time.time())
 
     def _resumed(self) -> None:
         if self.paused_since is not None:
@@ -292,13 +291,13 @@ class Relay:
             self.last_error = None
             self._say("running")
 
-    def _say(self, state: str) -> None:
+    def _say(self, state: str, since: float | None = None) -> None:
         """Tell other processes (`eventcraft messaging relays`) what this relay is doing."""
         told = relay_state.RelayState(
             name=self.name,
             broker=self.publisher.broker,
             state=state,
-            paused_since=self.paused_since,
+            paused_since=since,
             last_error=self.last_error,
             outages=self.outages,
             updated_at=time.time(),
@@ -308,6 +307,8 @@ class Relay:
                 relay_state.write(connection, told)
         except Exception:
             log.exception("relay %r could not record that it is %s", self.name, state)
+        if state == "paused":
+            self.paused_since = since
 
     # --- lease -----------------------------------------------------------------
 

@@ -48,7 +48,8 @@ class Producer:
         self.loop.run(publish(), 60)
 
     def pending(self) -> int:
-        """Messages not yet acknowledged by a consumer."""
+        """Messages waiting: in RabbitMQ those ready to deliver (not those a consumer
+        holds unacknowledged), in JetStream those not yet acknowledged."""
         kind, url, name = self.spec.split("|")
         if kind == "rabbitmq":
 

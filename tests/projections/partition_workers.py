@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from eventcraft.eventstore import EventStore, RecordedEvent
 from eventcraft.projections import PartitionedRunner, Subscription
@@ -11,9 +12,12 @@ from eventcraft.projections import PartitionedRunner, Subscription
 from . import models
 
 
-def handle_partitions(url: str, log_path: str, partitions: int, pause: float) -> None:
+def handle_partitions(url: str, log_path: str, partitions: int, pause: float, barrier: Any) -> None:
     """Share the partitions of a subscription; log each handled event as a line
-    `time_ns stream version`, flushed at once (the process may be killed any moment)."""
+    `time_ns stream version`, flushed at once (the process may be killed any moment).
+
+    Starts work at `barrier`, once every worker has joined the group: one started
+    much earlier would otherwise finish the log alone."""
 
     def handle(event: RecordedEvent) -> None:
         if pause:
@@ -31,6 +35,7 @@ def handle_partitions(url: str, log_path: str, partitions: int, pause: float) ->
             lease_ttl=1.0,
         ) as runner,
     ):
+        barrier.wait()
         runner.run()
 
 

@@ -82,12 +82,15 @@ def test_two_workers_share_the_partitions_and_one_takes_over_when_the_other_dies
     wanted = {(s, v) for s in streams for v in range(1, 31)}
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
     spawn = multiprocessing.get_context("spawn")
+    barrier = spawn.Barrier(3)
     workers = [
-        spawn.Process(target=handle_partitions, args=(pg_url, str(path), 4, 0.002)) for path in logs
+        spawn.Process(target=handle_partitions, args=(pg_url, str(path), 4, 0.002, barrier))
+        for path in logs
     ]
     for worker in workers:
         worker.start()
     try:
+        barrier.wait(60)
         # Both have work before one dies: the partitions were shared.
         wait_for(lambda: all(p.exists() and p.stat().st_size > 0 for p in logs), 60, "both")
         workers[0].kill()
