@@ -35,7 +35,7 @@ from eventcraft.projections import schema as checkpoint_schema
 from eventcraft.projections.partitions import Partition
 from eventcraft.projections.projector import read_batch
 
-from . import relay_state
+from . import relay_state, telemetry
 from .errors import BrokerUnavailable, MessageRefused, MessagingConfigError
 from .messages import outgoing
 from .publisher import Publisher
@@ -134,6 +134,7 @@ class Relay:
         self._thread: threading.Thread | None = None
         self._held_until = 0.0
         self._setup()
+        telemetry.watch(self)
 
     def _setup(self) -> None:
         with self.database.transaction() as connection:
@@ -175,6 +176,7 @@ class Relay:
             checkpoint.advance(connection, self.name, upto, lease_until=self._lease_until())
         self.position = upto
         self.published += len(chosen)
+        telemetry.published(self, len(chosen))
         return True
 
     def _chosen(
@@ -281,6 +283,7 @@ class Relay:
         if self.paused_since is None:
             log.warning("relay %r paused: %s", self.name, error)
             self.outages += 1
+            telemetry.outage(self)
             # Recorded before status() says so: whoever sees "paused" here finds it there.
             self._say("paused", since=time.time())
 
@@ -374,6 +377,7 @@ class Relay:
     # --- closing ---------------------------------------------------------------
 
     def close(self) -> None:
+        telemetry.unwatch(self)
         self.stop()
         if self._thread is None or not self._thread.is_alive():
             self.release()
