@@ -21,6 +21,7 @@ from eventcraft.eventstore import (
     WrongExpectedVersion,
 )
 
+from . import telemetry
 from .aggregate import Aggregate
 from .errors import AggregateNotFound
 from .evolve import evolve
@@ -53,13 +54,17 @@ class AsyncRepository(RepositoryRules[A]):
         aggregate = self.aggregate_type(aggregate_id)
         cls = self.aggregate_type
         state, version = aggregate.state, 0
-        if self.snapshot_every is not None:
-            snapshot = await self.store.load_snapshot(aggregate.stream_id)
-            state, version = self._start_from(aggregate, snapshot)
-        decode, stream_id = cls.registry.decode_encoded, aggregate.stream_id
-        async for stored in self.store.read_stream_encoded(stream_id, from_version=version + 1):
-            state = evolve(state, decode(stored, stream_id))
-            version = stored.version
+        with telemetry.loading(cls.category, aggregate.stream_id) as load:
+            if self.snapshot_every is not None:
+                snapshot = await self.store.load_snapshot(aggregate.stream_id)
+                state, version = self._start_from(aggregate, snapshot)
+                load.snapshot(version)
+            decode, stream_id = cls.registry.decode_encoded, aggregate.stream_id
+            reading = self.store.read_stream_encoded(stream_id, from_version=version + 1)
+            async for stored in reading:
+                state = evolve(state, decode(stored, stream_id))
+                version = stored.version
+            load.loaded(version)
         if version == 0:
             raise AggregateNotFound(cls.__qualname__, aggregate_id, aggregate.stream_id)
         aggregate._restore(state, version)

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from eventcraft.eventstore import AppendResult, EventStore, EventStoreError, WrongExpectedVersion
 
+from . import telemetry
 from .aggregate import Aggregate
 from .errors import AggregateNotFound
 from .evolve import evolve
@@ -47,14 +48,17 @@ class Repository(RepositoryRules[A]):
         aggregate = self.aggregate_type(aggregate_id)
         cls = self.aggregate_type
         state, version = aggregate.state, 0
-        if self.snapshot_every is not None:
-            state, version = self._start_from(
-                aggregate, self.store.load_snapshot(aggregate.stream_id)
-            )
-        decode, stream_id = cls.registry.decode_encoded, aggregate.stream_id
-        for stored in self.store.read_stream_encoded(stream_id, from_version=version + 1):
-            state = evolve(state, decode(stored, stream_id))
-            version = stored.version
+        with telemetry.loading(cls.category, aggregate.stream_id) as load:
+            if self.snapshot_every is not None:
+                state, version = self._start_from(
+                    aggregate, self.store.load_snapshot(aggregate.stream_id)
+                )
+                load.snapshot(version)
+            decode, stream_id = cls.registry.decode_encoded, aggregate.stream_id
+            for stored in self.store.read_stream_encoded(stream_id, from_version=version + 1):
+                state = evolve(state, decode(stored, stream_id))
+                version = stored.version
+            load.loaded(version)
         if version == 0:
             raise AggregateNotFound(cls.__qualname__, aggregate_id, aggregate.stream_id)
         aggregate._restore(state, version)

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 import orjson
 from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent, WrongExpectedVersion
 
+from . import telemetry
 from .index import CATEGORY
 from .state import SagaState
 
@@ -65,6 +66,7 @@ class Journal:
             return False
         finally:
             current.unsaved.clear()
+        telemetry.recorded(current, batch)
         # Evolve with what was just written rather than read the stream again.
         written = done.positions[len(done.positions) - len(stamped) :]
         self.evolve(current, stamped, current.version + 1, written)

@@ -27,6 +27,7 @@ from eventcraft.eventstore import (
     WrongExpectedVersion,
 )
 
+from . import telemetry
 from . import transitions as T
 from .calls import call, refuse_in_running_loop
 from .context import StepContext
@@ -84,6 +85,7 @@ class Orchestrator:
         journal = Journal(store, self.owner)
         self._record, self._load = journal.record, journal.load
         self._board = StatusBoard(self.owner)
+        telemetry.watch(self._index)
 
     # --- starting and reading ---------------------------------------------------
 
@@ -302,7 +304,8 @@ class Orchestrator:
             return
         context = self._context(current, step, attempt, compensating=False)
         try:
-            result = call(step.action, current.data, context, timeout)
+            with telemetry.step_try(current, context):
+                result = call(step.action, current.data, context, timeout)
         except StepTimedOut as error:
             final = current.failures.get(step.name, 0) + 1 >= step.retry.attempts
             self._fail(current, step, attempt, str(error), "unknown", final=final)
@@ -362,7 +365,8 @@ class Orchestrator:
         context = self._context(current, step, attempt, compensating=True)
         assert step.compensation is not None
         try:
-            call(step.compensation, current.data, context, step.timeout)
+            with telemetry.step_try(current, context):
+                call(step.compensation, current.data, context, step.timeout)
         except EventLoopRunning:
             raise
         except Exception as error:

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from eventcraft.eventstore import RecordedEvent
 from eventcraft.projections import Subscription
 
+from . import telemetry
 from .definition import Saga
 from .errors import SagaDefinitionError
 from .orchestrator import Orchestrator
@@ -79,19 +80,23 @@ class ProcessManager:
 
     def handle(self, event: RecordedEvent) -> None:
         """Apply every route `event` matches, in their declared order."""
-        for route in self.routes:
-            if route.event_type != event.type or not route.when(event):
-                continue
-            saga_id = route.saga_id(event)
-            name = route.saga.name
-            if route.action == "start":
-                correlation = event.metadata.get("correlation_id") or str(event.id)
-                self.orchestrator.start(
-                    route.saga, route.data(event), saga_id=saga_id, correlation_id=str(correlation)
-                )
-            elif route.action == "signal":
-                self.orchestrator.signal(name, saga_id, event)
-            else:
-                self.orchestrator.cancel(
-                    name, saga_id, f"{event.type} at position {event.position}"
-                )
+        with telemetry.handling(self.name, event):
+            for route in self.routes:
+                if route.event_type != event.type or not route.when(event):
+                    continue
+                saga_id = route.saga_id(event)
+                name = route.saga.name
+                if route.action == "start":
+                    correlation = event.metadata.get("correlation_id") or str(event.id)
+                    self.orchestrator.start(
+                        route.saga,
+                        route.data(event),
+                        saga_id=saga_id,
+                        correlation_id=str(correlation),
+                    )
+                elif route.action == "signal":
+                    self.orchestrator.signal(name, saga_id, event)
+                else:
+                    self.orchestrator.cancel(
+                        name, saga_id, f"{event.type} at position {event.position}"
+                    )

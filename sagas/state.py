@@ -81,6 +81,8 @@ class SagaState:
     """Another orchestrator appended since this state was read: read it again."""
     unsaved: list[NewEvent] = field(default_factory=list)
     """Transitions already folded in here but not yet appended (they go with the next)."""
+    started_in: dict[str, Any] | None = None
+    """The metadata of its first event: the trace context it was started in (telemetry)."""
 
     @property
     def finished(self) -> bool:
@@ -94,6 +96,7 @@ class SagaState:
             self.data = d["data"]
             self.correlation_id = d["correlation_id"]
             self.deadline = d["deadline"]
+            self.started_in = event.metadata
         elif kind in (STEP_STARTED, COMPENSATION_STARTED):
             compensating = kind == COMPENSATION_STARTED
             tries = self.compensation_attempts if compensating else self.attempts

@@ -1,0 +1,248 @@
+"""OpenTelemetry for sagas: a span per step try in the trace that started the saga.
+
+A saga's first event (`SagaStarted`) carries the `traceparent` of the context
+it was started in: the command, or the event a process manager handled. Each
+try of a step or of a compensation, whichever process runs it and however
+late, is a span `saga {saga} {step}` whose parent is that context, so the
+saga's work shows in the trace of what started it; its attributes name the
+saga, instance, step, attempt, idempotency key, outcome, and the correlation
+id as `messaging.message.conversation_id`. Nothing is recorded until the
+application configures an OpenTelemetry SDK.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import weakref
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from eventcraft.eventstore import NewEvent, RecordedEvent
+from eventcraft.eventstore import telemetry as store_telemetry
+
+from .context import StepContext
+from .errors import StepTimedOut
+from .index import CATEGORY, SagaIndex
+from .state import COMPENSATED, COMPLETED, FAILED, PARKED, RESOLVED, RETRIED, SagaState
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import CallbackOptions, Meter, Observation
+
+SCOPE = "eventcraft.sagas"
+SAGA = "eventcraft.saga.name"
+SAGA_ID = "eventcraft.saga.id"
+STEP = "eventcraft.saga.step"
+OUTCOME = "eventcraft.saga.outcome"
+COMPENSATING = "eventcraft.saga.compensating"
+
+log = logging.getLogger("eventcraft.sagas")
+
+_TRANSITIONS = {
+    FAILED: "failed",
+    COMPLETED: "completed",
+    COMPENSATED: "compensated",
+    PARKED: "parked",
+    RETRIED: "retried",
+    RESOLVED: "resolved",
+}
+"""The transitions of a whole instance that are counted, as `eventcraft.saga.outcome`."""
+
+_indexes: weakref.WeakSet[SagaIndex] = weakref.WeakSet()
+
+
+class _Instruments:
+    def __init__(self, meter: Meter) -> None:
+        self.duration = meter.create_histogram(
+            "eventcraft.saga.step.duration", "s", "Time a step's (or compensation's) try took"
+        )
+        self.tries = meter.create_counter(
+            "eventcraft.saga.step.tries", "{try}", "Tries of steps and compensations, by outcome"
+        )
+        self.retries = meter.create_counter(
+            "eventcraft.saga.step.retries", "{try}", "Tries after the first, of a step"
+        )
+        self.compensations = meter.create_counter(
+            "eventcraft.saga.compensations", "{try}", "Tries of compensations"
+        )
+        self.transitions = meter.create_counter(
+            "eventcraft.saga.transitions",
+            "{saga}",
+            "Instances that failed, completed, were compensated, parked, retried or resolved",
+        )
+        meter.create_observable_gauge(
+            "eventcraft.saga.instances",
+            [_instances],
+            "{saga}",
+            "Unfinished instances, by saga and status (active or parked), as last looked up",
+        )
+
+
+SCOPED = store_telemetry.Scoped(SCOPE, _Instruments)
+
+
+def watch(index: SagaIndex) -> None:
+    """Report the instances `index` knows of in the `eventcraft.saga.instances` gauge."""
+    _indexes.add(index)
+    SCOPED.instruments()
+
+
+def step_try(current: SagaState, context: StepContext) -> contextlib.AbstractContextManager[Any]:
+    """The span and measurements of one try of a step or compensation, as a `with` block."""
+    tracer = SCOPED.tracer()
+    instruments = SCOPED.instruments()
+    if tracer is None and instruments is None:
+        return contextlib.nullcontext()
+    return _step_try(tracer, instruments, current, context)
+
+
+@contextlib.contextmanager
+def _step_try(
+    tracer: Any, instruments: _Instruments | None, current: SagaState, context: StepContext
+) -> Iterator[None]:
+    where: dict[str, Any] = {
+        SAGA: current.name,
+        STEP: context.step,
+        COMPENSATING: context.compensating,
+    }
+    started = time.perf_counter()
+    outcome = "succeeded"
+    span: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+    if tracer is not None:
+        from opentelemetry.trace import SpanKind
+
+        kind = "compensate" if context.compensating else "step"
+        span = tracer.start_as_current_span(
+            f"saga {current.name} {kind} {context.step}",
+            context=origin(current),
+            kind=SpanKind.INTERNAL,
+            attributes=step_attributes(current, context),
+            record_exception=False,
+            set_status_on_exception=False,
+        )
+    with span as opened:
+        try:
+            yield
+        except BaseException as error:
+            outcome = "timed_out" if isinstance(error, StepTimedOut) else "failed"
+            if opened is not None:
+                store_telemetry.record_error(opened, error)
+            raise
+        finally:
+            if opened is not None and opened.is_recording():
+                opened.set_attribute(OUTCOME, outcome)
+            if instruments is not None:
+                instruments.duration.record(time.perf_counter() - started, where)
+                instruments.tries.add(1, {**where, OUTCOME: outcome})
+                if context.compensating:
+                    instruments.compensations.add(1, where)
+                elif context.attempt > 1:
+                    instruments.retries.add(1, where)
+
+
+def handling(manager: str, event: RecordedEvent) -> contextlib.AbstractContextManager[Any]:
+    """A process manager's handling of `event`, in the trace `event` was appended in.
+
+    A CONSUMER span `handle {manager}`, child of the event's creation context
+    (and linked to the batch it was delivered in), so that a saga it starts
+    carries on the trace of the command that appended the event.
+    """
+    tracer = SCOPED.tracer()
+    if tracer is None:
+        return contextlib.nullcontext()
+    from opentelemetry import trace
+
+    creation = store_telemetry.trace_context(event.metadata)
+    batch = trace.get_current_span().get_span_context()
+    return tracer.start_as_current_span(
+        f"handle {manager}",
+        context=None
+        if creation is None
+        else trace.set_span_in_context(trace.NonRecordingSpan(creation)),
+        kind=trace.SpanKind.CONSUMER,
+        links=[trace.Link(batch)] if batch.is_valid and creation is not None else [],
+        attributes={
+            "messaging.system": store_telemetry.SYSTEM,
+            "messaging.operation.type": "process",
+            "messaging.operation.name": "handle",
+            "messaging.consumer.group.name": manager,
+            "messaging.destination.name": event.stream_id,
+            "messaging.message.id": str(event.id),
+            "messaging.message.conversation_id": str(
+                event.metadata.get("correlation_id") or event.id
+            ),
+            "eventcraft.position": event.position,
+        },
+    )
+
+
+def step_attributes(current: SagaState, context: StepContext) -> dict[str, Any]:
+    return {
+        "messaging.system": store_telemetry.SYSTEM,
+        "messaging.message.conversation_id": context.correlation_id,
+        SAGA: current.name,
+        SAGA_ID: context.saga_id,
+        STEP: context.step,
+        "eventcraft.saga.attempt": context.attempt,
+        "eventcraft.saga.idempotency_key": context.idempotency_key,
+        COMPENSATING: context.compensating,
+    }
+
+
+def origin(current: SagaState) -> Any:
+    """The context the instance was started in, as a parent; None (the current one) if unknown."""
+    if current.started_in is None:
+        return None
+    span_context = store_telemetry.trace_context(current.started_in)
+    if span_context is None:
+        return None
+    from opentelemetry import trace
+
+    return trace.set_span_in_context(trace.NonRecordingSpan(span_context))
+
+
+def recorded(current: SagaState, events: Sequence[NewEvent]) -> None:
+    """Count the instance's transitions among `events` and log each with its ids."""
+    for event in events:
+        outcome = _TRANSITIONS.get(event.type)
+        if outcome is None:
+            continue
+        instruments = SCOPED.instruments()
+        if instruments is not None:
+            instruments.transitions.add(1, {SAGA: current.name, OUTCOME: outcome})
+        log.info(
+            "saga %s %s: %s",
+            current.stream_id,
+            outcome,
+            event.data.get("reason") if isinstance(event.data, dict) else "",
+            extra={
+                "saga": current.name,
+                "saga_id": current.saga_id,
+                "stream_id": current.stream_id,
+                "correlation_id": current.correlation_id,
+            },
+        )
+
+
+def _instances(options: CallbackOptions) -> Iterable[Observation]:
+    from opentelemetry.metrics import Observation
+
+    # Orchestrators of one store in one process share their instances: each counted once.
+    by_status: dict[str, set[str]] = {"active": set(), "parked": set()}
+    for index in list(_indexes):
+        for status, streams in (("active", index.active), ("parked", index.parked)):
+            try:
+                by_status[status].update(list(streams))
+            except RuntimeError:  # changed by its orchestrator meanwhile: next time
+                continue
+    counts: Counter[tuple[str, str]] = Counter()
+    for status, streams in by_status.items():
+        for stream in streams:
+            name = stream.removeprefix(f"{CATEGORY}-").partition(":")[0]
+            counts[name, status] += 1
+    return [
+        Observation(count, {SAGA: name, "eventcraft.saga.status": status})
+        for (name, status), count in sorted(counts.items())
+    ]
