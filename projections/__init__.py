@@ -21,6 +21,7 @@ from .policy import ErrorPolicy
 from .projection import Handler, Projection
 from .read_model import ReadModel
 from .rebuild import RebuildReport
+from .reducers import ReducerFold
 from .runner import ProjectionRunner
 from .status import ProjectionStatus
 from .subscription import Subscription
@@ -48,6 +49,7 @@ __all__ = [
     "ProjectionTimeout",
     "ReadModel",
     "RebuildReport",
+    "ReducerFold",
     "State",
     "StreamKey",
     "Subscription",
