@@ -30,8 +30,10 @@ from ..definition import Definition
 from ..errors import DefinitionError, ProjectionError
 from ..fold import Fold
 from ..keys import StreamKey
+from ..reducers import ReducerFold
 from ..runner import ProjectionRunner
 from ..swap import new_generation, swap_in
+from .aggregate import aggregated, write
 from .archive import Archive, ArchiveError
 from .folding import KEYED_DDL, WRITTEN_DDL, FoldTask, fold_and_write, keyed
 from .jdbc import read_path
@@ -120,7 +122,15 @@ def replay(
         stages = ("read and key events", "fold and write rows")
         with stage_progress(spark, progress, f"replay {fold.name}", stages):
             try:
-                written = _fold_job(events, fold, task, tasks).collect()
+                if isinstance(fold, ReducerFold):
+                    table = task.table
+                    name = runner.database.engine.dialect.identifier_preparer.format_table(table)
+                    rows = aggregated(_keyed(events, fold, task), fold)
+                    folded, count = write(spark, rows, fold, task, name)
+                else:
+                    written = _fold_job(events, fold, task, tasks).collect()
+                    folded = sum(row["events"] for row in written)
+                    count = sum(row["rows"] for row in written)
             except PythonException as error:
                 # The executor's traceback is the useful part; Spark's wrapping is not.
                 raise ReplayFailed.of(fold.name, error) from error
@@ -132,8 +142,8 @@ def replay(
         generation=generation,
         replayed_to=upto,
         position=position,
-        events=sum(row["events"] for row in written),
-        rows=sum(row["rows"] for row in written),
+        events=folded,
+        rows=count,
         caught_up=caught_up,
         seconds=time.perf_counter() - started,
         read_path=path,
@@ -198,12 +208,15 @@ def _failed_at(name: str, text: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def _fold_job(events: DataFrame, fold: Fold, task: FoldTask, partitions: int) -> DataFrame:
+def _keyed(events: DataFrame, fold: Fold, task: FoldTask) -> DataFrame:
+    """The events with their fold's `key`: computed in the JVM for a `StreamKey`."""
     if isinstance(fold.key, StreamKey):
-        with_keys = events.withColumn("key", _stream_key(fold.key))
-    else:
-        keying = functools.partial(keyed, task)
-        with_keys = events.mapInArrow(keying, f"{EVENT_DDL}, {KEYED_DDL}")
+        return events.withColumn("key", _stream_key(fold.key))
+    return events.mapInArrow(functools.partial(keyed, task), f"{EVENT_DDL}, {KEYED_DDL}")
+
+
+def _fold_job(events: DataFrame, fold: Fold, task: FoldTask, partitions: int) -> DataFrame:
+    with_keys = _keyed(events, fold, task)
     by_key = with_keys.repartition(partitions, "key").sortWithinPartitions("key", "position")
     return by_key.mapInArrow(functools.partial(fold_and_write, task), WRITTEN_DDL)
 

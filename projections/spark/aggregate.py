@@ -1,0 +1,146 @@
+"""A `ReducerFold` replayed as Spark SQL: `groupBy(key).agg(...)`, no Python worker folding.
+
+Each reducer becomes an aggregate expression over the event's JSON data
+parsed once per event (`parse_json`, a variant), with a value counted only
+when its variant type is the column's kind, exactly as `reducers.reader`
+counts it in Python: integers within 64 bits for an integer column, any
+number for a float column, strings, booleans. `First` and `Last` are
+`min_by`/`max_by` of the value by position over the events that carry
+one; `Set` is `max_by` over the events of its types, null values included.
+
+The rows go to the read model through Spark's JDBC writer where the
+database is PostgreSQL and the driver loads (the job is then JVM only);
+otherwise, and when the key is computed by a Python function, a Python
+worker writes the rows (one per key, not one per event).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ..keys import StreamKey
+from ..reducers import (
+    BOOLEAN,
+    FLOAT,
+    INTEGER,
+    TEXT,
+    Count,
+    First,
+    Last,
+    Max,
+    Meta,
+    Min,
+    Reducer,
+    ReducerFold,
+    Set,
+    Sum,
+)
+from .folding import FoldTask, _insert, decode_key
+from .jdbc import JDBC, jdbc_options, read_path
+
+_EVENTS = "_events"
+_JSON = "_json"
+_VARIANT_KINDS = {
+    INTEGER: ["TINYINT", "SMALLINT", "INT", "BIGINT"],
+    BOOLEAN: ["BOOLEAN"],
+    TEXT: ["STRING"],
+}
+_SQL_TYPES = {INTEGER: "bigint", FLOAT: "double", TEXT: "string", BOOLEAN: "boolean"}
+
+
+def aggregated(keyed: DataFrame, fold: ReducerFold) -> DataFrame:
+    """One row per key of `keyed` (events with a `key` column): the key and each column."""
+    needs_json = any(isinstance(r.field, tuple) for r in fold.reducers.values())
+    frame = keyed.withColumn(_JSON, F.parse_json("data")) if needs_json else keyed
+    columns = [
+        _reduced(reducer, fold.kinds[column]).alias(column)
+        for column, reducer in fold.reducers.items()
+    ]
+    return frame.groupBy("key").agg(*columns, F.count(F.lit(1)).alias(_EVENTS))
+
+
+def write(
+    spark: SparkSession,
+    rows: DataFrame,
+    fold: ReducerFold,
+    task: FoldTask,
+    table_name: str,
+) -> tuple[int, int]:
+    """Write the aggregated rows into the generation's table; (events, rows)."""
+    rows = rows.cache()
+    try:
+        totals = rows.agg(F.count(F.lit(1)), F.sum(_EVENTS)).first()
+        count, events = (int(totals[0]), int(totals[1] or 0)) if totals else (0, 0)
+        plain = rows.drop(_EVENTS).withColumnRenamed("key", fold.key_column)
+        if isinstance(fold.key, StreamKey) and read_path(spark, task.database_url) == JDBC:
+            options = jdbc_options(task.database_url)
+            plain.write.format("jdbc").options(**options).option("dbtable", table_name).option(
+                "batchsize", "10000"
+            ).mode("append").save()
+        else:
+            written = plain.mapInArrow(functools.partial(_insert_rows, task), "rows long")
+            written.collect()
+    finally:
+        rows.unpersist()
+    return events, count
+
+
+def _insert_rows(task: FoldTask, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side, where the JVM cannot write: the rows inserted in one transaction."""
+    rows: list[dict[str, Any]] = []
+    for batch in batches:
+        rows.extend(batch.to_pylist())
+    if task.json_keys:
+        column = task.key_column
+        for row in rows:
+            row[column] = decode_key(row[column])
+    _insert(task, rows)
+    yield pa.RecordBatch.from_pydict({"rows": pa.array([len(rows)], pa.int64())})
+
+
+def _reduced(reducer: Reducer, kind: str) -> Column:
+    value = _value(reducer, kind)
+    chosen = F.col("type").isin(list(reducer.types)) if reducer.types is not None else F.lit(True)
+    if isinstance(reducer, Count):
+        counted = chosen if reducer.field is None else chosen & value.isNotNull()
+        return F.count(F.when(counted, F.lit(1)))
+    value = F.when(chosen, value)
+    if isinstance(reducer, Sum):
+        return F.coalesce(F.sum(value), F.lit(0).cast(_SQL_TYPES[kind]))
+    if isinstance(reducer, Min):
+        return F.min(value)
+    if isinstance(reducer, Max):
+        return F.max(value)
+    if isinstance(reducer, First):
+        return F.min_by(value, F.when(value.isNotNull(), F.col("position")))
+    if isinstance(reducer, Last):
+        return F.max_by(value, F.when(value.isNotNull(), F.col("position")))
+    if isinstance(reducer, Set):
+        return F.max_by(value, F.when(chosen, F.col("position")))
+    raise TypeError(f"no Spark expression for {reducer!r}")
+
+
+def _value(reducer: Reducer, kind: str) -> Column:
+    field = reducer.field
+    if field is None:
+        return F.lit(None)
+    if isinstance(field, Meta):
+        column = F.col(field.name)
+        return column.cast("double") if kind == FLOAT else column
+    path = "$." + ".".join(field)  # checked names only (reducers._path)
+    found = F.try_variant_get(F.col(_JSON), path, "variant")
+    typed = F.try_variant_get(F.col(_JSON), path, _SQL_TYPES[kind])
+    variant_type = F.schema_of_variant(found)
+    if kind == FLOAT:
+        fits = variant_type.isin(
+            *_VARIANT_KINDS[INTEGER], "FLOAT", "DOUBLE"
+        ) | variant_type.startswith("DECIMAL")
+    else:
+        fits = variant_type.isin(*_VARIANT_KINDS[kind])
+    return F.when(fits, typed)
