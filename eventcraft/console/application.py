@@ -23,7 +23,8 @@ from eventcraft.eventstore import EventStore, EventStoreError, StoreUnavailable
 
 from ..app import App
 from ..operations.errors import InputError, NotFound, OperationError
-from . import log_pages, projection_pages, saga_pages
+from . import log_pages, messaging_pages, projection_pages, saga_pages
+from .metrics import Metrics
 from .rendering import Console, page
 from .security import Refused, SecurityHeaders, TokenRequired
 
@@ -36,11 +37,13 @@ def create_app(
     *,
     allow_actions: bool = False,
     token: str | None = None,
+    metrics: bool = False,
 ) -> Starlette:
     """The console for `store` (an open store, or a URL it opens and closes with the
     app's lifespan) and the App whose projections and sagas it shows.
 
     Read-only unless `allow_actions`; with `token`, every request must carry it.
+    With `metrics`, `/metrics` serves eventcraft's metrics to Prometheus (`metrics.py`).
     """
     if token is not None and not token:
         raise InputError("a console token must not be empty")
@@ -48,12 +51,15 @@ def create_app(
     owned = isinstance(store, str)
     opened = EventStore.open(store) if isinstance(store, str) else store
     console = Console(opened, service, allow_actions, csrf=secrets.token_urlsafe(32))
+    exposed = Metrics(opened, service) if metrics else None
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         try:
             yield
         finally:
+            if exposed is not None:
+                exposed.close()
             if owned:
                 opened.close()
 
@@ -64,8 +70,11 @@ def create_app(
         *log_pages.ROUTES,
         *projection_pages.ROUTES,
         *saga_pages.ROUTES,
+        *messaging_pages.ROUTES,
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
+    if exposed is not None:
+        routes.append(exposed.route())
     handlers = {
         Refused: _refused,
         NotFound: _failed(404),

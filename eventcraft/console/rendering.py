@@ -26,6 +26,7 @@ NAVIGATION = (
     ("Streams", "/streams"),
     ("Projections", "/projections"),
     ("Sagas", "/sagas"),
+    ("Messaging", "/messaging"),
 )
 """The pages every page links to, by their pinned labels."""
 

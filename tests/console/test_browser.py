@@ -80,6 +80,7 @@ def test_every_page_read_only_with_downloads_and_no_action(page: Any, sqlite_url
             "Streams",
             "Projections",
             "Sagas",
+            "Messaging",
         ]
         _shot(page, "overview")
 
@@ -144,7 +145,12 @@ def test_every_page_read_only_with_downloads_and_no_action(page: Any, sqlite_url
         assert page.locator("#timeline li").count() > 3
         _shot(page, "saga")
 
-        for label in ("Retry", "Discard", "Rebuild", "Resolve", "Cancel"):
+        page.click("nav >> text=Messaging")
+        assert page.locator("h1").inner_text() == "Messaging"
+        assert page.locator("#relays tbody tr").count() == 1  # "No relay has run on this store."
+        _shot(page, "messaging")
+
+        for label in ("Retry", "Discard", "Rebuild", "Resolve", "Cancel", "Resend"):
             assert page.locator(f"a.button:text-is('{label}')").count() == 0
         forged = page.request.post(
             served.url + f"/projections/order-notes/parked/{POISON_AT}/retry",

@@ -1,0 +1,115 @@
+"""The Messaging page: the relays (where each stands, paused or running, its lag) and the
+inboxes' error store (messages that could not be stored), with View, Download, Resend and
+Discard."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import ImmutableMultiDict
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from ..operations import messaging as operations
+from ..operations.errors import InputError, NotFound
+from .actions import checked_form, confirmation, done, unchanged
+from .rendering import console_of, page
+
+ACTIONS = {
+    "resend": "Ask the running inbox to store it again",
+    "discard": "Forget it: it is never stored",
+}
+
+
+def messaging_page(request: Request) -> HTMLResponse:
+    console = console_of(request)
+    return page(
+        request,
+        "messaging.html",
+        active="Messaging",
+        relays=operations.relays(console.store),
+        failed=operations.failed(console.store),
+    )
+
+
+def failed_page(request: Request) -> HTMLResponse:
+    console = console_of(request)
+    inbox, message_id = _named(request.query_params)
+    message = operations.failed_message(console.store, inbox, message_id)
+    return page(request, "inbox_failed.html", active="Messaging", message=message)
+
+
+def download(request: Request) -> Response:
+    """The message's body as it arrived, to keep or to send again by hand."""
+    console = console_of(request)
+    inbox, message_id = _named(request.query_params)
+    message = operations.failed_message(console.store, inbox, message_id)
+    filename = f"{inbox}-{message_id or 'no-id'}.body"
+    return Response(
+        message.body,
+        media_type="application/octet-stream",
+        headers={"Content-Disposition": f'attachment; filename="{_safe(filename)}"'},
+    )
+
+
+def action_confirm(request: Request) -> HTMLResponse:
+    console = console_of(request)
+    action = _action(request)
+    inbox, message_id = _named(request.query_params)
+    message = operations.failed_message(console.store, inbox, message_id)
+    return confirmation(
+        request,
+        title=f"{action.capitalize()} message {message_id} of inbox {inbox}",
+        question=f"{ACTIONS[action]}?",
+        fields={"inbox": inbox, "id": message_id, "attempts": message.attempts},
+        back=f"/messaging/failed?{urlencode({'inbox': inbox, 'id': message_id})}",
+    )
+
+
+async def act(request: Request) -> RedirectResponse:
+    form = await checked_form(request)
+    console = console_of(request)
+    action = _action(request)
+    inbox, message_id = _named(form)
+
+    def run() -> str:
+        # Still failed as the operator saw it: no attempt of the inbox since.
+        now = operations.failed_message(console.store, inbox, message_id)
+        unchanged(form.get("attempts"), now.attempts, f"message {message_id}'s attempts")
+        if action == "resend":
+            operations.resend(console.store, inbox, message_id)
+            return f"resend: message {message_id} goes to inbox {inbox} again"
+        operations.discard(console.store, inbox, message_id)
+        return f"discard: message {message_id} of inbox {inbox} is forgotten"
+
+    said = await run_in_threadpool(run)
+    return done(request, "/messaging", said)
+
+
+def _action(request: Request) -> str:
+    action = str(request.path_params["action"])
+    if action not in ACTIONS:
+        raise NotFound(f"no message action {action!r} (there are: {', '.join(ACTIONS)})")
+    return action
+
+
+def _named(params: ImmutableMultiDict[str, object]) -> tuple[str, str]:
+    inbox = str(params.get("inbox") or "")
+    if not inbox or "id" not in params:
+        raise InputError("name the message: ?inbox=INBOX&id=MESSAGE_ID")
+    return inbox, str(params.get("id") or "")
+
+
+def _safe(filename: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in filename)
+
+
+ROUTES = [
+    Route("/messaging", messaging_page, name="messaging"),
+    Route("/messaging/failed", failed_page, name="inbox_failed"),
+    Route("/messaging/failed/download", download),
+    Route("/messaging/failed/{action:str}", action_confirm, methods=["GET"]),
+    Route("/messaging/failed/{action:str}", act, methods=["POST"]),
+]
