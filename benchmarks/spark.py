@@ -6,9 +6,14 @@ Parquet archive, in one run:
 
 - the in-process rebuild (`ProjectionRunner.rebuild`), the reference;
 - Spark in local mode with 1 and then 2 cores, reading the archive, then
-  reading the store; each replay end to end (read, fold, write, swap with
-  the checkpoint), the median of the runs after the first; the session's
-  start, and the first run (which also warms the JVM), reported apart.
+  reading the store (through the JDBC source where the driver is there,
+  which the line says); each replay end to end (read, fold, write, swap
+  with the checkpoint), the median of the runs after the first; the
+  session's start, and the first run (which also warms the JVM), reported
+  apart; and the export to the archive;
+- for the fold with a Python `apply` and for the same balance declared
+  with reducers (`ReducerFold`: a `Sum` and a `Count`, folded by Spark SQL),
+  each beside its own in-process rebuild.
 
 Prints events/s, seconds, the speed-up from 1 to 2 cores, and the number
 of cores at which Spark overtakes the in-process rebuild (measured, or
@@ -27,8 +32,10 @@ import time
 import uuid
 from pathlib import Path
 
+import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, NewEvent
-from eventcraft.projections import ProjectionRunner
+from eventcraft.projections import ProjectionRunner, ReducerFold, StreamKey
+from eventcraft.projections.reducers import Count, Sum
 from eventcraft.projections.spark import Archive, replay, spark_session
 
 from .contenders import PG, payload
@@ -37,6 +44,20 @@ from .projections import balances
 PER_ACCOUNT = 20
 WRITERS = 3
 ARCHIVES = Path(__file__).resolve().parent.parent / ".bench" / "archives"
+
+reduced = ReducerFold(
+    "bench-reduced-balances",
+    table=sa.Table(
+        "bench_reduced_balances",
+        sa.MetaData(),
+        sa.Column("account_id", sa.Text, primary_key=True),
+        sa.Column("balance", sa.BigInteger, nullable=False),
+        sa.Column("deposits", sa.BigInteger, nullable=False),
+    ),
+    key=StreamKey(),
+    columns={"balance": Sum("amount_cents"), "deposits": Count(types="Deposited")},
+)
+FOLDS = {"apply": balances, "reducers": reduced}
 
 
 def settings(cores: int) -> dict[str, str]:
@@ -132,70 +153,84 @@ def main() -> None:
         print(f"\n{size:,} events", flush=True)
         fill(url, size)
         rates: dict[str, float] = {}
-        with EventStore.open(url) as store, ProjectionRunner(store, [balances]) as runner:
-            cpu, started = cpu_seconds(), time.perf_counter()
-            events = runner.rebuild(balances.name).events
-            seconds = time.perf_counter() - started
-            cpus = (cpu_seconds() - cpu) / seconds
-        rates["in-process"] = events / seconds
-        print(
-            f"  {'in-process rebuild':<34} {seconds:>7.1f} s {rates['in-process']:>10,.0f} ev/s "
-            f"{cpus:>5.2f} CPUs busy (and PostgreSQL's)"
-        )
+        with EventStore.open(url) as store, ProjectionRunner(store, [balances, reduced]) as runner:
+            for kind, fold in FOLDS.items():
+                cpu, started = cpu_seconds(), time.perf_counter()
+                events = runner.rebuild(fold.name).events
+                seconds = time.perf_counter() - started
+                cpus = (cpu_seconds() - cpu) / seconds
+                rates[f"in-process {kind}"] = events / seconds
+                print(
+                    f"  {f'in-process rebuild ({kind})':<34} {seconds:>7.1f} s "
+                    f"{events / seconds:>10,.0f} ev/s {cpus:>5.2f} CPUs busy (and PostgreSQL's)",
+                    flush=True,
+                )
         for cores in cores_list:
             started = time.perf_counter()
             spark = spark_session(f"local[{cores}]", settings=settings(cores))
             spark.range(1).count()
             print(f"  spark local[{cores}]: session start {time.perf_counter() - started:.1f} s")
+            # Each core count exports the whole log, into an archive of its own making.
+            shutil.rmtree(archive_path, ignore_errors=True)
             archive = Archive(str(archive_path))
             started = time.perf_counter()
             exported = archive.export(spark, url)
             if exported.events:
                 took = time.perf_counter() - started
+                rates[f"{cores} export"] = exported.events / took
                 print(
-                    f"    {'export to the archive':<32} {took:>7.1f} s "
-                    f"{exported.events / took:>10,.0f} ev/s"
+                    f"    {f'export to the archive ({exported.read_path})':<32} {took:>7.1f} s "
+                    f"{exported.events / took:>10,.0f} ev/s",
+                    flush=True,
                 )
             sources = {"from the Parquet archive": archive, "from PostgreSQL": None}
             for label, source in sources.items():
                 if label == "from PostgreSQL" and size > args.store_up_to:
                     continue
-                # The first job of a session also warms the JVM's JIT: shown, not counted.
-                runs, busy = [], []
-                for _ in range(rounds):
-                    cpu = cpu_seconds()
-                    runs.append(replay(balances, url, spark=spark, source=source))
-                    busy.append((cpu_seconds() - cpu) / runs[-1].seconds)
-                cold, warm = runs[0], statistics.median(r.seconds for r in runs[1:])
-                rate = runs[0].events / warm
-                rates[f"{cores} {label}"] = rate
-                cpus = statistics.median(busy[1:])
-                print(
-                    f"    replay {label:<25} {warm:>7.1f} s {rate:>10,.0f} ev/s "
-                    f"{cpus:>5.2f} CPUs busy (first run {cold.seconds:.1f} s)",
-                    flush=True,
-                )
+                for kind, fold in FOLDS.items():
+                    # The first job of a session also warms the JVM's JIT: shown, not counted.
+                    runs, busy = [], []
+                    for _ in range(rounds):
+                        cpu = cpu_seconds()
+                        runs.append(replay(fold, url, spark=spark, source=source))
+                        busy.append((cpu_seconds() - cpu) / runs[-1].seconds)
+                    cold, warm = runs[0], statistics.median(r.seconds for r in runs[1:])
+                    rate = runs[0].events / warm
+                    rates[f"{cores} {label} {kind}"] = rate
+                    cpus = statistics.median(busy[1:])
+                    path = f"{kind}, {cold.read_path}"
+                    print(
+                        f"    replay {label} ({path}){'':<{max(0, 14 - len(path))}} "
+                        f"{warm:>7.1f} s {rate:>10,.0f} ev/s "
+                        f"{cpus:>5.2f} CPUs busy (first run {cold.seconds:.1f} s)",
+                        flush=True,
+                    )
             spark.stop()
         _summary(rates, cores_list)
 
 
 def _summary(rates: dict[str, float], cores_list: list[int]) -> None:
-    reference = rates["in-process"]
     for label in ("from the Parquet archive", "from PostgreSQL"):
-        by_cores = {c: rates[f"{c} {label}"] for c in cores_list if f"{c} {label}" in rates}
-        if not by_cores:
-            continue
-        line = f"  {label}: "
-        if 1 in by_cores and 2 in by_cores:
-            line += f"1 -> 2 cores x{by_cores[2] / by_cores[1]:.2f}; "
-        overtakes = [c for c in sorted(by_cores) if by_cores[c] > reference]
-        if overtakes:
-            line += f"overtakes the in-process rebuild at {overtakes[0]} core(s)"
-        else:
-            most = max(by_cores)
-            needed = math.ceil(reference / (by_cores[most] / most))
-            line += f"overtakes the in-process rebuild at ~{needed} cores (extrapolated)"
-        print(line, flush=True)
+        for kind in FOLDS:
+            reference = rates[f"in-process {kind}"]
+            by_cores = {
+                c: rates[f"{c} {label} {kind}"]
+                for c in cores_list
+                if f"{c} {label} {kind}" in rates
+            }
+            if not by_cores:
+                continue
+            line = f"  {label} ({kind}): "
+            if 1 in by_cores and 2 in by_cores:
+                line += f"1 -> 2 cores x{by_cores[2] / by_cores[1]:.2f}; "
+            overtakes = [c for c in sorted(by_cores) if by_cores[c] > reference]
+            if overtakes:
+                line += f"overtakes the in-process rebuild at {overtakes[0]} core(s)"
+            else:
+                most = max(by_cores)
+                needed = math.ceil(reference / (by_cores[most] / most))
+                line += f"overtakes the in-process rebuild at ~{needed} cores (extrapolated)"
+            print(line, flush=True)
 
 
 if __name__ == "__main__":
