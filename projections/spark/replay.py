@@ -20,9 +20,12 @@ import functools
 import re
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from eventcraft.eventstore import EventStore
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import PythonException
+from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -134,6 +137,9 @@ def replay(
             except PythonException as error:
                 # The executor's traceback is the useful part; Spark's wrapping is not.
                 raise ReplayFailed.of(fold.name, error) from error
+            except (CapturedException, Py4JJavaError) as error:
+                # Failed in the JVM: a SQL aggregation (an overflowing Sum), a JDBC write.
+                raise ReplayFailed.of_jvm(fold.name, error) from error
         position, caught_up = swap_in(
             store, runner.database, fold, generation, upto, batch_size=_SWAP_BATCH
         )
@@ -174,6 +180,19 @@ class ReplayFailed(ProjectionError):
     @classmethod
     def of(cls, name: str, error: PythonException) -> ReplayFailed:
         return cls(name, *_executor_error(str(error)), _failed_at(name, str(error)))
+
+    @classmethod
+    def of_jvm(cls, name: str, error: CapturedException | Py4JJavaError) -> ReplayFailed:
+        """The JVM exception at the root of `error`: its class's simple name, its message."""
+        if isinstance(error, Py4JJavaError):
+            root: Any = error.java_exception
+            while root.getCause() is not None:
+                root = root.getCause()
+            error_type, message = str(root.getClass().getSimpleName()), str(root.getMessage())
+        else:
+            error_type, message = type(error).__name__, str(error)
+        lines = [line.strip() for line in message.splitlines() if line.strip()]
+        return cls(name, error_type, lines[0] if lines else "(no message)")
 
 
 _TRACEBACK = "Traceback (most recent call last):"

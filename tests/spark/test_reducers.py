@@ -169,3 +169,17 @@ def test_a_reducer_fold_is_checked_against_its_table() -> None:
         Max("$['x']")
     with pytest.raises(DefinitionError, match="Set needs the event types"):
         Set("b", types=None)  # type: ignore[arg-type]
+
+
+def test_a_sum_past_64_bits_fails_the_replay_naming_the_fold(spark: Any, sqlite_url: str) -> None:
+    from eventcraft.projections.spark import ReplayFailed, replay
+
+    with EventStore.open(sqlite_url) as store:
+        store.append("s-1", [NewEvent("A", {"n": 2**62}) for _ in range(2)], ANY)
+    with pytest.raises(ReplayFailed) as failed:
+        replay(fold, sqlite_url, spark=spark)
+    assert failed.value.name == "reduced"
+    assert "ArithmeticException" in failed.value.error_type
+    assert "overflow" in failed.value.message.lower()
+    with EventStore.open(sqlite_url) as store, ProjectionRunner(store, [fold]) as runner:
+        assert _rows(runner) == []  # nothing swapped in
