@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eventcraft.eventstore import EventStore
-from py4j.protocol import Py4JJavaError
+from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 from pyspark.errors import PythonException
 from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import Column, DataFrame, SparkSession
