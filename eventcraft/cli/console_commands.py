@@ -35,7 +35,12 @@ LOOPBACK_NAMES = ("localhost", "ip6-localhost")
     metavar="TOKEN",
     help="Every request must carry it (open /?token=TOKEN once) [env EVENTCRAFT_CONSOLE_TOKEN].",
 )
-def console(host: str, port: int, allow_actions: bool, token: str | None) -> None:
+@click.option(
+    "--metrics",
+    is_flag=True,
+    help="Serve eventcraft's metrics at /metrics for Prometheus (extra 'prometheus').",
+)
+def console(host: str, port: int, allow_actions: bool, token: str | None, metrics: bool) -> None:
     """Serve the web console: the log, streams, events, projections and sagas."""
     try:
         import uvicorn
@@ -57,7 +62,7 @@ def console(host: str, port: int, allow_actions: bool, token: str | None) -> Non
             err=True,
         )
     _check_free(host, port)
-    served = create_app(store, app, allow_actions=allow_actions, token=token)
+    served = create_app(store, app, allow_actions=allow_actions, token=token, metrics=metrics)
     mode = "actions allowed" if allow_actions else "read-only"
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"eventcraft console on http://{shown}:{port}/ ({mode}); Ctrl+C stops it", err=True)

@@ -77,3 +77,13 @@ def telemetry() -> Iterator[Telemetry]:
         _reset()
         tracer_provider.shutdown()
         meter_provider.shutdown()
+
+
+@pytest.fixture
+def no_provider() -> Iterator[None]:
+    """No global tracer or meter provider, before and after the test (which may set one)."""
+    _reset()
+    try:
+        yield
+    finally:
+        _reset()
