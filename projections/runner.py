@@ -194,12 +194,18 @@ class ProjectionRunner:
                     continue
                 self.store.wait_for_events(after=projector.position, timeout=_IDLE)
             except ProjectionStopped as stopped:
-                log.error("%s", stopped)
+                log.error(
+                    "%s", stopped, extra={"projection": stopped.name, "position": stopped.position}
+                )
                 self.stopped[projector.name] = stopped
                 self._notify()
                 break
             except Exception:
-                log.exception("projection %r failed; trying again", projector.name)
+                log.exception(
+                    "projection %r failed; trying again",
+                    projector.name,
+                    extra={"projection": projector.name, "position": projector.position},
+                )
                 self._stopping.wait(_AFTER_ERROR)
         try:
             projector.release()

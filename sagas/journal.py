@@ -61,7 +61,12 @@ class Journal:
                 current.stream_id, batch, expected_version=current.version - len(current.unsaved)
             )
         except WrongExpectedVersion:
-            log.info("%s moved on under %s; reloading", current.stream_id, self.owner)
+            log.info(
+                "%s moved on under %s; reloading",
+                current.stream_id,
+                self.owner,
+                extra=telemetry.log_fields(current),
+            )
             current.stale = True
             return False
         finally:

@@ -217,13 +217,18 @@ def recorded(current: SagaState, events: Sequence[NewEvent]) -> None:
             current.stream_id,
             outcome,
             event.data.get("reason") if isinstance(event.data, dict) else "",
-            extra={
-                "saga": current.name,
-                "saga_id": current.saga_id,
-                "stream_id": current.stream_id,
-                "correlation_id": current.correlation_id,
-            },
+            extra=log_fields(current),
         )
+
+
+def log_fields(current: SagaState) -> dict[str, Any]:
+    """The structured fields of a log record about the instance `current`."""
+    return {
+        "saga": current.name,
+        "saga_id": current.saga_id,
+        "stream_id": current.stream_id,
+        "correlation_id": current.correlation_id,
+    }
 
 
 def _instances(options: CallbackOptions) -> Iterable[Observation]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent
 from eventcraft.projections import ErrorPolicy, Projection, ProjectionRunner, ReadModel
@@ -126,3 +127,20 @@ def test_a_projection_stopped_by_a_parked_event_ends_its_span_in_error(
     assert batch.status.status_code is StatusCode.ERROR
     assert batch.attributes is not None
     assert batch.attributes["error.type"] == "ProjectionStopped"
+
+
+def test_log_records_carry_the_projection_and_position_as_fields(
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with EventStore.open(sqlite_url) as store:
+        bad = store.append("note-1", [NewEvent("Note", {"text": "bad"})]).positions[0]
+        with (
+            ProjectionRunner(store, [notes(then="skip")], lease_ttl=None) as runner,
+            caplog.at_level("WARNING", logger="eventcraft.projections"),
+        ):
+            runner.catch_up()
+    (record,) = [r for r in caplog.records if "parked" in r.getMessage()]
+    assert record.name == "eventcraft.projections"
+    assert record.__dict__["projection"] == "notes"
+    assert record.__dict__["position"] == bad
+    assert record.__dict__["stream_id"] == "note-1"
