@@ -49,7 +49,7 @@ def way(name: str) -> Iterator[None]:
     if name == "no-api":
         # What the module holds when its `import opentelemetry` failed.
         module = vars(store_telemetry)
-        saved = {name: module[name] for name in ("otel_trace", "otel_metrics")}
+        saved = {name: module[name] for name in ("otel_trace", "otel_metrics", "metrics_globals")}
         module.update(dict.fromkeys(saved))
         try:
             yield
