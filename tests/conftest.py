@@ -12,6 +12,8 @@ import psycopg
 import pytest
 from eventcraft.eventstore import EventStore
 
+from . import otel_globals
+
 PG_URL = os.environ.get("EVENTCRAFT_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -24,6 +26,13 @@ def _need_postgres() -> None:
         if IN_CI:
             pytest.fail(message + " (CI must run the PostgreSQL tests)")
         pytest.skip(message + " (run `make services`; CI fails here instead)")
+
+
+@pytest.fixture(autouse=True)
+def _no_telemetry_left() -> Iterator[None]:
+    """A tracer or meter provider a test set (a README snippet's) does not outlive it."""
+    yield
+    otel_globals.reset()
 
 
 @pytest.fixture

@@ -1,11 +1,5 @@
-"""An OpenTelemetry SDK for one test at a time: in-memory spans and metrics.
-
-The API allows one global tracer and meter provider per process, set once.
-These tests need a fresh pair each, and the rest of the suite none (with
-none set the store writes no `traceparent`), so the fixture puts them back
-afterwards the way opentelemetry-test-utils' `reset_*_globals` do, through
-the API's module attributes.
-"""
+"""An OpenTelemetry SDK for one test at a time: in-memory spans and metrics, set as the
+global providers and put back to none afterwards (`tests/otel_globals.py`)."""
 
 from __future__ import annotations
 
@@ -15,13 +9,13 @@ from typing import Any
 
 import pytest
 from opentelemetry import metrics, trace
-from opentelemetry.metrics import _internal as metrics_internal
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.util._once import Once
+
+from ..otel_globals import reset
 
 
 @dataclass
@@ -54,13 +48,6 @@ class Telemetry:
         return total
 
 
-def _reset() -> None:
-    trace._TRACER_PROVIDER = None
-    trace._TRACER_PROVIDER_SET_ONCE = Once()
-    metrics_internal._METER_PROVIDER = None
-    metrics_internal._METER_PROVIDER_SET_ONCE = Once()
-
-
 @pytest.fixture
 def telemetry() -> Iterator[Telemetry]:
     exporter = InMemorySpanExporter()
@@ -68,13 +55,13 @@ def telemetry() -> Iterator[Telemetry]:
     tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])
-    _reset()
+    reset()
     trace.set_tracer_provider(tracer_provider)
     metrics.set_meter_provider(meter_provider)
     try:
         yield Telemetry(exporter, reader)
     finally:
-        _reset()
+        reset()
         tracer_provider.shutdown()
         meter_provider.shutdown()
 
@@ -82,8 +69,8 @@ def telemetry() -> Iterator[Telemetry]:
 @pytest.fixture
 def no_provider() -> Iterator[None]:
     """No global tracer or meter provider, before and after the test (which may set one)."""
-    _reset()
+    reset()
     try:
         yield
     finally:
-        _reset()
+        reset()
