@@ -13,6 +13,7 @@ the first and last tasks read without bound on their open side.
 
 from __future__ import annotations
 
+import getpass
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -63,15 +64,20 @@ def jdbc_options(url: str) -> dict[str, str]:
     """The JDBC URL and connection properties of a store URL (the password stays out of the URL)."""
     parts = urlsplit(url)
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
     port = f":{parts.port}" if parts.port else ""
+    # libpq's defaults where the URL is silent, as the store's own connections get them.
+    user = unquote(parts.username) if parts.username else None
+    password = unquote(parts.password) if parts.password is not None else None
     options = {
-        "url": f"jdbc:postgresql://{parts.hostname}{port}{parts.path or '/'}",
+        "url": f"jdbc:postgresql://{host}{port}{parts.path or '/'}",
         "driver": DRIVER,
-        "user": unquote(parts.username or os.environ.get("PGUSER", "postgres")),
+        "user": user or os.environ.get("PGUSER") or getpass.getuser(),
         "ApplicationName": "eventcraft-spark",
     }
-    if parts.password is not None:
-        options["password"] = unquote(parts.password)
+    password = password if password is not None else os.environ.get("PGPASSWORD")
+    if password is not None:
+        options["password"] = password
     if query.get("schema"):
         options["currentSchema"] = query["schema"]  # checked by the store as it opened
     options.update({key: query[key] for key in _PASSED_ON if key in query})

@@ -103,3 +103,19 @@ def test_replay_and_export_say_which_way_they_read_the_log(
         assert replay(account_balances, url, spark=spark, source=archive).read_path == "archive"
     # The JDBC driver speaks TCP: a store over a Unix socket is read by Python workers.
     assert read_path(spark, "postgresql:///test?host=/var/run/postgresql") == "python"
+
+
+def test_a_store_url_becomes_jdbc_options_with_the_password_out_of_the_url(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from eventcraft.projections.spark.jdbc import jdbc_options
+
+    options = jdbc_options("postgresql://ann:p%40ss@db.example:6543/app?schema=s1&sslmode=require")
+    assert options["url"] == "jdbc:postgresql://db.example:6543/app"
+    assert (options["user"], options["password"]) == ("ann", "p@ss")
+    assert (options["currentSchema"], options["sslmode"]) == ("s1", "require")
+    assert jdbc_options("postgresql://u@[::1]/app")["url"] == "jdbc:postgresql://[::1]/app"
+    monkeypatch.setenv("PGUSER", "bob")
+    monkeypatch.setenv("PGPASSWORD", "secret")
+    options = jdbc_options("postgresql://127.0.0.1/app")
+    assert (options["user"], options["password"]) == ("bob", "secret")
