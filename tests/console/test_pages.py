@@ -17,7 +17,7 @@ from eventcraft.operations.log import LogFilter
 
 from .conftest import POISON_AT, Client
 
-LABELS = ["Overview", "Log", "Streams", "Projections", "Sagas"]
+LABELS = ["Overview", "Log", "Streams", "Projections", "Sagas", "Messaging"]
 
 
 def _positions(html: str) -> list[int]:
