@@ -131,6 +131,44 @@ def _processing(
         instruments.events.add(len(events), where)
 
 
+class SparkRun:
+    """What a Spark run tells its span once it is done."""
+
+    def __init__(self, span: Any) -> None:
+        self.span = span
+
+    def finished(self, **facts: object) -> None:
+        """Set `eventcraft.spark.<fact>` on the run's span (nothing without an SDK)."""
+        if self.span is not None:
+            for fact, value in facts.items():
+                self.span.set_attribute(f"eventcraft.spark.{fact}", value)
+
+
+@contextlib.contextmanager
+def spark_run(operation: str, subject: str) -> Iterator[SparkRun]:
+    """A span `{operation} {subject}` around one Spark replay or archive export.
+
+    One span per run, not per task: the work happens in executors, often on
+    other machines, whose spans would need an SDK of their own there.
+    """
+    tracer = SCOPED.tracer()
+    if tracer is None:
+        yield SparkRun(None)
+        return
+    attributes = {"eventcraft.spark.operation": operation, "eventcraft.spark.subject": subject}
+    with tracer.start_as_current_span(
+        f"{operation} {subject}",
+        attributes=attributes,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            yield SparkRun(span)
+        except BaseException as error:
+            store_telemetry.record_error(span, error)
+            raise
+
+
 def batch_attributes(name: str, events: Sequence[RecordedEvent]) -> dict[str, Any]:
     return {
         "messaging.system": store_telemetry.SYSTEM,

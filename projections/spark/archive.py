@@ -20,6 +20,7 @@ from typing import Any
 from eventcraft.eventstore import EventStore
 from pyspark.sql import DataFrame, SparkSession
 
+from .. import telemetry
 from ..archive_layout import chain_break, segment_name, span_of
 from ..errors import ProjectionError
 from .jdbc import read_path
@@ -98,6 +99,12 @@ class Archive:
         the first's, and readers refuse an archive that overlaps.
         """
         store_url = check_readable(store_url)
+        with telemetry.spark_run("export", self.path) as run:
+            report = self._export(spark, store_url)
+            run.finished(read_path=report.read_path, events=report.events, exported_to=report.upto)
+        return report
+
+    def _export(self, spark: SparkSession, store_url: str) -> ExportReport:
         self._remove_uncommitted(spark)
         after = self.last_position(spark)
         with EventStore.open(store_url) as store:

@@ -29,6 +29,7 @@ from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from .. import telemetry
 from ..definition import Definition
 from ..errors import DefinitionError, ProjectionError
 from ..fold import Fold
@@ -92,6 +93,27 @@ def replay(
     database_url = check_readable(database) if database is not None else store_url
     if source is not None and not isinstance(source, Archive):
         raise DefinitionError(f"source is an Archive or None (the store), not {source!r}")
+    with telemetry.spark_run("replay", fold.name) as run:
+        report = _replay(fold, store_url, database_url, spark, source, partitions, progress)
+        run.finished(
+            read_path=report.read_path,
+            events=report.events,
+            rows=report.rows,
+            replayed_to=report.replayed_to,
+            generation=report.generation,
+        )
+    return report
+
+
+def _replay(
+    fold: Fold,
+    store_url: str,
+    database_url: str,
+    spark: SparkSession,
+    source: Archive | None,
+    partitions: int | None,
+    progress: bool,
+) -> ReplayReport:
     started = time.perf_counter()
     tasks = partitions or spark.sparkContext.defaultParallelism
     with (
