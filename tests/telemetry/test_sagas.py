@@ -68,6 +68,16 @@ def test_retries_and_compensations_are_spans_of_the_starting_trace(
     assert telemetry.total("eventcraft.saga.transitions", **compensated) == 1
 
 
+def ours(telemetry: Telemetry) -> list[Any]:
+    """The gauge's points of this test's sagas: an orchestrator another test left alive
+    (held by something the collector cannot free yet) reports its own."""
+    return [
+        point
+        for point in telemetry.points("eventcraft.saga.instances")
+        if point.attributes["eventcraft.saga.name"] in ("payment", "checkout")
+    ]
+
+
 def test_unfinished_instances_are_a_gauge_by_saga_and_status(
     telemetry: Telemetry, sqlite_url: str
 ) -> None:
@@ -77,12 +87,12 @@ def test_unfinished_instances_are_a_gauge_by_saga_and_status(
         orchestrator.start(waiting, {}, saga_id="1")
         orchestrator.start(waiting, {}, saga_id="2")
         orchestrator.start(checkout, {}, saga_id="3")
-        assert telemetry.points("eventcraft.saga.instances") == []  # not looked up yet
+        assert ours(telemetry) == []  # not looked up yet
         assert orchestrator.run_pending() == 2
         # As the last pass looked them up: checkout 3 was active then, and ended in the pass.
-        assert len(telemetry.points("eventcraft.saga.instances")) == 2
+        assert len(ours(telemetry)) == 2
         assert orchestrator.run_pending() == 2
-        (active,) = telemetry.points("eventcraft.saga.instances")
+        (active,) = ours(telemetry)
     assert active.attributes == {
         "eventcraft.saga.name": "payment",
         "eventcraft.saga.status": "active",
