@@ -20,7 +20,8 @@ import nats.errors
 import nats.js.api
 import nats.js.errors
 
-from .errors import BrokerUnavailable, MessageRefused, MessagingConfigError
+from .broker_client import BrokerClient
+from .errors import MessageRefused, MessagingConfigError
 from .loop import EventLoopThread
 from .messages import IncomingMessage, OutgoingMessage
 from .publisher import Publisher, shown
@@ -51,7 +52,7 @@ async def connect(url: str, timeout: float) -> Any:
     )
 
 
-class JetStreamPublisher(Publisher):
+class JetStreamPublisher(BrokerClient, Publisher):
     """Publishes to subjects under `prefix` in JetStream.
 
     With `stream` named, that stream is created on first use if missing,
@@ -61,6 +62,8 @@ class JetStreamPublisher(Publisher):
 
         publisher = JetStreamPublisher("nats://127.0.0.1:4222", prefix="orders", stream="ORDERS")
     """
+
+    connection_errors = CONNECTION_ERRORS
 
     def __init__(
         self,
@@ -73,26 +76,18 @@ class JetStreamPublisher(Publisher):
     ) -> None:
         if not prefix or any(c in prefix for c in " \t*>"):
             raise MessagingConfigError(f"a subject prefix has no spaces, * or >: {prefix!r}")
+        super().__init__(loop, "eventcraft-nats")
         self.url = url
         self.prefix = prefix
         self.stream = stream
         self.timeout = timeout
         self.broker = f"NATS {shown(url)} subjects {prefix}.>"
-        self._loop = loop or EventLoopThread("eventcraft-nats")
-        self._owns_loop = loop is None
         self._nc: Any = None
         self._js: Any = None
 
     def publish(self, messages: Sequence[OutgoingMessage]) -> None:
-        if not messages:
-            return
-        try:
-            self._loop.run(self._publish(messages), timeout=self.timeout * 2)
-        except MessageRefused:
-            raise
-        except (TimeoutError, *CONNECTION_ERRORS) as error:
-            self._loop.run(self._drop(), timeout=self.timeout)
-            raise BrokerUnavailable(self.broker, f"{type(error).__name__}: {error}") from error
+        if messages:
+            self._call(self._publish(messages))
 
     async def _publish(self, messages: Sequence[OutgoingMessage]) -> None:
         js = await self._ready()
@@ -133,13 +128,6 @@ class JetStreamPublisher(Publisher):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(nc.close(), self.timeout)
 
-    def close(self) -> None:
-        try:
-            self._loop.run(self._drop(), timeout=self.timeout)
-        finally:
-            if self._owns_loop:
-                self._loop.close()
-
 
 def _headers(message: OutgoingMessage) -> dict[str, str]:
     headers = dict(message.headers)
@@ -148,7 +136,7 @@ def _headers(message: OutgoingMessage) -> dict[str, str]:
     return headers
 
 
-class JetStreamSource(Source):
+class JetStreamSource(BrokerClient, Source):
     """An inbox's messages from a durable JetStream pull consumer.
 
     The consumer `durable` on `stream` is created if missing (explicit acks,
@@ -158,6 +146,8 @@ class JetStreamSource(Source):
     number, which a redelivery keeps. What is not acknowledged within `ack_wait`
     seconds is delivered again.
     """
+
+    connection_errors = CONNECTION_ERRORS
 
     def __init__(
         self,
@@ -171,6 +161,7 @@ class JetStreamSource(Source):
         timeout: float = 10.0,
         loop: EventLoopThread | None = None,
     ) -> None:
+        super().__init__(loop, "eventcraft-nats-in")
         self.url = url
         self.stream = stream
         self.durable = durable
@@ -179,8 +170,6 @@ class JetStreamSource(Source):
         self.ack_wait = ack_wait
         self.timeout = timeout
         self.broker = f"NATS {shown(url)} stream {stream!r} consumer {durable!r}"
-        self._loop = loop or EventLoopThread("eventcraft-nats-in")
-        self._owns_loop = loop is None
         self._nc: Any = None
         self._subscription: Any = None
         self._generation = 0
@@ -214,16 +203,6 @@ class JetStreamSource(Source):
             await delivery.token.ack()
         await self._nc.flush(timeout=self.timeout)
 
-    def reset(self) -> None:
-        self._loop.run(self._drop(), timeout=self.timeout)
-
-    def _call(self, coroutine: Any) -> Any:
-        try:
-            return self._loop.run(coroutine, timeout=self.timeout * 2)
-        except (TimeoutError, *CONNECTION_ERRORS) as error:
-            self._loop.run(self._drop(), timeout=self.timeout)
-            raise BrokerUnavailable(self.broker, f"{type(error).__name__}: {error}") from error
-
     async def _ready(self) -> Any:
         if self._subscription is not None and self._nc.is_connected:
             return self._subscription
@@ -247,10 +226,3 @@ class JetStreamSource(Source):
         if nc is not None and not nc.is_closed:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(nc.close(), self.timeout)
-
-    def close(self) -> None:
-        try:
-            self._loop.run(self._drop(), timeout=self.timeout)
-        finally:
-            if self._owns_loop:
-                self._loop.close()

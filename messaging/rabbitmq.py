@@ -17,7 +17,8 @@ from typing import Any
 import aio_pika
 import aiormq
 
-from .errors import BrokerUnavailable, MessageRefused
+from .broker_client import BrokerClient
+from .errors import MessageRefused
 from .loop import EventLoopThread
 from .messages import IncomingMessage, OutgoingMessage
 from .publisher import Publisher, shown
@@ -37,13 +38,15 @@ CONNECTION_ERRORS = (
 )
 
 
-class RabbitMQPublisher(Publisher):
+class RabbitMQPublisher(BrokerClient, Publisher):
     """Publishes to `exchange` (a durable topic exchange, declared if missing).
 
     ::
 
         publisher = RabbitMQPublisher("amqp://guest:guest@127.0.0.1:5672/", exchange="orders")
     """
+
+    connection_errors = CONNECTION_ERRORS
 
     def __init__(
         self,
@@ -53,25 +56,17 @@ class RabbitMQPublisher(Publisher):
         timeout: float = 10.0,
         loop: EventLoopThread | None = None,
     ) -> None:
+        super().__init__(loop, "eventcraft-rabbitmq")
         self.url = url
         self.exchange_name = exchange
         self.timeout = timeout
         self.broker = f"RabbitMQ {shown(url)} exchange {exchange!r}"
-        self._loop = loop or EventLoopThread("eventcraft-rabbitmq")
-        self._owns_loop = loop is None
         self._connection: Any = None
         self._exchange: Any = None
 
     def publish(self, messages: Sequence[OutgoingMessage]) -> None:
-        if not messages:
-            return
-        try:
-            self._loop.run(self._publish(messages), timeout=self.timeout * 2)
-        except MessageRefused:
-            raise
-        except (TimeoutError, *CONNECTION_ERRORS) as error:
-            self._loop.run(self._drop(), timeout=self.timeout)
-            raise BrokerUnavailable(self.broker, _described(error)) from error
+        if messages:
+            self._call(self._publish(messages))
 
     async def _publish(self, messages: Sequence[OutgoingMessage]) -> None:
         exchange = await self._ready()
@@ -116,20 +111,8 @@ class RabbitMQPublisher(Publisher):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(connection.close(), self.timeout)
 
-    def close(self) -> None:
-        try:
-            self._loop.run(self._drop(), timeout=self.timeout)
-        finally:
-            if self._owns_loop:
-                self._loop.close()
 
-
-def _described(error: BaseException) -> str:
-    text = str(error) or type(error).__name__
-    return f"{type(error).__name__}: {text}" if text != type(error).__name__ else text
-
-
-class RabbitMQSource(Source):
+class RabbitMQSource(BrokerClient, Source):
     """An inbox's messages from a durable RabbitMQ queue, with manual acknowledgements.
 
     The queue is declared (durable) if missing, and bound to each
@@ -138,6 +121,8 @@ class RabbitMQSource(Source):
     in flight unacknowledged; those are delivered again if the connection
     drops before they are acknowledged.
     """
+
+    connection_errors = CONNECTION_ERRORS
 
     def __init__(
         self,
@@ -149,14 +134,13 @@ class RabbitMQSource(Source):
         timeout: float = 10.0,
         loop: EventLoopThread | None = None,
     ) -> None:
+        super().__init__(loop, "eventcraft-rabbitmq-in")
         self.url = url
         self.queue_name = queue
         self.bindings = tuple(bindings)
         self.prefetch = prefetch
         self.timeout = timeout
         self.broker = f"RabbitMQ {shown(url)} queue {queue!r}"
-        self._loop = loop or EventLoopThread("eventcraft-rabbitmq-in")
-        self._owns_loop = loop is None
         self._connection: Any = None
         self._channel: Any = None
         self._generation = 0
@@ -178,16 +162,6 @@ class RabbitMQSource(Source):
         if current:
             # One acknowledgement covers every earlier delivery of the channel.
             self._call(current[-1].token.ack(multiple=True))
-
-    def reset(self) -> None:
-        self._loop.run(self._drop(), timeout=self.timeout)
-
-    def _call(self, coroutine: Any) -> Any:
-        try:
-            return self._loop.run(coroutine, timeout=self.timeout * 2)
-        except (TimeoutError, *CONNECTION_ERRORS) as error:
-            self._loop.run(self._drop(), timeout=self.timeout)
-            raise BrokerUnavailable(self.broker, _described(error)) from error
 
     async def _ready(self) -> None:
         if self._channel is not None and not self._connection.is_closed:
@@ -227,13 +201,6 @@ class RabbitMQSource(Source):
         if connection is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(connection.close(), self.timeout)
-
-    def close(self) -> None:
-        try:
-            self._loop.run(self._drop(), timeout=self.timeout)
-        finally:
-            if self._owns_loop:
-                self._loop.close()
 
 
 def _text(value: object) -> str:
