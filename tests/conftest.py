@@ -6,7 +6,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import psycopg
 import pytest
@@ -18,14 +18,19 @@ PG_URL = os.environ.get("EVENTCRAFT_TEST_PG", "postgresql://postgres@127.0.0.1:5
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+def missing(message: str) -> NoReturn:
+    """A service or tool a test needs is not there: the test fails in CI, which must run
+    every test, and is skipped elsewhere, saying what to install (`make services`)."""
+    if IN_CI:
+        pytest.fail(f"{message} (CI must run this test)")
+    pytest.skip(f"{message} (`make services` sets it up; CI fails here instead)")
+
+
 def _need_postgres() -> None:
     try:
         psycopg.connect(PG_URL, connect_timeout=5).close()
     except psycopg.OperationalError as error:
-        message = f"PostgreSQL at {PG_URL} is not reachable: {error}"
-        if IN_CI:
-            pytest.fail(message + " (CI must run the PostgreSQL tests)")
-        pytest.skip(message + " (run `make services`; CI fails here instead)")
+        missing(f"PostgreSQL at {PG_URL} is not reachable: {error}")
 
 
 @pytest.fixture(autouse=True)
@@ -78,9 +83,7 @@ def spark() -> Iterator[Any]:
     try:
         from eventcraft.projections.spark import LOCAL_SETTINGS, spark_session
     except ImportError as error:
-        if IN_CI:
-            pytest.fail(f"pyspark is not installed: {error} (CI must run the Spark tests)")
-        pytest.skip(f"pyspark is not installed: {error} (`make test` installs it; CI fails here)")
+        missing(f"pyspark is not installed: {error}")
     session = spark_session("local[2]", app_name="eventcraft-tests", settings=LOCAL_SETTINGS)
     yield session
     session.stop()

@@ -20,7 +20,7 @@ from eventcraft.eventstore import EventStore
 from eventcraft.projections import ProjectionRunner
 
 from examples.read_models import account_balances
-from tests.conftest import IN_CI, _need_postgres
+from tests.conftest import _need_postgres, missing
 
 from .cluster import SPARK_HOME, standalone
 from .histories import append, balance_rows
@@ -50,10 +50,7 @@ balances_elsewhere = Fold(
 @pytest.fixture
 def spark_class() -> None:
     if not (SPARK_HOME / "bin" / "spark-class").exists():
-        message = f"no spark-class in {SPARK_HOME}: the installed pyspark cannot start a cluster"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
+        missing(f"no spark-class in {SPARK_HOME}: the installed pyspark cannot start a cluster")
 
 
 def test_replays_on_a_standalone_cluster_equal_the_in_process_rebuild(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +10,9 @@ from eventcraft.eventstore import EventStore
 from opentelemetry.trace import StatusCode
 
 from examples.read_models import account_balances
-from tests.conftest import IN_CI
 
 from ..spark.histories import append
 from .conftest import Telemetry
-
-if importlib.util.find_spec("pyspark") is None and not IN_CI:
-    pytest.skip("pyspark is not installed (CI installs it)", allow_module_level=True)
 
 HISTORY = [[(n % 4, kind, 100 + n)] for n, kind in enumerate(["open", "deposit"] * 10)]
 
