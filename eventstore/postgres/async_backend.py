@@ -27,7 +27,7 @@ from psycopg.rows import RowMaker
 
 from ..async_port import AsyncBackend
 from ..encoding import PreparedBatch
-from ..errors import AppendOutcomeUnknown, EventStoreError, StoreUnavailable
+from ..errors import EventStoreError, StoreUnavailable
 from ..events import (
     AppendResult,
     EncodedEvent,
@@ -166,9 +166,7 @@ class AsyncPostgresBackend(AsyncBackend):
         result = await self._stored_result(stream_id, batch)
         if result is not None:
             return result
-        if isinstance(error, EventStoreError):
-            raise error
-        raise EventStoreError(f"append to stream {stream_id!r} failed: {error}") from error
+        raise sql.not_a_retry(stream_id, error)
 
     async def _stored_result(self, stream_id: str, batch: PreparedBatch) -> AppendResult | None:
         async def stored(conn: Conn) -> list[tuple[Any, ...]]:
@@ -180,24 +178,9 @@ class AsyncPostgresBackend(AsyncBackend):
     def read_stream(
         self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None
     ) -> AsyncIterator[RecordedEvent]:
-        params = {"stream": stream_id}
-        if backwards:
-            start = sql.LAST_VERSION if from_version is None else from_version
-            return self._pages(
-                sql.READ_STREAM_BACKWARDS,
-                params,
-                start,
-                sql.version_before,
-                limit,
-                rows=sql.recorded_events,
-            )
+        plan = sql.read_stream_plan(stream_id, from_version, backwards)
         return self._pages(
-            sql.READ_STREAM_FORWARDS,
-            params,
-            from_version or 1,
-            sql.version_after,
-            limit,
-            rows=sql.recorded_events,
+            plan.query, plan.params, plan.start, plan.next_start, limit, rows=sql.recorded_events
         )
 
     def read_stream_encoded(
@@ -246,13 +229,9 @@ class AsyncPostgresBackend(AsyncBackend):
         head = await self._safe_head(after)
         last = head if until is None else min(until, head)
         query, params = sql.read_all_encoded_query(categories, types)
-        start = after
-        while start < last:
-            end = min(start + sql.ENCODED_SPAN, last)
-            span = {**params, "start": start, "end": end}
+        for span in sql.encoded_spans(params, after, last):
             for record in await self._with_connection(partial(_copied_records, query, span)):
                 yield record
-            start = end
 
     async def _safe_head(self, after: int) -> int:
         return await self._with_connection(lambda conn: safe_head_async(conn, after))
@@ -347,14 +326,13 @@ class AsyncPostgresBackend(AsyncBackend):
         except psycopg.OperationalError as error:
             broken = error
         except psycopg.Error as error:
-            raise EventStoreError(f"PostgreSQL event store: {error}") from error
+            raise sql.store_error(error) from error
         try:
             return await attempt()
         except (psycopg.OperationalError, StoreUnavailable) as again:
-            detail = f"the connection broke after it was sent ({broken}); the retry: {again}"
-            raise AppendOutcomeUnknown(stream_id, detail) from broken
+            raise sql.outcome_unknown(stream_id, broken, again) from broken
         except psycopg.Error as error:
-            raise EventStoreError(f"PostgreSQL event store: {error}") from error
+            raise sql.store_error(error) from error
 
     async def _with_connection(self, call: Callable[[Conn], Awaitable[T]]) -> T:
         """`call` on a pooled connection; once more on another if the first broke."""
@@ -365,7 +343,7 @@ class AsyncPostgresBackend(AsyncBackend):
                 if attempt == 2:
                     raise StoreUnavailable(f"PostgreSQL event store: {error}") from error
             except psycopg.Error as error:
-                raise EventStoreError(f"PostgreSQL event store: {error}") from error
+                raise sql.store_error(error) from error
         raise AssertionError("unreachable")
 
     async def _run(self, call: Callable[[Conn], Awaitable[T]]) -> T:

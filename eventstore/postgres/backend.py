@@ -21,7 +21,6 @@ from psycopg.rows import RowMaker
 from .. import schema
 from ..encoding import PreparedBatch
 from ..errors import (
-    AppendOutcomeUnknown,
     EventStoreError,
     StoreUnavailable,
 )
@@ -161,9 +160,7 @@ class PostgresBackend(Backend):
         result = self._stored_result(conn, stream_id, batch)
         if result is not None:
             return result
-        if isinstance(error, EventStoreError):
-            raise error
-        raise EventStoreError(f"append to stream {stream_id!r} failed: {error}") from error
+        raise sql.not_a_retry(stream_id, error)
 
     def _stored_result(
         self, conn: psycopg.Connection[Any], stream_id: str, batch: PreparedBatch
@@ -174,24 +171,9 @@ class PostgresBackend(Backend):
     def read_stream(
         self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None
     ) -> Iterator[RecordedEvent]:
-        params = {"stream": stream_id}
-        if backwards:
-            start = sql.LAST_VERSION if from_version is None else from_version
-            return self._pages(
-                sql.READ_STREAM_BACKWARDS,
-                params,
-                start,
-                sql.version_before,
-                limit,
-                rows=sql.recorded_events,
-            )
+        plan = sql.read_stream_plan(stream_id, from_version, backwards)
         return self._pages(
-            sql.READ_STREAM_FORWARDS,
-            params,
-            from_version or 1,
-            sql.version_after,
-            limit,
-            rows=sql.recorded_events,
+            plan.query, plan.params, plan.start, plan.next_start, limit, rows=sql.recorded_events
         )
 
     def read_stream_encoded(self, stream_id: str, *, from_version: int) -> Iterator[EncodedEvent]:
@@ -236,12 +218,8 @@ class PostgresBackend(Backend):
         head = self._safe_head(after)
         last = head if until is None else min(until, head)
         query, params = sql.read_all_encoded_query(categories, types)
-        start = after
-        while start < last:
-            end = min(start + sql.ENCODED_SPAN, last)
-            span = {**params, "start": start, "end": end}
+        for span in sql.encoded_spans(params, after, last):
             yield from self._with_connection(partial(_copied_records, query, span))
-            start = end
 
     def _safe_head(self, after: int) -> int:
         return self._with_connection(partial(safe_head, after=after))
@@ -337,14 +315,13 @@ class PostgresBackend(Backend):
         except psycopg.OperationalError as error:
             broken = error
         except psycopg.Error as error:
-            raise EventStoreError(f"PostgreSQL event store: {error}") from error
+            raise sql.store_error(error) from error
         try:
             return self._pool.run(attempt)
         except (psycopg.OperationalError, StoreUnavailable) as again:
-            detail = f"the connection broke after it was sent ({broken}); the retry: {again}"
-            raise AppendOutcomeUnknown(stream_id, detail) from broken
+            raise sql.outcome_unknown(stream_id, broken, again) from broken
         except psycopg.Error as error:
-            raise EventStoreError(f"PostgreSQL event store: {error}") from error
+            raise sql.store_error(error) from error
 
     def _with_connection(self, call: Callable[[psycopg.Connection[Any]], T]) -> T:
         """Run `call` on a pooled connection; once more on a new one if the first broke.
@@ -359,7 +336,7 @@ class PostgresBackend(Backend):
                 if attempt == 2:
                     raise StoreUnavailable(f"PostgreSQL event store: {error}") from error
             except psycopg.Error as error:
-                raise EventStoreError(f"PostgreSQL event store: {error}") from error
+                raise sql.store_error(error) from error
         raise AssertionError("unreachable")
 
 

@@ -7,9 +7,9 @@ factories; they differ only in how they wait for the server.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 import psycopg
@@ -18,7 +18,7 @@ from psycopg.rows import RowMaker
 
 from .. import schema
 from ..encoding import PreparedEvent
-from ..errors import WrongExpectedVersion
+from ..errors import AppendOutcomeUnknown, EventStoreError, WrongExpectedVersion
 from ..events import (
     ANY,
     EVENT_VERSION,
@@ -156,6 +156,34 @@ def copied_record(row: Buffer) -> EncodedRecord:
 _record = tuple.__new__
 
 
+class StreamRead(NamedTuple):
+    """How `read_stream` pages through a stream: its query, parameters, first key and the
+    key after a row."""
+
+    query: str
+    params: dict[str, Any]
+    start: int
+    next_start: Callable[[RecordedEvent], int]
+
+
+def read_stream_plan(stream_id: str, from_version: int | None, backwards: bool) -> StreamRead:
+    params = {"stream": stream_id}
+    if backwards:
+        start = LAST_VERSION if from_version is None else from_version
+        return StreamRead(READ_STREAM_BACKWARDS, params, start, version_before)
+    return StreamRead(READ_STREAM_FORWARDS, params, from_version or 1, version_after)
+
+
+def encoded_spans(params: dict[str, Any], after: int, last: int) -> Iterator[dict[str, Any]]:
+    """The parameters of `read_all_encoded_query` for each span of positions after `after`
+    up to `last`, `ENCODED_SPAN` positions at a time."""
+    start = after
+    while start < last:
+        end = min(start + ENCODED_SPAN, last)
+        yield {**params, "start": start, "end": end}
+        start = end
+
+
 def read_all_encoded_query(
     categories: Sequence[str] | None, types: Sequence[str] | None
 ) -> tuple[str, dict[str, Any]]:
@@ -222,6 +250,28 @@ def append_result(answers: Sequence[str]) -> AppendResult:
         version, *part_positions = map(int, answer.split())
         positions += part_positions
     return AppendResult(version=version, positions=tuple(positions))
+
+
+def not_a_retry(stream_id: str, error: Exception) -> EventStoreError:
+    """What to raise for a refused append that is no retry of a stored one: `error` itself
+    when it is the store's own (a version conflict), else a store error naming the stream."""
+    if isinstance(error, EventStoreError):
+        return error
+    failure = EventStoreError(f"append to stream {stream_id!r} failed: {error}")
+    failure.__cause__ = error
+    return failure
+
+
+def outcome_unknown(
+    stream_id: str, broken: BaseException, again: BaseException
+) -> AppendOutcomeUnknown:
+    """An append whose connection broke once it was sent, and whose resend failed too."""
+    detail = f"the connection broke after it was sent ({broken}); the retry: {again}"
+    return AppendOutcomeUnknown(stream_id, detail)
+
+
+def store_error(error: psycopg.Error) -> EventStoreError:
+    return EventStoreError(f"PostgreSQL event store: {error}")
 
 
 def version_conflict(
