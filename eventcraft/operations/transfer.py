@@ -67,12 +67,13 @@ class ImportReport:
     """Events the store already held (same id, stream and version): written before."""
 
 
-def export_line(record: EncodedRecord) -> bytes:
-    """The event as an export's line: `documents.event_document`, keys sorted, newline ended."""
-    return orjson.dumps(record_document(record), option=_EXPORT_JSON)
-
-
 _EXPORT_JSON = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SORT_KEYS
+
+
+def export_line(record: EncodedRecord) -> bytes:
+    """The event as an export's line: its document (`documents.record_document`, the same as
+    `event_document`), keys sorted, so every backend writes the same bytes; newline ended."""
+    return orjson.dumps(record_document(record), option=_EXPORT_JSON)
 
 
 def export_span(store: EventStore, *, after: int, until: int | None) -> int:
@@ -105,7 +106,9 @@ def export_events(
     if jobs > 1:
         if store.url.startswith("memory:"):
             raise InputError("--jobs needs a store other processes can open, not a memory store")
-        end = store.high_water_mark() if until is None else min(until, store.high_water_mark())
+        end = store.high_water_mark()  # fixed now: the ranges shared out end here
+        if until is not None:
+            end = min(until, end)
         count, last = export_ranges(
             store.url,
             out,
