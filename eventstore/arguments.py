@@ -62,6 +62,42 @@ def append_call(
     return AppendCall(stream_id, category_of(stream_id), batch, expected)
 
 
+def append_many_call(
+    appends: Sequence[tuple[str, Sequence[NewEvent], ExpectedVersion]], max_event_bytes: int
+) -> tuple[AppendCall, ...]:
+    """The appends of one `append_many`, each checked as an append is; a stream named
+    twice, or an event id given twice, is refused."""
+    if isinstance(appends, str | bytes) or not isinstance(appends, Sequence):
+        raise InvalidEvent(
+            "append_many takes a list of (stream_id, events, expected_version) tuples, "
+            f"not {type(appends).__name__}"
+        )
+    if not appends:
+        raise InvalidEvent("append_many needs at least one (stream_id, events, expected_version)")
+    calls: list[AppendCall] = []
+    streams: set[str] = set()
+    ids: set[uuid.UUID] = set()
+    for index, append in enumerate(appends):
+        if not isinstance(append, tuple | list) or len(append) != 3:
+            raise InvalidEvent(
+                f"append_many: item {index} must be a (stream_id, events, expected_version) "
+                f"tuple, not {append!r:.80}"
+            )
+        call = append_call(*append, max_event_bytes)
+        if call.stream_id in streams:
+            raise InvalidEvent(
+                f"append_many: stream {call.stream_id!r} is named twice; "
+                "give all of its events in one item"
+            )
+        streams.add(call.stream_id)
+        for event_id in call.batch.ids:
+            if event_id in ids:
+                raise InvalidEvent(f"append_many: event id {event_id} is given twice")
+            ids.add(event_id)
+        calls.append(call)
+    return tuple(calls)
+
+
 def stream_id_call(stream_id: str) -> str:
     return check_name("stream id", stream_id)
 

@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 
+from .arguments import AppendCall
 from .encoding import PreparedBatch
 from .events import (
     AppendResult,
@@ -39,6 +40,10 @@ class AsyncBackend(abc.ABC):
         expected: int | StreamState,
     ) -> AppendResult:
         """As `Backend.append`."""
+
+    @abc.abstractmethod
+    async def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
+        """As `Backend.append_many`."""
 
     @abc.abstractmethod
     def read_stream(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from functools import partial
 from types import TracebackType
 from typing import Any
 
@@ -61,11 +62,17 @@ class AsyncEventStore:
         """The most bytes of JSON an appended event's data and metadata may take together."""
 
     @classmethod
-    async def open(cls, url: str, *, max_event_bytes: int = MAX_EVENT_BYTES) -> AsyncEventStore:
-        """The store at `url`; raises `StoreUnavailable` if its database cannot be opened."""
+    async def open(
+        cls, url: str, *, max_event_bytes: int = MAX_EVENT_BYTES, group_commit: bool = True
+    ) -> AsyncEventStore:
+        """The store at `url`; raises `StoreUnavailable` if its database cannot be opened.
+
+        `group_commit` as for `EventStore.open`: appends from tasks waiting at
+        the same moment share one transaction and one commit.
+        """
         check_max_event_bytes(max_event_bytes)
         try:
-            backend = await async_backend_for(url)
+            backend = await async_backend_for(url, group_commit=group_commit)
         except (InvalidEvent, UnsupportedStoreURL):
             raise
         except (EventStoreError, OSError) as error:
@@ -89,6 +96,14 @@ class AsyncEventStore:
                 stream_id, traced.events, expected_version, self.max_event_bytes
             )
             return traced.done(await self._backend.append(*call))
+
+    async def append_many(
+        self, appends: Sequence[tuple[str, Sequence[NewEvent], ExpectedVersion]]
+    ) -> list[AppendResult]:
+        """As `EventStore.append_many`: every append or none, each with its own version check."""
+        return await self._backend.append_many(
+            arguments.append_many_call(appends, self.max_event_bytes)
+        )
 
     def read_stream(
         self,
@@ -235,7 +250,7 @@ class AsyncEventStore:
         return f"AsyncEventStore.open({arguments.redacted(self.url)!r})"
 
 
-async def async_backend_for(url: str) -> AsyncBackend:
+async def async_backend_for(url: str, *, group_commit: bool = True) -> AsyncBackend:
     """A new async backend for the store at `url`."""
     from .async_threaded import ThreadedBackend
 
@@ -247,7 +262,8 @@ async def async_backend_for(url: str) -> AsyncBackend:
     if scheme == "sqlite":
         from .sqlite import SQLiteBackend
 
-        return ThreadedBackend(await asyncio.to_thread(SQLiteBackend.from_url, url))
+        sqlite = partial(SQLiteBackend.from_url, url, group_commit=group_commit)
+        return ThreadedBackend(await asyncio.to_thread(sqlite))
     from .postgres.async_backend import AsyncPostgresBackend
 
-    return await AsyncPostgresBackend.open(url)
+    return await AsyncPostgresBackend.open(url, group_commit=group_commit)

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import TypeVar
 
+from .arguments import AppendCall
 from .async_port import AsyncBackend
 from .encoding import PreparedBatch
 from .errors import StoreUnavailable
@@ -73,6 +74,9 @@ class ThreadedBackend(AsyncBackend):
         expected: int | StreamState,
     ) -> AppendResult:
         return await self._run(partial(self.backend.append, stream_id, category, batch, expected))
+
+    async def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
+        return await self._run(partial(self.backend.append_many, calls))
 
     def read_stream(
         self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None

@@ -108,6 +108,11 @@ class BlockingEventStore:
     ) -> AppendResult:
         return self._wait(self.store.append(stream_id, events, expected_version))
 
+    def append_many(
+        self, appends: Sequence[tuple[str, Sequence[NewEvent], ExpectedVersion]]
+    ) -> list[AppendResult]:
+        return self._wait(self.store.append_many(appends))
+
     def read_stream(
         self,
         stream_id: str,

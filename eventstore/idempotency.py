@@ -64,3 +64,36 @@ def resolve_stored_ids(
         version=first.version + len(ids) - 1,
         positions=tuple(hit.position for hit in present),
     )
+
+
+def resolve_stored_appends(
+    appends: Sequence[tuple[str, Sequence[uuid.UUID]]], stored: Iterable[StoredId]
+) -> list[AppendResult] | None:
+    """The original results if appends made together (`append_many`) are an exact retry;
+    None if none of their ids is stored.
+
+    `appends` are each append's stream and event ids. Raises `DuplicateEventId`
+    when some id is stored but not as these appends: one of them stored and
+    another not is no retry either, as they were committed all or none.
+    """
+    by_id = {s.id: s for s in stored}
+    if not by_id:
+        return None
+    results: list[AppendResult] = []
+    new: str | None = None
+    for stream_id, ids in appends:
+        mine = [by_id[id] for id in ids if id in by_id]
+        result = resolve_stored_ids(stream_id, ids, mine)
+        if result is None:
+            new = stream_id
+        else:
+            results.append(result)
+    if new is not None:
+        some = next(iter(by_id.values()))
+        raise DuplicateEventId(
+            some.stream_id,
+            some.id,
+            f"in stream {some.stream_id!r} at version {some.version}, while the events "
+            f"for stream {new!r} appended with it are new",
+        )
+    return results

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 
 import orjson
 
-from .encoding import PreparedBatch, decode
+from .arguments import AppendCall
+from .encoding import PreparedBatch, PreparedEvent, decode
 from .errors import WrongExpectedVersion
 from .events import (
     ANY,
@@ -21,7 +22,7 @@ from .events import (
     StreamInfo,
     StreamState,
 )
-from .idempotency import StoredId, resolve_stored_ids
+from .idempotency import StoredId, resolve_stored_appends
 from .port import Backend
 from .snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 
@@ -42,44 +43,56 @@ class MemoryBackend(Backend):
         batch: PreparedBatch,
         expected: int | StreamState,
     ) -> AppendResult:
-        events = batch.all()
+        return self.append_many([AppendCall(stream_id, category, batch, expected)])[0]
+
+    def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
+        encoded = [call.batch.all() for call in calls]  # may refuse an event: before any change
         with self._lock:
-            stream = self._streams.get(stream_id, [])
-            actual = len(stream)
-            retry = resolve_stored_ids(
-                stream_id,
-                batch.ids,
-                [
-                    StoredId(e.id, e.stream_id, e.version, e.position)
-                    for e in (self._by_id.get(id) for id in batch.ids)
-                    if e is not None
-                ],
+            stored = [
+                StoredId(e.id, e.stream_id, e.version, e.position)
+                for call in calls
+                for e in (self._by_id.get(id) for id in call.batch.ids)
+                if e is not None
+            ]
+            retry = resolve_stored_appends(
+                [(call.stream_id, call.batch.ids) for call in calls], stored
             )
             if retry is not None:
                 return retry
-            if expected is not ANY and actual != (0 if expected is NO_STREAM else expected):
-                raise WrongExpectedVersion(stream_id, expected, actual)
-            now = datetime.now(UTC)
-            recorded = [
-                RecordedEvent(
-                    id=event.id,
-                    stream_id=stream_id,
-                    version=actual + offset,
-                    position=len(self._log) + offset,
-                    type=event.type,
-                    data=decode(event.data),
-                    metadata=decode(event.metadata),
-                    recorded_at=event.recorded_at or now,
-                )
-                for offset, event in enumerate(events, start=1)
+            for call in calls:
+                actual = len(self._streams.get(call.stream_id, ()))
+                expected = call.expected
+                if expected is not ANY and actual != (0 if expected is NO_STREAM else expected):
+                    raise WrongExpectedVersion(call.stream_id, expected, actual)
+            results = [
+                self._record(call.stream_id, events)
+                for call, events in zip(calls, encoded, strict=True)
             ]
-            self._log.extend(recorded)
-            self._streams.setdefault(stream_id, []).extend(recorded)
-            self._by_id.update((e.id, e) for e in recorded)
             self._appended.notify_all()
-            return AppendResult(
-                version=recorded[-1].version, positions=tuple(e.position for e in recorded)
+            return results
+
+    def _record(self, stream_id: str, events: Sequence[PreparedEvent]) -> AppendResult:
+        stream = self._streams.setdefault(stream_id, [])
+        now = datetime.now(UTC)
+        recorded = [
+            RecordedEvent(
+                id=event.id,
+                stream_id=stream_id,
+                version=len(stream) + offset,
+                position=len(self._log) + offset,
+                type=event.type,
+                data=decode(event.data),
+                metadata=decode(event.metadata),
+                recorded_at=event.recorded_at or now,
             )
+            for offset, event in enumerate(events, start=1)
+        ]
+        self._log.extend(recorded)
+        stream.extend(recorded)
+        self._by_id.update((e.id, e) for e in recorded)
+        return AppendResult(
+            version=recorded[-1].version, positions=tuple(e.position for e in recorded)
+        )
 
     def read_stream(
         self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 
 import orjson
 
+from .arguments import AppendCall
 from .encoding import PreparedBatch
 from .events import (
     AppendResult,
@@ -48,6 +49,14 @@ class Backend(abc.ABC):
 
         An exact retry (the same ids already stored, in order, in this stream)
         returns the original result and writes nothing; see `idempotency.py`.
+        """
+
+    @abc.abstractmethod
+    def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
+        """Append to several streams (each at most once) all or nothing, each append with
+        its own version check; the first refusal raises and nothing is written.
+
+        An exact retry of the whole call returns the original results.
         """
 
     @abc.abstractmethod

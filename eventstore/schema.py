@@ -110,6 +110,9 @@ append lock, and keeps an event's given `recorded_at`)."""
 APPEND_CURRENT_MARKS = ("pg_advisory_xact_lock_shared", "->>'recorded_at'")
 """Text found in the source of this release's append function, and in no earlier one's."""
 
+APPEND_GROUP = "eventcraft_append_group"
+"""In `ddl`'s `existing`: the store has the function that writes a group of appends."""
+
 APPEND_AT_ANY = -1
 """The append function's expected version for ANY (0 is no stream, n is version n)."""
 WRONG_EXPECTED_VERSION_SQLSTATE = "EC001"
@@ -250,6 +253,51 @@ BEGIN
 END
 $$"""
 
+_POSTGRES_APPEND_GROUP = f"""
+CREATE OR REPLACE FUNCTION {APPEND_GROUP}(p_members text) RETURNS text
+LANGUAGE plpgsql AS $$
+-- Several appends in one transaction, one commit (eventstore/grouping.py).
+-- p_members: a JSON array of members, each an array of appends, each append
+-- [stream, category, expected, events] as eventcraft_append takes them.
+-- Each member commits or fails alone: its appends run in a subtransaction of
+-- their own, rolled back when one of them is refused. Returns a line per
+-- member: its appends' results (eventcraft_append's) separated by commas,
+-- or, when refused, "!", the error's SQLSTATE, the index of the append
+-- refused, and its DETAIL (a version) or the constraint violated.
+-- Any other error fails the whole group, as it would a lone append.
+--
+-- The ordering rule (eventstore/schema.py) holds for every member: the first
+-- call of eventcraft_append takes the append lock and the transaction's xid
+-- before any position, and each call's rows carry the xid of a subtransaction
+-- begun after its positions were drawn.
+DECLARE
+    member jsonb;
+    one jsonb;
+    answers text[] := '{{}}';
+    results text[];
+    code text;
+    detail text;
+    violated text;
+BEGIN
+    FOR member IN SELECT value FROM jsonb_array_elements(p_members::jsonb) LOOP
+        results := '{{}}';
+        BEGIN
+            FOR one IN SELECT value FROM jsonb_array_elements(member) LOOP
+                results := results || eventcraft_append(
+                    one->>0, one->>1, (one->>2)::bigint, (one->3)::text);
+            END LOOP;
+            answers := answers || array_to_string(results, ',');
+        EXCEPTION WHEN SQLSTATE '{WRONG_EXPECTED_VERSION_SQLSTATE}' OR unique_violation THEN
+            GET STACKED DIAGNOSTICS
+                code = RETURNED_SQLSTATE, detail = PG_EXCEPTION_DETAIL, violated = CONSTRAINT_NAME;
+            answers := answers || format(
+                '!%s %s %s', code, cardinality(results), coalesce(nullif(violated, ''), detail));
+        END;
+    END LOOP;
+    RETURN array_to_string(answers, E'\\n');
+END
+$$"""
+
 _POSTGRES_APPEND_ONLY = [
     f"""
 CREATE FUNCTION eventcraft_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -284,7 +332,8 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
     was made by a release that kept each stream's version in the streams
     table, and `APPEND_IS_CURRENT` if its append function is this release's. A
     store made by an older release lacks only newer objects: opening it adds
-    them and brings the older ones up to date.
+    them and brings the older ones up to date. `APPEND_GROUP` is in it when the
+    group append function exists.
     """
     dialect = DIALECTS[dialect_name]
     postgres = dialect_name == "postgresql"
@@ -308,6 +357,8 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
     if postgres and (fresh or APPEND_IS_CURRENT not in existing):
         # An older store gets the function that takes the append lock and keeps times.
         statements += [_POSTGRES_STREAM_VERSION, _POSTGRES_APPEND]
+    if postgres and APPEND_GROUP not in existing:
+        statements.append(_POSTGRES_APPEND_GROUP)
     if fresh:
         statements += _POSTGRES_APPEND_ONLY if postgres else _SQLITE_TRIGGERS
     return statements

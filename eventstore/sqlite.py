@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import schema
+from .arguments import AppendCall
 from .encoding import PreparedBatch, PreparedEvent, decode
 from .errors import EventStoreError, StoreUnavailable, UnsupportedStoreURL, WrongExpectedVersion
 from .events import (
@@ -31,7 +32,8 @@ from .events import (
     StreamState,
     recorded_at_text,
 )
-from .idempotency import StoredId, resolve_stored_ids
+from .grouping import GroupCommit
+from .idempotency import StoredId, resolve_stored_appends
 from .paging import Row, paged
 from .port import Backend
 from .snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
@@ -71,9 +73,11 @@ R = TypeVar("R")
 
 
 class SQLiteBackend(Backend):
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, group_commit: bool = True) -> None:
         self.path = path
         self._lock = threading.RLock()
+        # One writer at a time: a second group would only wait for the first.
+        self._groups = GroupCommit(self._write_group, most_groups=1) if group_commit else None
         try:
             self._conn = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=60.0
@@ -87,7 +91,7 @@ class SQLiteBackend(Backend):
             ) from error
 
     @classmethod
-    def from_url(cls, url: str) -> SQLiteBackend:
+    def from_url(cls, url: str, *, group_commit: bool = True) -> SQLiteBackend:
         prefix = "sqlite:///"
         if not url.startswith(prefix) or len(url) == len(prefix):
             raise UnsupportedStoreURL(
@@ -97,7 +101,7 @@ class SQLiteBackend(Backend):
         path = url[len(prefix) :].split("?", 1)[0]
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return cls(path)
+        return cls(path, group_commit=group_commit)
 
     def _create_schema(self) -> None:
         with self._lock:
@@ -125,66 +129,132 @@ class SQLiteBackend(Backend):
         batch: PreparedBatch,
         expected: int | StreamState,
     ) -> AppendResult:
-        events = batch.all()
-        timed = batch.timed
-        return self._guard(lambda: self._append(stream_id, category, events, expected, timed))
+        call = AppendCall(stream_id, category, batch, expected)
+        if self._groups is None:
+            return self._one_member(call)[0]
+        return self._groups.submit((call,))[0]
 
-    def _append(
+    def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
+        if self._groups is None:
+            return self._one_member(*calls)
+        return self._groups.submit(tuple(calls))
+
+    def _one_member(self, *calls: AppendCall) -> list[AppendResult]:
+        (outcome,) = self._write_group([calls])
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def _write_group(
+        self, members: Sequence[Sequence[AppendCall]]
+    ) -> list[list[AppendResult] | BaseException]:
+        """Write `members` in one transaction, one commit; each member all or nothing.
+
+        A member refused (a wrong version, an id already stored) is rolled back
+        to its savepoint alone; once the others have committed, it is answered
+        as a retry or with its error.
+        """
+        outcomes: list[list[AppendResult] | BaseException] = []
+        rows: list[list[Sequence[PreparedEvent]] | None] = []
+        for member in members:
+            try:  # encoded before the transaction: a refused event writes nothing
+                rows.append([call.batch.all() for call in member])
+                outcomes.append([])
+            except EventStoreError as error:
+                rows.append(None)
+                outcomes.append(error)
+        refused: dict[int, Exception] = {}
+        alone = len(members) == 1
+        try:
+            self._guard(lambda: self._write_members(members, rows, outcomes, refused, alone))
+        except EventStoreError as failed:
+            return [failed] * len(members)
+        for index, refusal in refused.items():
+            outcomes[index] = self._settled(members[index], refusal)
+        return outcomes
+
+    def _write_members(
         self,
-        stream_id: str,
-        category: str,
-        events: Sequence[PreparedEvent],
-        expected: int | StreamState,
-        timed: bool,
-    ) -> AppendResult:
+        members: Sequence[Sequence[AppendCall]],
+        rows: list[list[Sequence[PreparedEvent]] | None],
+        outcomes: list[list[AppendResult] | BaseException],
+        refused: dict[int, Exception],
+        alone: bool,
+    ) -> None:
         conn = self._conn
-        conflict: Exception | None = None
         with self._lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                row = conn.execute(_STREAM_VERSION, (stream_id,)).fetchone()
-                actual = row[0] if row else 0
-                if expected is not ANY and actual != (0 if expected is NO_STREAM else expected):
-                    conflict = WrongExpectedVersion(stream_id, expected, actual)
-                else:
-                    first = conn.execute(_NEXT_POSITION).fetchone()[0]
-                    conn.executemany(
-                        _INSERT_EVENT,
-                        _event_rows(stream_id, category, events, actual, first, timed),
-                    )
-                    version = actual + len(events)
-                    if actual == 0:
-                        conn.execute(_INSERT_STREAM, (stream_id, category))
-            except sqlite3.IntegrityError as error:  # an event id already stored
-                conflict = error
+                for index, (member, events) in enumerate(zip(members, rows, strict=True)):
+                    if events is None:
+                        continue
+                    if not alone:
+                        conn.execute("SAVEPOINT member")
+                    try:
+                        outcomes[index] = [
+                            self._write(call, batch)
+                            for call, batch in zip(member, events, strict=True)
+                        ]
+                    except (WrongExpectedVersion, sqlite3.IntegrityError) as error:
+                        refused[index] = error
+                        conn.execute("ROLLBACK" if alone else "ROLLBACK TO member")
+                        if alone:
+                            return
+                    if not alone:
+                        conn.execute("RELEASE member")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            if conflict is not None:
-                conn.execute("ROLLBACK")
-                return self._retried_or(stream_id, events, conflict)
             conn.execute("COMMIT")
-        return AppendResult(version, tuple(range(first, first + len(events))))
 
-    def _retried_or(
-        self, stream_id: str, events: Sequence[PreparedEvent], error: Exception
-    ) -> AppendResult:
-        """The original result if this append is a retry; otherwise raise `error`."""
+    def _write(self, call: AppendCall, events: Sequence[PreparedEvent]) -> AppendResult:
+        """Insert one append's rows in the open transaction, or raise its refusal."""
+        conn = self._conn
+        stream_id, category, batch, expected = call
+        row = conn.execute(_STREAM_VERSION, (stream_id,)).fetchone()
+        actual = row[0] if row else 0
+        if expected is not ANY and actual != (0 if expected is NO_STREAM else expected):
+            raise WrongExpectedVersion(stream_id, expected, actual)
+        first = conn.execute(_NEXT_POSITION).fetchone()[0]
+        conn.executemany(
+            _INSERT_EVENT, _event_rows(stream_id, category, events, actual, first, batch.timed)
+        )
+        if actual == 0:
+            conn.execute(_INSERT_STREAM, (stream_id, category))
+        return AppendResult(actual + len(events), tuple(range(first, first + len(events))))
+
+    def _settled(
+        self, member: Sequence[AppendCall], error: Exception
+    ) -> list[AppendResult] | BaseException:
+        """A refused member's original results if it is a retry; otherwise its error."""
+        ids = [id for call in member for id in call.batch.ids]
+        try:
+            stored = self._guard(lambda: self._stored(ids))
+            result = resolve_stored_appends([(c.stream_id, c.batch.ids) for c in member], stored)
+        except EventStoreError as failed:
+            return failed
+        if result is not None:
+            return result
+        if isinstance(error, EventStoreError):
+            return error
+        failure = EventStoreError(f"append to stream {member[0].stream_id!r} failed: {error}")
+        failure.__cause__ = error
+        return failure
+
+    def _stored(self, ids: Sequence[uuid.UUID]) -> list[StoredId]:
         stored = []
-        for start in range(0, len(events), _ID_CHUNK):
-            chunk = [event.id.hex for event in events[start : start + _ID_CHUNK]]
-            stored += [
-                StoredId(uuid.UUID(hex=row[0]), row[1], row[2], row[3])
-                for row in self._conn.execute(
-                    f"SELECT id, stream_id, version, position FROM {E} "
-                    f"WHERE id IN ({', '.join('?' * len(chunk))})",
-                    chunk,
-                )
-            ]
-        result = resolve_stored_ids(stream_id, [event.id for event in events], stored)
-        if result is None:
-            raise error
-        return result
+        for start in range(0, len(ids), _ID_CHUNK):
+            chunk = [id.hex for id in ids[start : start + _ID_CHUNK]]
+            with self._lock:
+                stored += [
+                    StoredId(uuid.UUID(hex=row[0]), row[1], row[2], row[3])
+                    for row in self._conn.execute(
+                        f"SELECT id, stream_id, version, position FROM {E} "
+                        f"WHERE id IN ({', '.join('?' * len(chunk))})",
+                        chunk,
+                    )
+                ]
+        return stored
 
     def read_stream(
         self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None

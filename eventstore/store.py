@@ -49,14 +49,21 @@ class EventStore:
         """The most bytes of JSON an appended event's data and metadata may take together."""
 
     @classmethod
-    def open(cls, url: str, *, max_event_bytes: int = MAX_EVENT_BYTES) -> EventStore:
+    def open(
+        cls, url: str, *, max_event_bytes: int = MAX_EVENT_BYTES, group_commit: bool = True
+    ) -> EventStore:
         """The store at `url`; raises `StoreUnavailable` if its database cannot be opened.
 
         An event whose data and metadata take more than `max_event_bytes` of
         JSON together is refused (`InvalidEvent`); the default is 4 MiB.
+
+        With `group_commit` (the default), appends from threads waiting at the
+        same moment share one transaction and one commit, each still all or
+        nothing with its own version check; a lone caller's append goes at once.
         """
         check_max_event_bytes(max_event_bytes)
-        return cls(_open_backend(url), url, max_event_bytes=max_event_bytes)
+        backend = _open_backend(url, group_commit=group_commit)
+        return cls(backend, url, max_event_bytes=max_event_bytes)
 
     def append(
         self,
@@ -80,6 +87,19 @@ class EventStore:
                 stream_id, traced.events, expected_version, self.max_event_bytes
             )
             return traced.done(self._backend.append(*call))
+
+    def append_many(
+        self, appends: Sequence[tuple[str, Sequence[NewEvent], ExpectedVersion]]
+    ) -> list[AppendResult]:
+        """Append to several streams atomically: every append or none.
+
+        `appends` are `(stream_id, events, expected_version)` tuples, each
+        stream at most once. Each append checks its own version; when one is
+        refused, `WrongExpectedVersion` names its stream and nothing is written.
+        Sending the same call again (same event ids) writes nothing and
+        returns the first results. Returns each append's result, in order.
+        """
+        return self._backend.append_many(arguments.append_many_call(appends, self.max_event_bytes))
 
     def read_stream(
         self,
@@ -223,10 +243,10 @@ class EventStore:
         return f"EventStore.open({arguments.redacted(self.url)!r})"
 
 
-def _open_backend(url: str) -> Backend:
+def _open_backend(url: str, *, group_commit: bool = True) -> Backend:
     """The backend for `url`, its driver's and the OS's errors raised as `StoreUnavailable`."""
     try:
-        return backend_for(url)
+        return backend_for(url, group_commit=group_commit)
     except (InvalidEvent, UnsupportedStoreURL):
         raise
     except (EventStoreError, OSError) as error:
@@ -234,7 +254,7 @@ def _open_backend(url: str) -> Backend:
         raise raised from raised.__cause__
 
 
-def backend_for(url: str) -> Backend:
+def backend_for(url: str, *, group_commit: bool = True) -> Backend:
     """A new synchronous backend for the store at `url`."""
     scheme = arguments.scheme_of(url)
     if scheme == "memory":
@@ -244,7 +264,7 @@ def backend_for(url: str) -> Backend:
     if scheme == "sqlite":
         from .sqlite import SQLiteBackend
 
-        return SQLiteBackend.from_url(url)
+        return SQLiteBackend.from_url(url, group_commit=group_commit)
     from .postgres import PostgresBackend
 
-    return PostgresBackend.from_url(url)
+    return PostgresBackend.from_url(url, group_commit=group_commit)

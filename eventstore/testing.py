@@ -34,6 +34,7 @@ from .events import (
 from .store import EventStore
 from .testing_import import ImportConformance
 from .testing_input import InputConformance
+from .testing_many import AppendManyConformance
 from .testing_snapshots import SnapshotConformance
 from .testing_waiting import WaitingConformance
 
@@ -60,7 +61,11 @@ class _Placed(BaseModel):
 
 
 class EventStoreConformance(
-    ImportConformance, InputConformance, SnapshotConformance, WaitingConformance
+    AppendManyConformance,
+    ImportConformance,
+    InputConformance,
+    SnapshotConformance,
+    WaitingConformance,
 ):
     """Behaviour every backend must show. Needs a `store` fixture: a new, empty store."""
 

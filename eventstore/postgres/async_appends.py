@@ -1,22 +1,23 @@
-"""Appends from many tasks, sent together: the async store's group send.
+"""Appends from many tasks, sent together: the async store's group commit.
 
 A call of the append function costs the server little and the client a
 round trip plus, in Python, the work of psycopg's async machinery and of the
-event loop for every statement. With a hundred tasks appending at once, that
-client work, on one thread, is the limit. So appends queue here, and a few
-sender tasks (at most one per pooled connection) each take a share of what is
-queued and send it in one pipeline, one call of the function per append, each followed
-by a Sync: every append is still a transaction of its own, committed or
-refused alone, in the order sent, exactly as if sent one by one. A lone
-caller's append goes at once, alone, in the same exchange.
+event loop for every statement; each commit costs a flush of the server's
+log. With a hundred tasks appending at once, both add up. So appends queue
+here, and a few sender tasks (at most one per pooled connection) each take a
+share of what is queued and send it as one call of the group function
+(`group.py`): one transaction, one commit, each member still committed or
+refused alone. A lone caller's append goes at once, alone, in the exchange
+the sync store uses (`wire.py`), as does every append when grouping is off.
 
 The exchange talks to libpq as `wire.py` does, with the same prepared
-statement, waiting on the loop instead of in `select`.
+statements, waiting on the loop instead of in `select`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
 from collections.abc import Sequence
 from functools import partial
@@ -26,60 +27,84 @@ import psycopg
 from psycopg import pq
 from psycopg.errors import error_from_result
 
-from .wire import _PREPARE, _STATEMENT, REPLY_TIMEOUT, _is_sync
+from .group import (
+    Answer,
+    Member,
+    events_json,
+    group_answers,
+    group_param,
+    member_json,
+    refusal_of,
+)
+from .statements import append_head, append_result
+from .wire import APPEND_CALL, GROUP_CALL, REPLY_TIMEOUT, Prepared, _is_sync
 
 Conn = psycopg.AsyncConnection[Any]
-Answer = str | psycopg.Error
-"""The function's text result, or the server's refusal of that one append."""
 
-MOST_AT_ONCE = 16
-"""Most appends one sender sends in one pipeline.
+MOST_AT_ONCE = 32
+"""Most members one sender sends in one group.
 
-A sender takes its share of what is queued, not all of it: the appends of one
-pipeline run one after another on the server, each waiting for its commit to
-reach the disk, where those on other connections commit together (PostgreSQL
-flushes the log once for all the commits waiting). Spread over the senders,
-a hundred appends cost a few flushes, not a hundred."""
+A sender takes its share of what is queued, not all of it: groups on
+several connections are written by the server side by side, and PostgreSQL
+flushes its log once for all the commits waiting. A group's members each
+take a subtransaction; 32 keep well inside the 64 a transaction can hold
+before every snapshot taken meanwhile grows costlier."""
 
 _prepared: weakref.WeakSet[Conn] = weakref.WeakSet()
+
+
+class Queued:
+    """A member waiting to be sent: its appends, their events as JSON, its answer."""
+
+    __slots__ = ("answer", "events", "member")
+
+    def __init__(self, member: Member, events: list[bytes]) -> None:
+        self.member = member
+        self.events = events
+        self.answer: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
 
 
 class AppendQueue:
     """Appends waiting to be sent, and the senders that send them."""
 
-    def __init__(self, run: Any, senders: int, notify: bytes) -> None:
+    def __init__(self, run: Any, senders: int, notify: bytes, *, grouped: bool = True) -> None:
         self._run = run
+        """`AsyncConnectionPool.run` without settling: a call on a pooled connection."""
         self._notify = notify
-        """`AsyncPostgresBackend._run`: a call on a pooled connection, errors translated."""
         self._most_senders = senders
+        self._grouped = grouped
         self._senders: set[asyncio.Task[None]] = set()
-        self._queued: list[tuple[Sequence[bytes], asyncio.Future[Answer]]] = []
+        self._queued: list[Queued] = []
         self._inline = 0
-        """Appends being sent by their own task, not a sender's."""
+        """Members being sent by their own task, not a sender's."""
 
-    async def append(self, params: Sequence[bytes]) -> Answer:
-        """The answer to one call of the append function with `params`.
+    async def submit(self, member: Member) -> Answer:
+        """The answer to `member`: its results, or the `Refusal` of one of its appends.
 
-        Raises `psycopg.OperationalError` when the connection failed with the
-        append sent or not (the caller resends, as after any lost connection).
+        Encodes the member's events first: one that cannot be encoded raises
+        `InvalidEvent` here, for this caller alone. Raises the server's error
+        when the member could not be written at all, and
+        `psycopg.OperationalError` when the connection failed with the member
+        sent or not (the caller resends, as after any lost connection).
         """
-        if not self._senders and not self._inline:
+        events = [events_json(call) for call in member]
+        if not self._grouped or (not self._senders and not self._inline):
             # Nothing in flight: send it from this task, sparing a sender's start.
             self._inline += 1
             try:
                 answers: list[Answer] = await self._run(
-                    partial(append_many, calls=[params], notify=self._notify)
+                    partial(send_members, members=[(member, events)], notify=self._notify)
                 )
             finally:
                 self._inline -= 1
             return answers[0]
-        answer: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
-        self._queued.append((params, answer))
+        queued = Queued(member, events)
+        self._queued.append(queued)
         if len(self._senders) < self._most_senders:
             sender = asyncio.create_task(self._send(), name="eventcraft-appends")
             self._senders.add(sender)
             sender.add_done_callback(self._senders.discard)
-        return await answer
+        return await queued.answer
 
     async def close(self) -> None:
         if self._senders:
@@ -91,64 +116,89 @@ class AppendQueue:
             size = min(MOST_AT_ONCE, share)
             taken = self._queued[:size]
             del self._queued[:size]
-            taken = [(params, answer) for params, answer in taken if not answer.cancelled()]
+            taken = [queued for queued in taken if not queued.answer.cancelled()]
             if not taken:
                 continue
-            calls = [params for params, _ in taken]
+            members = [(queued.member, queued.events) for queued in taken]
             try:
-                answers = await self._run(partial(append_many, calls=calls, notify=self._notify))
-            except BaseException as error:  # every append of the pipeline shares its fate
-                for _, answer in taken:
-                    if not answer.done():
-                        answer.set_exception(error)
+                answers = await self._run(
+                    partial(send_members, members=members, notify=self._notify)
+                )
+            except BaseException as error:  # every member of the group shares its fate
+                for queued in taken:
+                    if not queued.answer.done():
+                        queued.answer.set_exception(error)
                 if not isinstance(error, Exception):
                     raise
                 continue
-            for (_, answer), result in zip(taken, answers, strict=True):
-                if not answer.done():
-                    answer.set_result(result)
+            for queued, answer in zip(taken, answers, strict=True):
+                if not queued.answer.done():
+                    queued.answer.set_result(answer)
 
 
-async def append_many(conn: Conn, calls: Sequence[Sequence[bytes]], notify: bytes) -> list[Answer]:
-    """Call the append function once per entry of `calls`, each in its own transaction,
-    all in one pipeline, then `notify`; each call's text result or its error, in order.
+async def send_members(
+    conn: Conn, members: Sequence[tuple[Member, list[bytes]]], notify: bytes
+) -> list[Answer]:
+    """Send `members` (each with its events' JSON): a lone append in a call of the append
+    function, anything more in one call of the group function; then `notify`.
 
-    The NOTIFY goes after the last append's Sync, so after every commit, in a
+    The NOTIFY goes after the call's Sync, so after the commit, in a
     transaction of its own (`wire.py` says why); its reply is left on the
     connection for `finish_outstanding` to read when the pool lends it again.
     """
+    if len(members) == 1 and len(members[0][0]) == 1:
+        (call,), (events,) = members[0]
+        params = (*append_head(call.stream_id, call.category, call.expected), events)
+        result = await _call(conn, APPEND_CALL, params, notify)
+        if isinstance(result, psycopg.Error):
+            refusal = refusal_of(result) if isinstance(result, psycopg.DatabaseError) else None
+            if refusal is None:
+                raise result
+            return [refusal]
+        return [[append_result([result])]]
+    param = group_param([member_json(member, events) for member, events in members])
+    result = await _call(conn, GROUP_CALL, (param,), notify)
+    if isinstance(result, psycopg.Error):
+        raise result
+    return group_answers(result, len(members))
+
+
+async def _call(
+    conn: Conn, statement: Prepared, params: Sequence[bytes], notify: bytes
+) -> str | psycopg.Error:
+    """The text result of one call of `statement`, or the server's error."""
     if conn not in _prepared:
-        await finish_outstanding(conn)
-        await conn.execute(_PREPARE)
-        _prepared.add(conn)
-    answers = await _exchange(conn, calls, notify)
-    unprepared = [
-        index
-        for index, answer in enumerate(answers)
-        if isinstance(answer, psycopg.errors.InvalidSqlStatementName)
-    ]
-    if unprepared:  # the session lost its prepared statements: prepare, send those again
-        # (psycopg deallocates all of a session's statements after a failed transaction)
-        await finish_outstanding(conn)
-        await conn.execute(_PREPARE)
-        again = await _exchange(conn, [calls[index] for index in unprepared], notify)
-        for index, answer in zip(unprepared, again, strict=True):
-            answers[index] = answer
-    return answers
+        await _prepare(conn)
+    result = await _exchange(conn, statement, params, notify)
+    if isinstance(result, psycopg.errors.InvalidSqlStatementName):
+        # The session lost its prepared statements (psycopg deallocates all of
+        # a session's statements after a failed transaction): prepare, send again.
+        await _prepare(conn)
+        result = await _exchange(conn, statement, params, notify)
+    return result
 
 
-async def _exchange(conn: Conn, calls: Sequence[Sequence[bytes]], notify: bytes) -> list[Answer]:
+async def _prepare(conn: Conn) -> None:
+    await finish_outstanding(conn)
+    for statement in (APPEND_CALL, GROUP_CALL):
+        with contextlib.suppress(psycopg.errors.InvalidSqlStatementName):
+            await conn.execute(f"DEALLOCATE {statement.name.decode()}")
+        await conn.execute(statement.prepare)
+    _prepared.add(conn)
+
+
+async def _exchange(
+    conn: Conn, statement: Prepared, params: Sequence[bytes], notify: bytes
+) -> str | psycopg.Error:
     pgconn = conn.pgconn
-    answers: list[Answer] = []
     # The last exchange's NOTIFY may still be unanswered: its reply is read after
-    # these appends are sent, so that they never wait for it.
+    # this call is sent, so that it never waits for it.
     outstanding = pgconn.pipeline_status != pq.PipelineStatus.OFF
     try:
         if not outstanding:
             pgconn.enter_pipeline_mode()
-        for params in calls:
-            pgconn.send_query_prepared(_STATEMENT, params)
-            pgconn.pipeline_sync()
+        pgconn.send_query_prepared(statement.name, params)
+        pgconn.pipeline_sync()
         pgconn.send_query_params(notify, None)
         pgconn.pipeline_sync()
         while pgconn.flush():
@@ -157,24 +207,21 @@ async def _exchange(conn: Conn, calls: Sequence[Sequence[bytes]], notify: bytes)
         if outstanding:
             while not _is_sync(await _next_result(conn)):
                 pass  # the last exchange's NOTIFY: nobody waits on its outcome
-        for _ in calls:
-            result = await _next_result(conn)
-            assert result is not None
-            while not _is_sync(await _next_result(conn)):
-                pass  # the end of this append's results, then its Sync
-            if result.status == pq.ExecStatus.TUPLES_OK:
-                value = result.get_value(0, 0)
-                assert value is not None
-                answers.append(bytes(value).decode())
-            else:
-                answers.append(error_from_result(result, encoding=conn.info.encoding))
+        result = await _next_result(conn)
+        assert result is not None
+        while not _is_sync(await _next_result(conn)):
+            pass  # the end of this call's results, then its Sync
     except BaseException as error:
         # Cut off mid-exchange (an error, a cancellation): what was read is unknown.
         await conn.close()
         if isinstance(error, OSError | AssertionError):
             raise psycopg.OperationalError(f"PostgreSQL connection failed: {error}") from error
         raise
-    return answers
+    if result.status == pq.ExecStatus.TUPLES_OK:
+        value = result.get_value(0, 0)
+        assert value is not None
+        return bytes(value).decode()
+    return error_from_result(result, encoding=conn.info.encoding)
 
 
 async def finish_outstanding(conn: Conn) -> None:

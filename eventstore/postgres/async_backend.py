@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.rows import RowMaker
 
+from ..arguments import AppendCall
 from ..async_port import AsyncBackend
 from ..encoding import PreparedBatch
 from ..errors import EventStoreError, StoreUnavailable
@@ -46,6 +47,7 @@ from .async_connections import AsyncConnectionPool
 from .async_listener import AsyncListener
 from .backend import create_schema
 from .connections import ConnectionPool, PostgresTarget
+from .group import Refusal, lost_races, settled, stored_ids_param
 from .head import log_status_async, safe_head_async
 from .statements import ANY_TRIES, PAGE, PART
 from .wire import APPEND, notify_statement
@@ -62,21 +64,33 @@ Conn = psycopg.AsyncConnection[Any]
 
 
 class AsyncPostgresBackend(AsyncBackend):
-    def __init__(self, target: PostgresTarget, pool: AsyncConnectionPool, notify: bytes) -> None:
+    def __init__(
+        self,
+        target: PostgresTarget,
+        pool: AsyncConnectionPool,
+        notify: bytes,
+        *,
+        group_commit: bool = True,
+    ) -> None:
         self.target = target
         self._pool = pool
         self._notify = notify
         self._listener = AsyncListener(target)
         self._announcer: asyncio.Task[None] | None = None
         self._unannounced = False
-        self._appends = AppendQueue(partial(pool.run, settle=False), pool.size, notify)
+        self._appends = AppendQueue(
+            partial(pool.run, settle=False), pool.size, notify, grouped=group_commit
+        )
 
     @classmethod
-    async def open(cls, url: str, *, pool_size: int = POOL_SIZE) -> AsyncPostgresBackend:
+    async def open(
+        cls, url: str, *, pool_size: int = POOL_SIZE, group_commit: bool = True
+    ) -> AsyncPostgresBackend:
         target = PostgresTarget.from_url(url)
         # The schema is made by the sync backend's own code, on a connection of its own.
         notify = await asyncio.to_thread(_prepare, target)
-        return cls(target, AsyncConnectionPool(target, pool_size), notify)
+        pool = AsyncConnectionPool(target, pool_size)
+        return cls(target, pool, notify, group_commit=group_commit)
 
     async def append(
         self,
@@ -85,23 +99,42 @@ class AsyncPostgresBackend(AsyncBackend):
         batch: PreparedBatch,
         expected: int | StreamState,
     ) -> AppendResult:
+        if len(batch) > PART:
+            return await self._append_large(stream_id, category, batch, expected)
+        (result,) = await self.append_many([AppendCall(stream_id, category, batch, expected)])
+        return result
+
+    async def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
+        member = tuple(calls)
+
+        async def attempt() -> list[AppendResult]:
+            for _ in range(ANY_TRIES):
+                answer = await self._appends.submit(member)
+                if not isinstance(answer, Refusal):
+                    return answer
+                params = (stored_ids_param(member),)
+                rows = await self._run(partial(_fetch_all, query=sql.STORED_IDS, params=params))
+                outcome = settled(member, answer, [StoredId(*row) for row in rows])
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                if outcome is not None:
+                    return outcome
+                # Lost the race for a stream's next version at ANY: send it again.
+            raise lost_races(member[0].stream_id)
+
+        return await self._appending(member[0].stream_id, attempt)
+
+    async def _append_large(
+        self, stream_id: str, category: str, batch: PreparedBatch, expected: int | StreamState
+    ) -> AppendResult:
+        """A batch of more than `PART` events: several calls in one transaction, alone."""
         head = sql.append_head(stream_id, category, expected)
-        in_parts = len(batch) > PART
-        if not in_parts:
-            params = (*head, sql.batch_json(batch.all(), batch.timed))
+        stream, category_text, first = head[0].decode(), head[1].decode(), int(head[2])
 
-            async def send() -> list[str]:
-                answer = await self._appends.append(params)
-                if isinstance(answer, Exception):
-                    raise answer
-                return [answer]
-        else:
-            stream, category_text, first = head[0].decode(), head[1].decode(), int(head[2])
-
-            async def send() -> list[str]:
-                return await self._run(
-                    lambda conn: self._append_in_parts(conn, stream, category_text, first, batch)
-                )
+        async def send() -> list[str]:
+            return await self._run(
+                lambda conn: self._append_in_parts(conn, stream, category_text, first, batch)
+            )
 
         async def attempt() -> AppendResult:
             for _ in range(ANY_TRIES):
@@ -121,13 +154,9 @@ class AsyncPostgresBackend(AsyncBackend):
                     if earlier is not None:
                         return earlier
                     continue
-                if in_parts:  # a single call's pipeline carried its own NOTIFY
-                    self._announce()
+                self._announce()  # the parts' transaction sent no NOTIFY of its own
                 return sql.append_result(answers)
-            raise EventStoreError(
-                f"append to stream {stream_id!r} at ANY lost the race for the next version "
-                f"{ANY_TRIES} times in a row"
-            )
+            raise lost_races(stream_id)
 
         return await self._appending(stream_id, attempt)
 
@@ -316,9 +345,7 @@ class AsyncPostgresBackend(AsyncBackend):
 
         return paged_async(fetch, start, next_start, limit, PAGE)
 
-    async def _appending(
-        self, stream_id: str, attempt: Callable[[], Awaitable[AppendResult]]
-    ) -> AppendResult:
+    async def _appending(self, stream_id: str, attempt: Callable[[], Awaitable[T]]) -> T:
         """`attempt`, sent once more on a new connection if the first one broke
         (as `PostgresBackend._appending`: a resent batch recognises itself)."""
         try:
@@ -348,6 +375,10 @@ class AsyncPostgresBackend(AsyncBackend):
 
     async def _run(self, call: Callable[[Conn], Awaitable[T]]) -> T:
         return await self._pool.run(call)
+
+
+async def _fetch_all(conn: Conn, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    return await (await conn.execute(query, params)).fetchall()
 
 
 def _prepare(target: PostgresTarget) -> bytes:

@@ -19,6 +19,7 @@ import psycopg
 from psycopg.rows import RowMaker
 
 from .. import schema
+from ..arguments import AppendCall
 from ..encoding import PreparedBatch
 from ..errors import (
     EventStoreError,
@@ -32,6 +33,7 @@ from ..events import (
     StreamInfo,
     StreamState,
 )
+from ..grouping import GroupCommit
 from ..idempotency import StoredId, resolve_stored_ids
 from ..log_status import LogStatus
 from ..paging import paged
@@ -39,10 +41,28 @@ from ..port import Backend
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 from . import statements as sql
 from .connections import ConnectionPool, PostgresTarget
+from .group import (
+    Answer,
+    Member,
+    Refusal,
+    events_json,
+    group_answers,
+    group_param,
+    lost_races,
+    member_json,
+    settled,
+    stored_ids_param,
+)
 from .head import log_status, safe_head
 from .listener import Listener
 from .statements import ANY_TRIES, PAGE, PART, batch_json
-from .wire import append_and_notify, append_in_parts, notify_statement
+from .wire import (
+    GROUP_CALL,
+    append_and_notify,
+    append_in_parts,
+    finish_outstanding,
+    notify_statement,
+)
 
 __all__ = ["PAGE", "PART", "PostgresBackend", "batch_json"]
 
@@ -70,13 +90,16 @@ def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> Non
                 "AND attname = 'version' AND NOT attisdropped "
                 "UNION ALL SELECT %s FROM pg_proc WHERE oid = "
                 "to_regprocedure('eventcraft_append(text, text, bigint, text)') "
-                "AND prosrc LIKE ALL(%s)",
+                "AND prosrc LIKE ALL(%s) "
+                "UNION ALL SELECT %s WHERE to_regprocedure(%s) IS NOT NULL",
                 (
                     sorted(schema.TABLES),
                     schema.EARLIER_LAYOUT,
                     schema.STREAMS,
                     schema.APPEND_IS_CURRENT,
                     [f"%{mark}%" for mark in schema.APPEND_CURRENT_MARKS],
+                    schema.APPEND_GROUP,
+                    f"{schema.APPEND_GROUP}(text)",
                 ),
             )
         )
@@ -85,15 +108,16 @@ def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> Non
 
 
 class PostgresBackend(Backend):
-    def __init__(self, target: PostgresTarget) -> None:
+    def __init__(self, target: PostgresTarget, *, group_commit: bool = True) -> None:
         self._pool = ConnectionPool(target)
         self._with_connection(partial(create_schema, schema_name=target.schema))
         self._notify = self._with_connection(notify_statement)
         self._listener = Listener(self._pool)
+        self._groups = GroupCommit(self._write_group) if group_commit else None
 
     @classmethod
-    def from_url(cls, url: str) -> PostgresBackend:
-        return cls(PostgresTarget.from_url(url))
+    def from_url(cls, url: str, *, group_commit: bool = True) -> PostgresBackend:
+        return cls(PostgresTarget.from_url(url), group_commit=group_commit)
 
     def append(
         self,
@@ -102,7 +126,97 @@ class PostgresBackend(Backend):
         batch: PreparedBatch,
         expected: int | StreamState,
     ) -> AppendResult:
-        head = sql.append_head(stream_id, category, expected)
+        call = AppendCall(stream_id, category, batch, expected)
+        if self._groups is None or len(batch) > PART:
+            # A large batch is sent in parts, encoded while the server writes: alone.
+            return self._append_alone(call)
+        return self._groups.submit((call,))[0]
+
+    def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
+        member = tuple(calls)
+        if self._groups is not None:
+            return self._groups.submit(member)
+        (outcome,) = self._write_group([member])
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def _write_group(self, members: Sequence[Member]) -> list[list[AppendResult] | BaseException]:
+        """Each member's results or error, the members written in one transaction."""
+        if len(members) == 1 and len(members[0]) == 1:
+            try:  # a lone append goes exactly as it would ungrouped
+                return [[self._append_alone(members[0][0])]]
+            except EventStoreError as error:
+                return [error]
+        outcomes: list[list[AppendResult] | BaseException] = []
+        sent: list[Member] = []
+        encoded: list[bytes] = []
+        for member in members:
+            try:
+                encoded.append(member_json(member, [events_json(call) for call in member]))
+            except EventStoreError as error:  # an event that cannot be encoded: this member
+                outcomes.append(error)
+                continue
+            sent.append(member)
+            outcomes.append([])
+        written = iter(self._send_group(sent, group_param(encoded)) if sent else ())
+        return [next(written) if outcome == [] else outcome for outcome in outcomes]
+
+    def _send_group(
+        self, members: Sequence[Member], param: bytes
+    ) -> list[list[AppendResult] | BaseException]:
+        """Send the group, once more on a new connection if the first one broke (a member
+        that did commit is then recognised by its event ids)."""
+
+        def attempt(conn: psycopg.Connection[Any]) -> list[list[AppendResult] | BaseException]:
+            text = append_and_notify(conn, (param,), self._notify, GROUP_CALL)
+            answers = group_answers(text, len(members))
+            return [
+                self._settle(conn, member, answer)
+                for member, answer in zip(members, answers, strict=True)
+            ]
+
+        try:
+            return self._pool.run(attempt)
+        except psycopg.errors.DeadlockDetected:
+            # Members of two groups waiting for each other's streams: one group is
+            # refused. Its members go again one by one, which cannot deadlock.
+            return [outcome for member in members for outcome in self._write_group([member])]
+        except psycopg.OperationalError as error:
+            broken = error
+        except psycopg.Error as error:
+            return [_failure(sql.store_error(error), error)] * len(members)
+        try:
+            return self._pool.run(attempt)
+        except (psycopg.OperationalError, StoreUnavailable) as again:
+            return [
+                _failure(sql.outcome_unknown(member[0].stream_id, broken, again), broken)
+                for member in members
+            ]
+        except psycopg.Error as error:
+            return [_failure(sql.store_error(error), error)] * len(members)
+
+    def _settle(
+        self, conn: psycopg.Connection[Any], member: Member, answer: Answer
+    ) -> list[AppendResult] | BaseException:
+        """A member's results once refused: its earlier ones if it is a retry, the
+        results of sending it again if it lost a race at ANY, or its error."""
+        for _ in range(ANY_TRIES):
+            if not isinstance(answer, Refusal):
+                return answer
+            finish_outstanding(conn)  # the NOTIFY's reply, before a query of our own
+            rows = conn.execute(sql.STORED_IDS, (stored_ids_param(member),)).fetchall()
+            outcome = settled(member, answer, [StoredId(*row) for row in rows])
+            if outcome is not None:
+                return outcome
+            param = group_param([member_json(member, [events_json(call) for call in member])])
+            text = append_and_notify(conn, (param,), self._notify, GROUP_CALL)
+            (answer,) = group_answers(text, 1)
+        return lost_races(member[0].stream_id)
+
+    def _append_alone(self, call: AppendCall) -> AppendResult:
+        stream_id, _, batch, expected = call
+        head = sql.append_head(*call[:2], expected)
         if len(batch) > PART:
             send = self._in_parts(head, batch)
         else:
@@ -128,10 +242,7 @@ class PostgresBackend(Backend):
                         return earlier
                     continue
                 return sql.append_result(answers)
-            raise EventStoreError(
-                f"append to stream {stream_id!r} at ANY lost the race for the next version "
-                f"{ANY_TRIES} times in a row"
-            )
+            raise lost_races(stream_id)
 
         return self._appending(stream_id, attempt)
 
@@ -338,6 +449,11 @@ class PostgresBackend(Backend):
             except psycopg.Error as error:
                 raise sql.store_error(error) from error
         raise AssertionError("unreachable")
+
+
+def _failure(error: EventStoreError, cause: BaseException) -> EventStoreError:
+    error.__cause__ = cause
+    return error
 
 
 def _copied_records(

@@ -237,9 +237,14 @@ def snapshot_params(
 
 def append_head(stream_id: str, category: str, expected: int | StreamState) -> tuple[bytes, ...]:
     """The append function's first three parameters, as text."""
-    at_state = schema.APPEND_AT_ANY if expected is ANY else 0  # NO_STREAM is version 0
-    code = expected if isinstance(expected, int) else at_state
-    return (stream_id.encode(), category.encode(), b"%d" % code)
+    return (stream_id.encode(), category.encode(), b"%d" % expected_code(expected))
+
+
+def expected_code(expected: int | StreamState) -> int:
+    """The append function's expected version: `APPEND_AT_ANY`, 0 for no stream, or n."""
+    if isinstance(expected, int):
+        return expected
+    return schema.APPEND_AT_ANY if expected is ANY else 0  # NO_STREAM is version 0
 
 
 def append_result(answers: Sequence[str]) -> AppendResult:

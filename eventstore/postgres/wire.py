@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import select
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NamedTuple, NoReturn, TypeVar
 
 import psycopg
 import psycopg.sql
 from psycopg import pq
 from psycopg.errors import error_from_result
 
-from ..schema import APPEND_AT_ANY, NOTIFY_CHANNEL
+from ..schema import APPEND_AT_ANY, APPEND_GROUP, NOTIFY_CHANNEL
 
 T = TypeVar("T")
 
@@ -44,10 +44,23 @@ APPEND = "SELECT eventcraft_append(%s, %s, %s, %s)"
 """The append function's call through psycopg, for a caller that runs it in a transaction
 of its own (the ordering tests do); the last parameter is `batch_json(...).decode()`."""
 
-_STATEMENT = b"eventcraft_append_call"
-_PREPARE = f"PREPARE {_STATEMENT.decode()} (text, text, bigint, text) AS " + APPEND.replace(
-    "%s", "${}"
-).format(1, 2, 3, 4)
+
+class Prepared(NamedTuple):
+    """A statement each session prepares once, by its name."""
+
+    name: bytes
+    prepare: str
+
+
+APPEND_CALL = Prepared(
+    b"eventcraft_append_call",
+    "PREPARE eventcraft_append_call (text, text, bigint, text) AS "
+    + APPEND.replace("%s", "${}").format(1, 2, 3, 4),
+)
+GROUP_CALL = Prepared(
+    b"eventcraft_append_group_call",
+    f"PREPARE eventcraft_append_group_call (text) AS SELECT {APPEND_GROUP}($1)",
+)
 
 
 def notify_statement(conn: psycopg.Connection[Any]) -> bytes:
@@ -57,8 +70,13 @@ def notify_statement(conn: psycopg.Connection[Any]) -> bytes:
     return f"NOTIFY {NOTIFY_CHANNEL}, {payload.as_string(conn)}".encode()
 
 
-def append_and_notify(conn: psycopg.Connection[Any], params: Sequence[bytes], notify: bytes) -> str:
-    """Call the append function with `params`, then `notify`; the function's text result.
+def append_and_notify(
+    conn: psycopg.Connection[Any],
+    params: Sequence[bytes],
+    notify: bytes,
+    statement: Prepared = APPEND_CALL,
+) -> str:
+    """Call the append function (or `statement`) with `params`, then `notify`; its text result.
 
     `conn` must have nothing left to read: the pool lends connections so, and
     a failed call reads everything before it raises.
@@ -66,12 +84,14 @@ def append_and_notify(conn: psycopg.Connection[Any], params: Sequence[bytes], no
     Raises the psycopg error the server answered with, or `OperationalError`
     when the connection fails (it is closed then, and safe to retry on another).
     """
-    return _with_statement(conn, lambda: _append_once(conn, params, notify))
+    return _with_statement(conn, statement, lambda: _append_once(conn, params, notify, statement))
 
 
-def _append_once(conn: psycopg.Connection[Any], params: Sequence[bytes], notify: bytes) -> str:
+def _append_once(
+    conn: psycopg.Connection[Any], params: Sequence[bytes], notify: bytes, statement: Prepared
+) -> str:
     try:
-        result = _exchange(conn, params, notify)
+        result = _exchange(conn, params, notify, statement)
         if result.status != pq.ExecStatus.TUPLES_OK:
             finish_outstanding(conn)  # the caller will use the connection to look into it
             raise error_from_result(result, encoding=conn.info.encoding)
@@ -86,13 +106,15 @@ def _append_once(conn: psycopg.Connection[Any], params: Sequence[bytes], notify:
     return bytes(value).decode()
 
 
-def _with_statement(conn: psycopg.Connection[Any], exchange: Callable[[], T]) -> T:
-    """`exchange()`, run again after preparing the append statement if the session lacked it."""
+def _with_statement(
+    conn: psycopg.Connection[Any], statement: Prepared, exchange: Callable[[], T]
+) -> T:
+    """`exchange()`, run again after preparing `statement` if the session lacked it."""
     try:
         return exchange()
     except psycopg.errors.InvalidSqlStatementName:
         # A new session, or one that lost its prepared statements: prepare once.
-        conn.execute(_PREPARE)
+        conn.execute(statement.prepare)
         return exchange()
 
 
@@ -113,11 +135,11 @@ def finish_outstanding(conn: psycopg.Connection[Any]) -> None:
 
 
 def _exchange(
-    conn: psycopg.Connection[Any], params: Sequence[bytes], notify: bytes
+    conn: psycopg.Connection[Any], params: Sequence[bytes], notify: bytes, statement: Prepared
 ) -> pq.abc.PGresult:
     pgconn = conn.pgconn
     pgconn.enter_pipeline_mode()
-    pgconn.send_query_prepared(_STATEMENT, params)
+    pgconn.send_query_prepared(statement.name, params)
     pgconn.pipeline_sync()
     pgconn.send_query_params(notify, None)
     pgconn.pipeline_sync()
@@ -179,7 +201,7 @@ def append_in_parts(
     Returns each call's text result. Raises as `append_and_notify` does, and
     whatever `part` raises; either way the transaction was rolled back.
     """
-    return _with_statement(conn, lambda: _append_in_parts(conn, head, part, notify))
+    return _with_statement(conn, APPEND_CALL, lambda: _append_in_parts(conn, head, part, notify))
 
 
 def _append_in_parts(
@@ -237,7 +259,7 @@ def _append_in_parts(
 
 
 def _send_part(conn: psycopg.Connection[Any], params: Sequence[bytes]) -> None:
-    conn.pgconn.send_query_prepared(_STATEMENT, params)
+    conn.pgconn.send_query_prepared(APPEND_CALL.name, params)
     conn.pgconn.send_flush_request()  # the reply comes without waiting for a Sync
     _flush(conn)
 

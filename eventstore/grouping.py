@@ -1,0 +1,132 @@
+"""Group commit: appends from many threads written in shared transactions.
+
+Each commit waits for the disk; appends that wait at the same moment can
+share that wait. Callers hand their append to `GroupCommit.submit` and block.
+A caller that finds fewer than `most_groups` groups being written becomes a
+*leader*: it takes everything queued (its own append among it, at most
+`most_members`) and writes it as one group, while later callers queue for the
+next group. Once its own append is answered, a leader hands the lead to the
+first caller still queued, or stands down if there is none.
+
+No timer: a lone caller leads at once and writes a group of one, which the
+backends send exactly as an ungrouped append. A group forms only from
+callers that arrived while another group was being written, so waiting to
+be grouped never costs more than the write it waited behind.
+
+What a group promises is each backend's to keep (`postgres/group.py`,
+`sqlite.py`): every member commits or fails alone, with its own version
+check and idempotent retry, as if it had been appended by itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
+
+Request = TypeVar("Request")
+Result = TypeVar("Result")
+
+MOST_MEMBERS = 32
+"""Default for the most appends one group writes."""
+
+MOST_GROUPS = 2
+"""Default for the most groups written at once (each on a connection of its own)."""
+
+
+class _Member(Generic[Request, Result]):
+    __slots__ = ("answered", "error", "leads", "request", "result", "woken")
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self.result: Result | None = None
+        self.error: BaseException | None = None
+        self.answered = False
+        self.leads = False
+        self.woken = threading.Event()
+
+
+class GroupCommit(Generic[Request, Result]):
+    """Hands concurrent requests to `write` in groups; see the module's docstring.
+
+    `write(requests)` returns, for each request in order, its result or the
+    exception to raise to its caller. An exception raised by `write` itself
+    is raised to every caller of the group.
+    """
+
+    def __init__(
+        self,
+        write: Callable[[Sequence[Request]], Sequence[Result | BaseException]],
+        *,
+        most_members: int = MOST_MEMBERS,
+        most_groups: int = MOST_GROUPS,
+    ) -> None:
+        if most_members < 1 or most_groups < 1:
+            raise ValueError("a group commit needs room for one member and one group")
+        self._write = write
+        self._most_members = most_members
+        self._most_groups = most_groups
+        self._lock = threading.Lock()
+        self._queued: list[_Member[Request, Result]] = []
+        self._leaders = 0
+
+    @property
+    def waiting(self) -> int:
+        """Requests queued for the next group."""
+        with self._lock:
+            return len(self._queued)
+
+    def submit(self, request: Request) -> Result:
+        """`request`'s result, written in a group with whatever else is waiting."""
+        member: _Member[Request, Result] = _Member(request)
+        with self._lock:
+            self._queued.append(member)
+            member.leads = self._leaders < self._most_groups
+            if member.leads:
+                self._leaders += 1
+        if not member.leads:
+            # Woken by its answer, or, still queued, by the lead passed to it.
+            member.woken.wait()
+        if member.leads:
+            self._lead(member)
+        if member.error is not None:
+            raise member.error
+        return member.result  # type: ignore[return-value]  # answered: set by the writer
+
+    def _lead(self, own: _Member[Request, Result]) -> None:
+        """Write groups until `own` is answered, then pass the lead on."""
+        while not own.answered:
+            with self._lock:
+                group = self._queued[: self._most_members]
+                del self._queued[: self._most_members]
+                if not group:
+                    # Another leader took `own` into its group: its answer will come.
+                    self._leaders -= 1
+                    break
+            self._write_group(group)
+        else:
+            with self._lock:
+                # Still queued, so in no group: only this wakes it. Not one that
+                # leads already (its caller has yet to take its first group).
+                successor = next((m for m in self._queued if not m.leads), None)
+                if successor is not None:
+                    successor.leads = True  # the count of leaders stays: the lead moves
+                else:
+                    self._leaders -= 1
+            if successor is not None:
+                successor.woken.set()
+            return
+        own.woken.wait()
+
+    def _write_group(self, group: list[_Member[Request, Result]]) -> None:
+        try:
+            outcomes = self._write([member.request for member in group])
+        except BaseException as error:  # the whole group shares the failure
+            outcomes = [error] * len(group)
+        for member, outcome in zip(group, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                member.error = outcome
+            else:
+                member.result = outcome
+            member.answered = True
+            member.woken.set()

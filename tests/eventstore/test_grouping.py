@@ -1,0 +1,157 @@
+"""`GroupCommit`, the machinery that lets appends from many threads share a commit,
+with a writer that records the groups it is given."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+import pytest
+from eventcraft.eventstore.grouping import GroupCommit
+
+_LONG = 30.0
+
+
+def _until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + _LONG
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never came true"
+        time.sleep(0.001)
+
+
+class _Writer:
+    """Writes groups (doubling each request), holding the first until released."""
+
+    def __init__(self) -> None:
+        self.groups: list[list[int]] = []
+        self.release = threading.Event()
+        self.release.set()
+        self.writing = threading.Event()
+
+    def __call__(self, requests: Sequence[int]) -> list[int | BaseException]:
+        self.groups.append(list(requests))
+        self.writing.set()
+        assert self.release.wait(_LONG)
+        return [ValueError(f"odd {r}") if r % 2 else r * 2 for r in requests]
+
+
+def _submit_all(
+    commit: GroupCommit[int, int], requests: Sequence[int]
+) -> tuple[list[threading.Thread], dict[int, object]]:
+    answers: dict[int, object] = {}
+
+    def submit(request: int) -> None:
+        try:
+            answers[request] = commit.submit(request)
+        except ValueError as error:
+            answers[request] = str(error)
+
+    threads = [threading.Thread(target=submit, args=(r,)) for r in requests]
+    for thread in threads:
+        thread.start()
+    return threads, answers
+
+
+def test_a_lone_caller_is_written_at_once_alone() -> None:
+    writer = _Writer()
+    commit: GroupCommit[int, int] = GroupCommit(writer)
+    assert commit.submit(4) == 8
+    assert commit.submit(6) == 12
+    assert writer.groups == [[4], [6]]
+
+
+def test_callers_arriving_during_a_write_share_the_next_group() -> None:
+    writer = _Writer()
+    writer.release.clear()
+    commit: GroupCommit[int, int] = GroupCommit(writer, most_groups=1)
+    first, answers = _submit_all(commit, [0])
+    assert writer.writing.wait(_LONG)
+    later, more = _submit_all(commit, [2, 4, 6, 8, 10])
+    _until(lambda: commit.waiting == 5)
+    writer.release.set()
+    for thread in first + later:
+        thread.join(_LONG)
+    assert writer.groups[0] == [0]
+    assert sorted(writer.groups[1]) == [2, 4, 6, 8, 10]
+    assert {**answers, **more} == {0: 0, 2: 4, 4: 8, 6: 12, 8: 16, 10: 20}
+
+
+def test_a_group_holds_at_most_most_members() -> None:
+    writer = _Writer()
+    writer.release.clear()
+    commit: GroupCommit[int, int] = GroupCommit(writer, most_members=2, most_groups=1)
+    first, _ = _submit_all(commit, [0])
+    assert writer.writing.wait(_LONG)
+    later, answers = _submit_all(commit, [2, 4, 6, 8, 10])
+    _until(lambda: commit.waiting == 5)
+    writer.release.set()
+    for thread in first + later:
+        thread.join(_LONG)
+    assert [len(group) for group in writer.groups] == [1, 2, 2, 1]
+    assert answers == {2: 4, 4: 8, 6: 12, 8: 16, 10: 20}
+
+
+def test_a_members_error_reaches_its_caller_alone() -> None:
+    writer = _Writer()
+    writer.release.clear()
+    commit: GroupCommit[int, int] = GroupCommit(writer, most_groups=1)
+    first, _ = _submit_all(commit, [0])
+    assert writer.writing.wait(_LONG)
+    later, answers = _submit_all(commit, [2, 3, 4])
+    _until(lambda: commit.waiting == 3)
+    writer.release.set()
+    for thread in first + later:
+        thread.join(_LONG)
+    assert answers == {2: 4, 3: "odd 3", 4: 8}
+
+
+def test_a_failed_write_fails_every_caller_of_its_group_and_no_other() -> None:
+    def write(requests: Sequence[int]) -> list[int | BaseException]:
+        if 13 in requests:
+            raise ConnectionError("the database went away")
+        return [r for r in requests]
+
+    commit: GroupCommit[int, int] = GroupCommit(write)
+    with pytest.raises(ConnectionError):
+        commit.submit(13)
+    assert commit.submit(1) == 1
+
+
+def test_groups_are_written_side_by_side_up_to_most_groups() -> None:
+    writer = _Writer()
+    writer.release.clear()
+    commit: GroupCommit[int, int] = GroupCommit(writer, most_groups=2)
+    threads, answers = _submit_all(commit, [0, 2])
+    _until(lambda: len(writer.groups) == 2)  # both lead: two groups in flight at once
+    later, more = _submit_all(commit, [4, 6])
+    _until(lambda: commit.waiting == 2)
+    writer.release.set()
+    for thread in threads + later:
+        thread.join(_LONG)
+    assert sorted(map(len, writer.groups)) == [1, 1, 2]
+    assert {**answers, **more} == {0: 0, 2: 4, 4: 8, 6: 12}
+
+
+@pytest.mark.parametrize("most_groups", [1, 2, 3])
+def test_many_callers_all_get_answers_and_the_leaders_all_stand_down(most_groups: int) -> None:
+    """No lost lead, no lost wake-up: every caller answered, whatever the interleaving."""
+
+    def write(requests: Sequence[int]) -> list[int | BaseException]:
+        return [r * 2 for r in requests]
+
+    commit: GroupCommit[int, int] = GroupCommit(write, most_members=3, most_groups=most_groups)
+    results: list[int] = []
+
+    def work(base: int) -> None:
+        for n in range(200):
+            results.append(commit.submit(base + n))
+
+    threads = [threading.Thread(target=work, args=(1000 * t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(_LONG)
+    assert sorted(results) == sorted(2 * (1000 * t + n) for t in range(8) for n in range(200))
+    assert commit._leaders == 0
+    assert commit.submit(1) == 2
