@@ -35,7 +35,7 @@ import psycopg
 import psycopg_pool
 from eventcraft.domain import AsyncRepository, Repository
 from eventcraft.eventstore import AsyncEventStore, EventStore, NewEvent
-from eventcraft.eventstore.postgres.async_backend import POOL_SIZE
+from eventcraft.eventstore.postgres.connections import POOL_SIZE
 
 from examples.bank import BankAccount
 

@@ -8,6 +8,7 @@
     ├── InvalidEvent (ValueError)       a name, payload or argument the store refuses
     ├── UnsupportedStoreURL (ValueError)
     └── StoreUnavailable (ConnectionError)  the database could not be reached
+        ├── PoolExhausted                   no pooled connection came free in time
         └── AppendOutcomeUnknown            the connection broke after an append was sent
 
 Driver errors (sqlite3's, psycopg's) are translated into these at the backend
@@ -71,6 +72,27 @@ class UnsupportedStoreURL(EventStoreError, ValueError):
 
 class StoreUnavailable(EventStoreError, ConnectionError):
     """The database could not be reached, or the connection broke mid-call."""
+
+
+class PoolExhausted(StoreUnavailable):
+    """Every connection of the store's pool stayed busy for as long as a caller may wait.
+
+    Nothing was sent. A larger pool (`?pool_size=` in a PostgreSQL store's
+    URL) or a longer wait (`?pool_timeout=`) helps if the database allows
+    that many connections; so do fewer concurrent callers.
+    """
+
+    def __init__(self, size: int, timeout: float) -> None:
+        self.size = size
+        self.timeout = timeout
+        super().__init__(
+            f"all {size} connections of the event store's pool stayed busy for {timeout:g} s; "
+            "nothing was sent (raise pool_size or pool_timeout in the store URL, "
+            "or make fewer calls at once)"
+        )
+
+    def __reduce__(self) -> tuple[type[PoolExhausted], tuple[int, float]]:
+        return (type(self), (self.size, self.timeout))
 
 
 class AppendOutcomeUnknown(StoreUnavailable):

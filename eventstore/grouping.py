@@ -116,7 +116,10 @@ class GroupCommit(Generic[Request, Result]):
             if successor is not None:
                 successor.woken.set()
             return
-        own.woken.wait()
+        while not own.answered:
+            # Set before, perhaps, by the lead passed to `own`; the answer sets it again.
+            own.woken.wait()
+            own.woken.clear()
 
     def _write_group(self, group: list[_Member[Request, Result]]) -> None:
         try:

@@ -52,9 +52,6 @@ from .head import log_status_async, safe_head_async
 from .statements import ANY_TRIES, PAGE, PART
 from .wire import APPEND, notify_statement
 
-POOL_SIZE = 16
-"""Most connections one async store opens; more concurrent calls queue for one."""
-
 CLOSING = 30.0
 """Longest `close` waits for a NOTIFY being sent."""
 
@@ -83,13 +80,11 @@ class AsyncPostgresBackend(AsyncBackend):
         )
 
     @classmethod
-    async def open(
-        cls, url: str, *, pool_size: int = POOL_SIZE, group_commit: bool = True
-    ) -> AsyncPostgresBackend:
+    async def open(cls, url: str, *, group_commit: bool = True) -> AsyncPostgresBackend:
         target = PostgresTarget.from_url(url)
         # The schema is made by the sync backend's own code, on a connection of its own.
         notify = await asyncio.to_thread(_prepare, target)
-        pool = AsyncConnectionPool(target, pool_size)
+        pool = AsyncConnectionPool(target, target.pool_size)
         return cls(target, pool, notify, group_commit=group_commit)
 
     async def append(

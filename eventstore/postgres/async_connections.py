@@ -4,9 +4,8 @@ The same rules as the sync pool: connections in autocommit with the store's
 options; an idle one polled for the server's goodbye before it is lent (no
 round trip), and the reply to its last NOTIFY read then; one left in a
 transaction rolled back, or dropped, on return; a server that cannot be
-reached reported at once as `StoreUnavailable`. What the async one adds is a
-bound: at most `size` connections, further callers wait their turn, as a
-hundred tasks sharing one store would otherwise open a hundred connections.
+reached reported at once as `StoreUnavailable`; at most `size` connections,
+further callers waiting their turn up to the target's `pool_timeout`.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ import psycopg
 from psycopg import pq
 from psycopg.types.json import set_json_loads
 
-from ..errors import StoreUnavailable
+from ..errors import PoolExhausted, StoreUnavailable
 from .async_appends import finish_outstanding
 from .connections import MAX_IDLE, PostgresTarget, _alive
 
@@ -50,29 +49,39 @@ class AsyncConnectionPool:
         """`call` on a connection in autocommit mode, given back to the pool afterwards.
 
         Without `settle`, the connection may come with a NOTIFY's reply still to
-        read: for `append_many`, which reads it after sending its own appends.
+        read: for `send_members`, which reads it after sending its own call.
         """
         if self._closed:
             raise StoreUnavailable("the event store is closed")
-        async with self._slots:
-            conn = None
-            while self._idle and conn is None:
-                candidate = self._idle.pop()
-                if not _alive(candidate):  # type: ignore[arg-type]  # reads pgconn only
-                    await candidate.close()
-                    continue
-                if settle:
-                    try:
-                        await finish_outstanding(candidate)
-                    except psycopg.OperationalError:
-                        continue  # closed: try another
-                conn = candidate
-            if conn is None:
-                conn = await self.connect()
-            try:
-                return await call(conn)
-            finally:
-                await self._give_back(conn)
+        try:
+            async with asyncio.timeout(self.target.pool_timeout):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise PoolExhausted(self.size, self.target.pool_timeout) from None
+        try:
+            return await self._run(call, settle)
+        finally:
+            self._slots.release()
+
+    async def _run(self, call: Callable[[Conn], Awaitable[T]], settle: bool) -> T:
+        conn = None
+        while self._idle and conn is None:
+            candidate = self._idle.pop()
+            if not _alive(candidate):  # type: ignore[arg-type]  # reads pgconn only
+                await candidate.close()
+                continue
+            if settle:
+                try:
+                    await finish_outstanding(candidate)
+                except psycopg.OperationalError:
+                    continue  # closed: try another
+            conn = candidate
+        if conn is None:
+            conn = await self.connect()
+        try:
+            return await call(conn)
+        finally:
+            await self._give_back(conn)
 
     async def _give_back(self, conn: Conn) -> None:
         reusable = not conn.closed and not conn.broken

@@ -23,7 +23,7 @@ import psycopg
 from psycopg import pq
 from psycopg.types.json import set_json_loads
 
-from ..errors import StoreUnavailable, UnsupportedStoreURL
+from ..errors import PoolExhausted, StoreUnavailable, UnsupportedStoreURL
 from .wire import finish_outstanding
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
@@ -34,6 +34,20 @@ MAX_IDLE = 8
 """Idle connections kept for reuse; more are closed when given back."""
 
 
+POOL_SIZE = 10
+"""Default for the most connections a store's pool opens at once (`?pool_size=` in the URL).
+
+Ten serve dozens of threads: appends waiting together share one connection
+(group commit), and readers hold one only while a page is read. The
+listener that wakes waiting readers keeps one more of its own."""
+
+POOL_TIMEOUT = 30.0
+"""Default for the longest a caller waits for a pooled connection, in seconds
+(`?pool_timeout=` in the URL), before `PoolExhausted` is raised."""
+
+_MOST_POOL_SIZE = 1000
+
+
 @dataclass(frozen=True)
 class PostgresTarget:
     """Where a PostgreSQL store lives."""
@@ -42,12 +56,18 @@ class PostgresTarget:
     """A libpq URI without the store's own parameters."""
     schema: str | None
     """The schema holding the store's tables; None for the server's search_path."""
+    pool_size: int = POOL_SIZE
+    """The most connections the store's pool opens at once."""
+    pool_timeout: float = POOL_TIMEOUT
+    """The longest a caller waits for a connection, in seconds."""
 
     @classmethod
     def from_url(cls, url: str) -> PostgresTarget:
         parts = urlsplit(url)
         query = dict(parse_qsl(parts.query, keep_blank_values=True))
         schema = query.pop("schema", None)
+        pool_size = _pool_setting(query, "pool_size", POOL_SIZE, int, _MOST_POOL_SIZE)
+        pool_timeout = _pool_setting(query, "pool_timeout", POOL_TIMEOUT, float, 3600.0)
         query.setdefault("application_name", "eventcraft")  # tells operators whose connection it is
         if schema is not None and not _SCHEMA_NAME.fullmatch(schema):
             raise UnsupportedStoreURL(
@@ -58,7 +78,7 @@ class PostgresTarget:
                 "a PostgreSQL store URL is postgresql://user@host:port/database[?schema=name]"
             )
         conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query), ""))
-        return cls(conninfo, schema)
+        return cls(conninfo, schema, int(pool_size), float(pool_timeout))
 
     def options(self) -> str:
         # UTC so that recorded_at comes back the same whatever the server's zone;
@@ -86,10 +106,14 @@ def _alive(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
 
 
 class ConnectionPool:
+    """At most `target.pool_size` connections lent at once; further callers wait for one
+    up to `target.pool_timeout` seconds, then get `PoolExhausted`."""
+
     def __init__(self, target: PostgresTarget) -> None:
         self.target = target
         self._idle: list[psycopg.Connection[tuple[object, ...]]] = []
         self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(target.pool_size)
         self._closed = False
 
     def connect(self) -> psycopg.Connection[tuple[object, ...]]:
@@ -108,6 +132,14 @@ class ConnectionPool:
         A method rather than a context manager: this wraps every statement the
         store runs, and a generator-based context manager costs more than it.
         """
+        if not self._slots.acquire(timeout=self.target.pool_timeout):
+            raise PoolExhausted(self.target.pool_size, self.target.pool_timeout)
+        try:
+            return self._run(call)
+        finally:
+            self._slots.release()
+
+    def _run(self, call: Callable[[psycopg.Connection[tuple[object, ...]]], T]) -> T:
         with self._lock:
             if self._closed:
                 raise StoreUnavailable("the event store is closed")
@@ -151,3 +183,20 @@ class ConnectionPool:
             idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
+
+
+def _pool_setting(
+    query: dict[str, str], name: str, default: float, kind: type[float], most: float
+) -> float:
+    """A pool setting taken out of the URL's query (libpq does not know it), checked."""
+    given = query.pop(name, None)
+    if given is None:
+        return default
+    try:
+        value = kind(given)
+    except ValueError:
+        value = 0
+    if not 0 < value <= most:
+        what = "a whole number" if kind is int else "a number of seconds"
+        raise UnsupportedStoreURL(f"{name} must be {what} above 0, at most {most:g}, not {given!r}")
+    return value

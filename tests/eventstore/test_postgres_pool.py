@@ -1,0 +1,115 @@
+"""The PostgreSQL store's pool is bounded: many threads share a few connections, a role
+capped at 20 connections serves 100 threads, and a caller that cannot get a connection
+in time is told why."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from eventcraft.eventstore import (
+    EventStore,
+    NewEvent,
+    PoolExhausted,
+    UnsupportedStoreURL,
+    WrongExpectedVersion,
+)
+from eventcraft.eventstore.postgres.connections import (
+    POOL_SIZE,
+    ConnectionPool,
+    PostgresTarget,
+)
+
+from ..conftest import PG_URL
+
+ROLE = "eventcraft_capped"
+ROLE_LIMIT = 20
+
+
+@pytest.fixture
+def capped_url(pg_url: str) -> Iterator[str]:
+    """A store URL whose role may hold at most `ROLE_LIMIT` connections."""
+    schema = f"capped_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (ROLE,)).fetchone() is None:
+            conn.execute(f"CREATE ROLE {ROLE} LOGIN CONNECTION LIMIT {ROLE_LIMIT}")
+        conn.execute(f"ALTER ROLE {ROLE} CONNECTION LIMIT {ROLE_LIMIT}")
+        database = conn.info.dbname
+        conn.execute(f"GRANT CREATE ON DATABASE {database} TO {ROLE}")  # the store's IF NOT EXISTS
+        conn.execute(f"CREATE SCHEMA {schema} AUTHORIZATION {ROLE}")
+    host = PG_URL.split("@", 1)[1]
+    yield f"postgresql://{ROLE}@{host}?schema={schema}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def test_a_hundred_threads_share_a_role_capped_at_twenty_connections(capped_url: str) -> None:
+    """Each thread loads a stream and appends at its version, retrying when another
+    thread got there first: what an application saving aggregates does. With a
+    connection per concurrent caller, most of these threads were refused by the server
+    (`too many connections for role`)."""
+    threads, streams = 100, 10
+    failures: list[BaseException] = []
+    start = threading.Barrier(threads)
+
+    with EventStore.open(capped_url) as store:
+
+        def save(n: int) -> None:
+            stream = f"counter-{n % streams}"
+            try:
+                start.wait()
+                while True:
+                    version = len(list(store.read_stream(stream)))  # the aggregate's load
+                    try:
+                        store.append(stream, [NewEvent("Counted", {"by": n})], version)
+                        return
+                    except WrongExpectedVersion:
+                        continue
+            except BaseException as error:
+                failures.append(error)
+
+        workers = [threading.Thread(target=save, args=(n,)) for n in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert failures == []
+        counted = sorted(e.data["by"] for e in store.read_all())
+        assert counted == list(range(threads))
+        for s in range(streams):
+            assert store.stream_version(f"counter-{s}") == threads // streams
+
+
+def test_a_caller_waits_for_a_connection_then_is_told_the_pools_size(pg_url: str) -> None:
+    pool = ConnectionPool(PostgresTarget.from_url(f"{pg_url}&pool_size=1&pool_timeout=0.2"))
+    try:
+        # Holding the only connection, ask for another: the second caller waits, then gives up.
+        with pytest.raises(PoolExhausted, match="all 1 connections") as raised:
+            pool.run(lambda conn: pool.run(lambda other: None))
+        assert (raised.value.size, raised.value.timeout) == (1, 0.2)
+        assert pool.run(lambda conn: conn.execute("SELECT 1").fetchone()) == (1,)
+    finally:
+        pool.close()
+
+
+def test_the_pool_size_comes_from_the_url_or_the_default(pg_url: str) -> None:
+    assert PostgresTarget.from_url(pg_url).pool_size == POOL_SIZE
+    target = PostgresTarget.from_url(f"{pg_url}&pool_size=3&pool_timeout=2.5")
+    assert (target.pool_size, target.pool_timeout) == (3, 2.5)
+    assert "pool_size" not in target.conninfo  # libpq would refuse it
+
+
+@pytest.mark.parametrize(
+    ("setting", "named"),
+    [
+        ("pool_size=0", "pool_size"),
+        ("pool_size=many", "pool_size"),
+        ("pool_timeout=-1", "pool_timeout"),
+    ],
+)
+def test_a_bad_pool_setting_is_refused_by_name(pg_url: str, setting: str, named: str) -> None:
+    with pytest.raises(UnsupportedStoreURL, match=named):
+        EventStore.open(f"{pg_url}&{setting}")
