@@ -10,6 +10,7 @@ from .errors import (
     InvalidEvent,
     PoolExhausted,
     StoreUnavailable,
+    UnreadablePersonalData,
     UnsupportedStoreURL,
     WrongExpectedVersion,
 )
@@ -29,7 +30,9 @@ from .events import (
     recorded_at_text,
 )
 from .ids import new_event_id
+from .keys import KeyStore
 from .log_status import HeldPosition, LogStatus
+from .personal import FORGOTTEN, Personal
 from .port import Backend
 from .postgres import PostgresTarget
 from .snapshot import Snapshot
@@ -38,6 +41,7 @@ from .store import EventStore
 __all__ = [
     "ANY",
     "EVENT_VERSION",
+    "FORGOTTEN",
     "MAX_EVENT_BYTES",
     "NO_STREAM",
     "AppendOutcomeUnknown",
@@ -53,8 +57,10 @@ __all__ = [
     "ExpectedVersion",
     "HeldPosition",
     "InvalidEvent",
+    "KeyStore",
     "LogStatus",
     "NewEvent",
+    "Personal",
     "PoolExhausted",
     "PostgresTarget",
     "RecordedEvent",
@@ -62,6 +68,7 @@ __all__ = [
     "StoreUnavailable",
     "StreamInfo",
     "StreamState",
+    "UnreadablePersonalData",
     "UnsupportedStoreURL",
     "WrongExpectedVersion",
     "category_of",

@@ -31,7 +31,9 @@ from .events import (
     RecordedEvent,
     StreamInfo,
 )
+from .keys import KeyStore
 from .log_status import LogStatus
+from .shredding import Shredder
 from .snapshot import Snapshot
 
 SUBSCRIPTION_WAIT = 5.0
@@ -54,21 +56,35 @@ class AsyncEventStore:
     """
 
     def __init__(
-        self, backend: AsyncBackend, url: str, *, max_event_bytes: int = MAX_EVENT_BYTES
+        self,
+        backend: AsyncBackend,
+        url: str,
+        *,
+        max_event_bytes: int = MAX_EVENT_BYTES,
+        keys: KeyStore | str | None = None,
+        sealed: bool = False,
     ) -> None:
         self._backend = backend
+        self._shredder = Shredder(url if keys is None else keys, sealed=sealed)
         self.url = url
         self.max_event_bytes = check_max_event_bytes(max_event_bytes)
         """The most bytes of JSON an appended event's data and metadata may take together."""
 
     @classmethod
     async def open(
-        cls, url: str, *, max_event_bytes: int = MAX_EVENT_BYTES, group_commit: bool = True
+        cls,
+        url: str,
+        *,
+        max_event_bytes: int = MAX_EVENT_BYTES,
+        group_commit: bool = True,
+        keys: KeyStore | str | None = None,
+        sealed: bool = False,
     ) -> AsyncEventStore:
         """The store at `url`; raises `StoreUnavailable` if its database cannot be opened.
 
         `group_commit` as for `EventStore.open`: appends from tasks waiting at
-        the same moment share one transaction and one commit.
+        the same moment share one transaction and one commit. `keys` and
+        `sealed` as for `EventStore.open`; the key store is asked from a thread.
         """
         check_max_event_bytes(max_event_bytes)
         try:
@@ -78,7 +94,7 @@ class AsyncEventStore:
         except (EventStoreError, OSError) as error:
             raised = arguments.unavailable(url, error)
             raise raised from raised.__cause__
-        return cls(backend, url, max_event_bytes=max_event_bytes)
+        return cls(backend, url, max_event_bytes=max_event_bytes, keys=keys, sealed=sealed)
 
     async def append(
         self,
@@ -90,20 +106,23 @@ class AsyncEventStore:
         traced = telemetry.appending(stream_id, events, expected_version)
         if traced is None:
             call = arguments.append_call(stream_id, events, expected_version, self.max_event_bytes)
+            await self._shredder.seal_batch_async(call.batch)
             return await self._backend.append(*call)
         with traced:
             call = arguments.append_call(
                 stream_id, traced.events, expected_version, self.max_event_bytes
             )
+            await self._shredder.seal_batch_async(call.batch)
             return traced.done(await self._backend.append(*call))
 
     async def append_many(
         self, appends: Sequence[tuple[str, Sequence[NewEvent], ExpectedVersion]]
     ) -> list[AppendResult]:
         """As `EventStore.append_many`: every append or none, each with its own version check."""
-        return await self._backend.append_many(
-            arguments.append_many_call(appends, self.max_event_bytes)
-        )
+        calls = arguments.append_many_call(appends, self.max_event_bytes)
+        for call in calls:
+            await self._shredder.seal_batch_async(call.batch)
+        return await self._backend.append_many(calls)
 
     def read_stream(
         self,
@@ -115,8 +134,10 @@ class AsyncEventStore:
         """As `EventStore.read_stream`; the arguments are checked before anything is awaited."""
         stream_id, from_version, limit = arguments.read_stream_call(stream_id, from_version, limit)
         telemetry.count_read("stream")
-        return self._backend.read_stream(
-            stream_id, from_version=from_version, backwards=backwards, limit=limit
+        return self._shredder.opened_async(
+            self._backend.read_stream(
+                stream_id, from_version=from_version, backwards=backwards, limit=limit
+            )
         )
 
     def read_stream_encoded(
@@ -125,7 +146,9 @@ class AsyncEventStore:
         """As `EventStore.read_stream_encoded`."""
         stream_id, start = arguments.read_stream_encoded_call(stream_id, from_version)
         telemetry.count_read("stream_encoded")
-        return self._backend.read_stream_encoded(stream_id, from_version=start)
+        return self._shredder.opened_encoded_async(
+            stream_id, self._backend.read_stream_encoded(stream_id, from_version=start)
+        )
 
     def read_all(
         self,
@@ -138,8 +161,10 @@ class AsyncEventStore:
         """As `EventStore.read_all`: position order, up to the high-water mark."""
         call = arguments.read_all_call(after, limit, categories, types)
         telemetry.count_read("all")
-        return self._backend.read_all(
-            after=call.after, limit=call.limit, categories=call.categories, types=call.types
+        return self._shredder.opened_async(
+            self._backend.read_all(
+                after=call.after, limit=call.limit, categories=call.categories, types=call.types
+            )
         )
 
     def read_all_encoded(
@@ -154,8 +179,10 @@ class AsyncEventStore:
         call = arguments.read_all_call(after, None, categories, types)
         last = arguments.until_call(until)
         telemetry.count_read("all_encoded")
-        return self._backend.read_all_encoded(
-            after=call.after, until=last, categories=call.categories, types=call.types
+        return self._shredder.opened_records_async(
+            self._backend.read_all_encoded(
+                after=call.after, until=last, categories=call.categories, types=call.types
+            )
         )
 
     def subscribe(
@@ -180,8 +207,10 @@ class AsyncEventStore:
             # Every event up to this mark is readable now, those filtered out too:
             # once they are read, the subscription can wait beyond it.
             mark = await self._backend.high_water_mark()
-            async for event in self._backend.read_all(
-                after=position, limit=None, categories=call.categories, types=call.types
+            async for event in self._shredder.opened_async(
+                self._backend.read_all(
+                    after=position, limit=None, categories=call.categories, types=call.types
+                )
             ):
                 position = event.position
                 yield event
@@ -194,7 +223,8 @@ class AsyncEventStore:
 
     async def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
         """The event stored with `event_id`, or None."""
-        return await self._backend.read_event(arguments.event_id_call(event_id))
+        event = await self._backend.read_event(arguments.event_id_call(event_id))
+        return await self._shredder.opened_event_async(event)
 
     async def log_status(self) -> LogStatus:
         """As `EventStore.log_status`."""
@@ -225,15 +255,22 @@ class AsyncEventStore:
         schema_version: int = 1,
     ) -> None:
         """As `EventStore.save_snapshot`."""
+        data = await self._shredder.seal_snapshot_async(arguments.stream_id_call(stream_id), data)
         prepared = arguments.snapshot_call(stream_id, version, type, data, schema_version)
         await self._backend.save_snapshot(prepared)
 
     async def load_snapshot(self, stream_id: str) -> Snapshot | None:
         """The newest snapshot of `stream_id`, or None."""
-        return await self._backend.load_snapshot(arguments.stream_id_call(stream_id))
+        snapshot = await self._backend.load_snapshot(arguments.stream_id_call(stream_id))
+        return await self._shredder.opened_snapshot_async(snapshot)
+
+    async def forget(self, subject: str) -> int:
+        """As `EventStore.forget`: `subject`'s key deleted, its fields read as replaced."""
+        return await self._shredder.forget_async(subject)
 
     async def close(self) -> None:
         await self._backend.close()
+        self._shredder.close()
 
     async def __aenter__(self) -> AsyncEventStore:
         return self

@@ -187,6 +187,9 @@ class BlockingEventStore:
     def load_snapshot(self, stream_id: str) -> Snapshot | None:
         return self._wait(self.store.load_snapshot(stream_id))
 
+    def forget(self, subject: str) -> int:
+        return self._wait(self.store.forget(subject))
+
     def close(self) -> None:
         """Close the store and stop the private loop; a face `over` a caller's store
         leaves it open: the caller closes it."""

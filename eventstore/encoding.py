@@ -243,6 +243,18 @@ class PreparedBatch:
     def __len__(self) -> int:
         return len(self._events)
 
+    @property
+    def events(self) -> Sequence[NewEvent]:
+        """The events, not yet encoded: as given, or as `replace_events` left them."""
+        return self._events
+
+    def replace_events(self, events: Sequence[NewEvent]) -> None:
+        """Put `events` in place of those given: the same ids in the same order, their
+        payloads changed (personal fields sealed). Only before any is encoded."""
+        if self._encoded or [event.id for event in events] != self.ids:
+            raise RuntimeError("replace_events: the same events, before any is encoded")
+        self._events = events
+
     def encoded(self, start: int, stop: int) -> list[PreparedEvent]:
         """Events `start` to `stop` (exclusive), encoded; raises `InvalidEvent` at a fault."""
         done = self._encoded

@@ -7,6 +7,7 @@
     ├── DuplicateEventId (ValueError)   an event id already stored, reused in another way
     ├── InvalidEvent (ValueError)       a name, payload or argument the store refuses
     ├── UnsupportedStoreURL (ValueError)
+    ├── UnreadablePersonalData          sealed personal fields that neither open nor are forgotten
     └── StoreUnavailable (ConnectionError)  the database could not be reached
         ├── PoolExhausted                   no pooled connection came free in time
         └── AppendOutcomeUnknown            the connection broke after an append was sent
@@ -68,6 +69,24 @@ class InvalidEvent(EventStoreError, ValueError):
 
 class UnsupportedStoreURL(EventStoreError, ValueError):
     """`EventStore.open` was given a URL no backend serves."""
+
+
+class UnreadablePersonalData(EventStoreError):
+    """An event or snapshot holds sealed personal fields that neither open nor are forgotten.
+
+    A forgotten subject's fields read as their replacement, never this: it
+    means the store was opened with another key store than the one its events
+    were sealed with, or the sealed text was altered.
+    """
+
+    def __init__(self, where: str, key_id: str, reason: str) -> None:
+        self.where = where
+        self.key_id = key_id
+        self.reason = reason
+        super().__init__(f"{where} holds personal data sealed with key {key_id} that {reason}")
+
+    def __reduce__(self) -> tuple[type[UnreadablePersonalData], tuple[str, str, str]]:
+        return (type(self), (self.where, self.key_id, self.reason))
 
 
 class StoreUnavailable(EventStoreError, ConnectionError):

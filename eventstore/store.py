@@ -22,8 +22,10 @@ from .events import (
     RecordedEvent,
     StreamInfo,
 )
+from .keys import KeyStore
 from .log_status import LogStatus
 from .port import Backend
+from .shredding import Shredder
 from .snapshot import Snapshot
 
 
@@ -41,16 +43,29 @@ class EventStore:
     """
 
     def __init__(
-        self, backend: Backend, url: str, *, max_event_bytes: int = MAX_EVENT_BYTES
+        self,
+        backend: Backend,
+        url: str,
+        *,
+        max_event_bytes: int = MAX_EVENT_BYTES,
+        keys: KeyStore | str | None = None,
+        sealed: bool = False,
     ) -> None:
         self._backend = backend
+        self._shredder = Shredder(url if keys is None else keys, sealed=sealed)
         self.url = url
         self.max_event_bytes = check_max_event_bytes(max_event_bytes)
         """The most bytes of JSON an appended event's data and metadata may take together."""
 
     @classmethod
     def open(
-        cls, url: str, *, max_event_bytes: int = MAX_EVENT_BYTES, group_commit: bool = True
+        cls,
+        url: str,
+        *,
+        max_event_bytes: int = MAX_EVENT_BYTES,
+        group_commit: bool = True,
+        keys: KeyStore | str | None = None,
+        sealed: bool = False,
     ) -> EventStore:
         """The store at `url`; raises `StoreUnavailable` if its database cannot be opened.
 
@@ -60,10 +75,15 @@ class EventStore:
         With `group_commit` (the default), appends from threads waiting at the
         same moment share one transaction and one commit, each still all or
         nothing with its own version check; a lone caller's append goes at once.
+
+        Fields marked `Personal` are sealed with keys of the key store `keys`:
+        a `KeyStore`, or the URL of one; by default the table `eventcraft_keys`
+        in the store's own database. With `sealed`, reads hand those fields over
+        sealed, as stored: for copies of the log that must stay erasable.
         """
         check_max_event_bytes(max_event_bytes)
         backend = _open_backend(url, group_commit=group_commit)
-        return cls(backend, url, max_event_bytes=max_event_bytes)
+        return cls(backend, url, max_event_bytes=max_event_bytes, keys=keys, sealed=sealed)
 
     def append(
         self,
@@ -79,13 +99,14 @@ class EventStore:
         """
         traced = telemetry.appending(stream_id, events, expected_version)
         if traced is None:
-            return self._backend.append(
-                *arguments.append_call(stream_id, events, expected_version, self.max_event_bytes)
-            )
+            call = arguments.append_call(stream_id, events, expected_version, self.max_event_bytes)
+            self._shredder.seal_batch(call.batch)
+            return self._backend.append(*call)
         with traced:
             call = arguments.append_call(
                 stream_id, traced.events, expected_version, self.max_event_bytes
             )
+            self._shredder.seal_batch(call.batch)
             return traced.done(self._backend.append(*call))
 
     def append_many(
@@ -99,7 +120,10 @@ class EventStore:
         Sending the same call again (same event ids) writes nothing and
         returns the first results. Returns each append's result, in order.
         """
-        return self._backend.append_many(arguments.append_many_call(appends, self.max_event_bytes))
+        calls = arguments.append_many_call(appends, self.max_event_bytes)
+        for call in calls:
+            self._shredder.seal_batch(call.batch)
+        return self._backend.append_many(calls)
 
     def read_stream(
         self,
@@ -111,8 +135,10 @@ class EventStore:
         """The events of one stream, from `from_version` (inclusive) on, or back from it."""
         stream_id, from_version, limit = arguments.read_stream_call(stream_id, from_version, limit)
         telemetry.count_read("stream")
-        return self._backend.read_stream(
-            stream_id, from_version=from_version, backwards=backwards, limit=limit
+        return self._shredder.opened(
+            self._backend.read_stream(
+                stream_id, from_version=from_version, backwards=backwards, limit=limit
+            )
         )
 
     def read_stream_encoded(
@@ -126,7 +152,9 @@ class EventStore:
         """
         stream_id, start = arguments.read_stream_encoded_call(stream_id, from_version)
         telemetry.count_read("stream_encoded")
-        return self._backend.read_stream_encoded(stream_id, from_version=start)
+        return self._shredder.opened_encoded(
+            stream_id, self._backend.read_stream_encoded(stream_id, from_version=start)
+        )
 
     def read_all(
         self,
@@ -144,8 +172,10 @@ class EventStore:
         """
         call = arguments.read_all_call(after, limit, categories, types)
         telemetry.count_read("all")
-        return self._backend.read_all(
-            after=call.after, limit=call.limit, categories=call.categories, types=call.types
+        return self._shredder.opened(
+            self._backend.read_all(
+                after=call.after, limit=call.limit, categories=call.categories, types=call.types
+            )
         )
 
     def read_all_encoded(
@@ -165,8 +195,10 @@ class EventStore:
         call = arguments.read_all_call(after, None, categories, types)
         last = arguments.until_call(until)
         telemetry.count_read("all_encoded")
-        return self._backend.read_all_encoded(
-            after=call.after, until=last, categories=call.categories, types=call.types
+        return self._shredder.opened_records(
+            self._backend.read_all_encoded(
+                after=call.after, until=last, categories=call.categories, types=call.types
+            )
         )
 
     def high_water_mark(self) -> int:
@@ -175,7 +207,9 @@ class EventStore:
 
     def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
         """The event stored with `event_id`, or None if no event has that id."""
-        return self._backend.read_event(arguments.event_id_call(event_id))
+        return self._shredder.opened_event(
+            self._backend.read_event(arguments.event_id_call(event_id))
+        )
 
     def log_status(self) -> LogStatus:
         """The log's head, its high-water mark, and the append in flight that holds readers
@@ -217,16 +251,31 @@ class EventStore:
         stored is ignored. A version the stream has not reached is refused
         (`InvalidEvent`).
         """
+        data = self._shredder.seal_snapshot(arguments.stream_id_call(stream_id), data)
         self._backend.save_snapshot(
             arguments.snapshot_call(stream_id, version, type, data, schema_version)
         )
 
     def load_snapshot(self, stream_id: str) -> Snapshot | None:
         """The newest snapshot of `stream_id`, or None."""
-        return self._backend.load_snapshot(arguments.stream_id_call(stream_id))
+        return self._shredder.opened_snapshot(
+            self._backend.load_snapshot(arguments.stream_id_call(stream_id))
+        )
+
+    def forget(self, subject: str) -> int:
+        """Delete `subject`'s key: from now on every reader sees its personal fields as
+        their replacement (`FORGOTTEN` unless the field names another).
+
+        The key is erased from the key store's database files (see
+        `keys_sql.py`); other processes stop opening the fields once their
+        cached copy of the key expires (`KeyStore.cache_seconds`). Returns how
+        many keys were erased: 0 if the subject had none, or was forgotten.
+        """
+        return self._shredder.forget(subject)
 
     def close(self) -> None:
         self._backend.close()
+        self._shredder.close()
 
     def __enter__(self) -> EventStore:
         return self

@@ -35,6 +35,7 @@ from .store import EventStore
 from .testing_import import ImportConformance
 from .testing_input import InputConformance
 from .testing_many import AppendManyConformance
+from .testing_personal import PersonalConformance
 from .testing_snapshots import SnapshotConformance
 from .testing_waiting import WaitingConformance
 
@@ -64,6 +65,7 @@ class EventStoreConformance(
     AppendManyConformance,
     ImportConformance,
     InputConformance,
+    PersonalConformance,
     SnapshotConformance,
     WaitingConformance,
 ):

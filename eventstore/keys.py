@@ -1,0 +1,242 @@
+"""The key store: one AES-256 key per data subject, and `forget`, which deletes it.
+
+Personal fields are sealed with their subject's key (`envelope.py`); the
+key store keeps the keys in a table of the store's own database by default
+(`keys_sql.py`), or of another database named by URL, or in memory for a
+memory store. Each key has an id of its own, which the sealed fields name:
+a subject forgotten and then written again gets a new key, and what was
+sealed with the old one stays forgotten.
+
+A forgotten key leaves a row without its key material (when, and whose it
+was): a reader can tell a forgotten subject (its fields read as the
+replacement) from a key this store never held (`UnknownDataKey`, the store
+opened with the wrong key store), and an operator can see who was forgotten.
+
+Keys are cached for `cache_seconds` (one second by default), so that
+readers of many events of one subject look its key up once. The cost: after
+`forget` returns in one process, another process that read or wrote that
+subject in the last `cache_seconds` may still open (or seal) its fields for
+the rest of that time; the forgetting process itself forgets at once, and
+fields sealed meanwhile read as forgotten. `cache_seconds=0` turns the
+cache off: every read that meets personal data looks its keys up.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from .errors import InvalidEvent
+
+KEY_BYTES = 32
+"""AES-256."""
+
+MAX_CACHED = 65_536
+"""Most keys a key store keeps cached; beyond it the expired ones, then all, are dropped."""
+
+
+@dataclass(frozen=True, slots=True)
+class DataKey:
+    """A subject's key as the key table keeps it."""
+
+    id: str
+    """The key's own id (a UUID as text), which sealed fields name."""
+    subject: str
+    """The data subject whose fields it seals."""
+    material: bytes | None
+    """The AES-256 key; None once the subject is forgotten."""
+
+
+def new_key(subject: str) -> DataKey:
+    return DataKey(str(uuid.uuid4()), subject, os.urandom(KEY_BYTES))
+
+
+class KeyTable(abc.ABC):
+    """Where keys are kept. Safe to share between threads."""
+
+    url: str
+    """Where, for messages (no password)."""
+
+    @abc.abstractmethod
+    def live_keys(self, subjects: Collection[str]) -> dict[str, DataKey]:
+        """Each subject's live key, made for those that have none, by subject."""
+
+    @abc.abstractmethod
+    def keys(self, key_ids: Collection[str]) -> dict[str, DataKey]:
+        """The keys with these ids that the table holds or held (forgotten: no material)."""
+
+    @abc.abstractmethod
+    def forget(self, subject: str) -> int:
+        """Delete the subject's live keys beyond recovery from the database's files;
+        how many there were (0: none, or forgotten already)."""
+
+    def close(self) -> None:  # noqa: B027 - most tables hold nothing to release
+        """Release connections. Idempotent."""
+
+
+class MemoryKeyTable(KeyTable):
+    """Keys in this process only: for memory stores, and tests."""
+
+    def __init__(self) -> None:
+        self.url = "memory://"
+        self._lock = threading.Lock()
+        self._by_id: dict[str, DataKey] = {}
+        self._live: dict[str, DataKey] = {}
+
+    def live_keys(self, subjects: Collection[str]) -> dict[str, DataKey]:
+        with self._lock:
+            found = {}
+            for subject in subjects:
+                key = self._live.get(subject)
+                if key is None:
+                    key = self._live[subject] = self._by_id.setdefault(
+                        (made := new_key(subject)).id, made
+                    )
+                found[subject] = key
+            return found
+
+    def keys(self, key_ids: Collection[str]) -> dict[str, DataKey]:
+        with self._lock:
+            return {key_id: self._by_id[key_id] for key_id in key_ids if key_id in self._by_id}
+
+    def forget(self, subject: str) -> int:
+        with self._lock:
+            key = self._live.pop(subject, None)
+            if key is None:
+                return 0
+            self._by_id[key.id] = DataKey(key.id, subject, None)
+            return 1
+
+
+@dataclass(slots=True)
+class _Cached:
+    key: DataKey
+    cipher: AESGCM | None
+    """None: forgotten."""
+    until: float
+    """When the entry expires (the clock's time); forgotten keys never do."""
+
+
+class KeyStore:
+    """A key table and the keys cached from it; shared by a store's threads."""
+
+    def __init__(
+        self,
+        table: KeyTable,
+        *,
+        cache_seconds: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if isinstance(cache_seconds, bool) or not isinstance(cache_seconds, int | float):
+            raise InvalidEvent(f"cache_seconds must be a number, not {cache_seconds!r}")
+        if not 0 <= cache_seconds < float("inf"):
+            raise InvalidEvent(f"cache_seconds must be 0 or more, not {cache_seconds!r}")
+        self.table = table
+        self.cache_seconds = float(cache_seconds)
+        """How long a key read from the table is used without asking it again."""
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._by_id: dict[str, _Cached] = {}
+        self._by_subject: dict[str, _Cached] = {}
+        self._forgets = 0
+        """Counts this store's forgets: a key read from the table while one ran is not
+        cached, lest it outlive the forget here."""
+
+    @classmethod
+    def open(cls, url: str, *, cache_seconds: float = 1.0) -> KeyStore:
+        """The key store at `url`: a store URL (`sqlite:///`, `postgresql://`, `memory://`),
+        its keys in the table `eventcraft_keys` there, made when a first key is."""
+        from .keys_sql import table_for
+
+        return cls(table_for(url), cache_seconds=cache_seconds)
+
+    @property
+    def url(self) -> str:
+        return self.table.url
+
+    def sealing(self, subjects: Collection[str]) -> dict[str, tuple[str, AESGCM]]:
+        """Each subject's live key id and cipher, keys made where there are none."""
+        now = self._clock()
+        found: dict[str, tuple[str, AESGCM]] = {}
+        missing = []
+        with self._lock:
+            for subject in subjects:
+                cached = self._by_subject.get(subject)
+                if cached is not None and cached.until > now and cached.cipher is not None:
+                    found[subject] = (cached.key.id, cached.cipher)
+                else:
+                    missing.append(subject)
+        if missing:
+            forgets = self._forgets
+            for subject, key in self.table.live_keys(missing).items():
+                cached = self._remember(key, now, forgets)
+                assert cached.cipher is not None  # a live key has its material
+                found[subject] = (key.id, cached.cipher)
+        return found
+
+    def opening(self, key_ids: Collection[str]) -> dict[str, AESGCM | None]:
+        """The cipher of each key id the table holds; None for a forgotten one. Ids the
+        table never held are left out."""
+        now = self._clock()
+        found: dict[str, AESGCM | None] = {}
+        missing = []
+        with self._lock:
+            for key_id in key_ids:
+                cached = self._by_id.get(key_id)
+                if cached is not None and (cached.cipher is None or cached.until > now):
+                    found[key_id] = cached.cipher
+                else:
+                    missing.append(key_id)
+        if missing:
+            forgets = self._forgets
+            for key_id, key in self.table.keys(missing).items():
+                found[key_id] = self._remember(key, now, forgets).cipher
+        return found
+
+    def forget(self, subject: str) -> int:
+        """Delete `subject`'s key (see `KeyTable.forget`), and drop it from this cache."""
+        with self._lock:
+            self._forgets += 1
+        erased = self.table.forget(subject)
+        with self._lock:
+            self._forgets += 1
+            self._by_subject.pop(subject, None)
+            for key_id in [i for i, c in self._by_id.items() if c.key.subject == subject]:
+                del self._by_id[key_id]
+        return erased
+
+    def close(self) -> None:
+        self.table.close()
+
+    def _remember(self, key: DataKey, now: float, forgets: int) -> _Cached:
+        cipher = AESGCM(key.material) if key.material is not None else None
+        cached = _Cached(key, cipher, now + self.cache_seconds)
+        if cipher is None or self.cache_seconds > 0:
+            with self._lock:
+                if cipher is not None and forgets != self._forgets:
+                    return cached  # read while this store forgot someone: use it once
+                if len(self._by_id) >= MAX_CACHED:
+                    self._drop_expired(now)
+                self._by_id[key.id] = cached
+                if cipher is not None:
+                    self._by_subject[key.subject] = cached
+        return cached
+
+    def _drop_expired(self, now: float) -> None:
+        for cache in (self._by_id, self._by_subject):
+            expired = [name for name, c in cache.items() if c.cipher is not None and c.until <= now]
+            for name in expired:
+                del cache[name]
+        if len(self._by_id) >= MAX_CACHED:
+            self._by_id.clear()
+            self._by_subject.clear()
+
+    def __repr__(self) -> str:
+        return f"KeyStore({self.url!r}, cache_seconds={self.cache_seconds})"

@@ -1,0 +1,330 @@
+"""`Shredder`: a store's personal fields sealed as they are written, opened as they are read.
+
+Every face of the store goes through it (`EventStore`, `AsyncEventStore`):
+appends and snapshots seal the fields their models mark `Personal`, and
+every read (streams, the log, its encoded forms, single events, snapshots)
+opens them, or puts the replacement in place of a forgotten subject's. So
+no reader above the store, projections and their rebuilds, the domain,
+exports, the command line, the console, sees a sealed envelope.
+
+Reads look at each event once (a dict lookup, or a substring search of its
+JSON text) and fetch the keys of the events that hold an envelope a chunk
+at a time, so that a read of many subjects asks the key store once a chunk,
+and a store without personal data never opens its key store at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from itertools import islice
+from typing import Any, Generic, TypeVar
+
+import orjson
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from pydantic import BaseModel
+
+from .encoding import PreparedBatch, check_name
+from .envelope import MARK, TEXT_MARK, check, key_ids, opened, seal
+from .events import EncodedEvent, EncodedRecord, NewEvent, RecordedEvent
+from .keys import KeyStore
+from .personal import PersonalField, personal_fields, subject_of
+from .snapshot import Snapshot
+
+CHUNK = 256
+"""Events read ahead to look their keys up together."""
+
+T = TypeVar("T")
+
+
+class Shredder:
+    """Seals and opens one store's personal fields with the keys of `keys`."""
+
+    def __init__(self, keys: KeyStore | str, *, sealed: bool = False) -> None:
+        self._keys = keys
+        self.sealed = sealed
+        """Reads hand envelopes over as stored (for copies that must stay erasable)."""
+
+    @property
+    def keys(self) -> KeyStore:
+        """The key store, opened when first needed: never, for a store without personal data."""
+        keys = self._keys
+        if isinstance(keys, str):
+            keys = self._keys = KeyStore.open(keys)
+        return keys
+
+    def close(self) -> None:
+        if isinstance(self._keys, KeyStore):
+            self._keys.close()
+
+    # --- writing -------------------------------------------------------------
+
+    def seal_batch(self, batch: PreparedBatch) -> None:
+        """Seal the personal fields of `batch`'s events, keys made for new subjects."""
+        plans = _plans(batch)
+        if plans:
+            _apply(batch, plans, self.keys.sealing(_subjects(plans)))
+
+    async def seal_batch_async(self, batch: PreparedBatch) -> None:
+        plans = _plans(batch)
+        if plans:
+            _apply(batch, plans, await asyncio.to_thread(self.keys.sealing, _subjects(plans)))
+
+    def seal_snapshot(
+        self, stream_id: str, data: dict[str, Any] | BaseModel
+    ) -> dict[str, Any] | BaseModel:
+        """`data` with its personal fields sealed; subjects default to `stream_id`."""
+        groups = _groups(data, stream_id, lambda: f"snapshot of stream {stream_id!r}")
+        if not groups:
+            return data
+        assert isinstance(data, BaseModel)
+        return seal(data.model_dump(mode="json"), groups, self.keys.sealing(list(groups)))
+
+    async def seal_snapshot_async(
+        self, stream_id: str, data: dict[str, Any] | BaseModel
+    ) -> dict[str, Any] | BaseModel:
+        groups = _groups(data, stream_id, lambda: f"snapshot of stream {stream_id!r}")
+        if not groups:
+            return data
+        assert isinstance(data, BaseModel)
+        keys = await asyncio.to_thread(self.keys.sealing, list(groups))
+        return seal(data.model_dump(mode="json"), groups, keys)
+
+    def forget(self, subject: str) -> int:
+        """Delete `subject`'s key; how many keys were erased (0: none, or forgotten)."""
+        return self.keys.forget(check_name("subject", subject))
+
+    async def forget_async(self, subject: str) -> int:
+        return await asyncio.to_thread(self.keys.forget, check_name("subject", subject))
+
+    # --- reading -------------------------------------------------------------
+
+    def opened(self, events: Iterator[RecordedEvent]) -> Iterator[RecordedEvent]:
+        return events if self.sealed else self._opened(events, _RECORDED)
+
+    def opened_encoded(
+        self, stream_id: str, events: Iterator[EncodedEvent]
+    ) -> Iterator[EncodedEvent]:
+        return events if self.sealed else self._opened(events, _encoded_kind(stream_id))
+
+    def opened_records(self, records: Iterator[EncodedRecord]) -> Iterator[EncodedRecord]:
+        return records if self.sealed else self._opened(records, _RECORD)
+
+    def opened_event(self, event: RecordedEvent | None) -> RecordedEvent | None:
+        if event is None or self.sealed or MARK not in event.data:
+            return event
+        return _RECORDED.opened(event, self.keys.opening(_RECORDED.key_ids(event)))
+
+    def opened_snapshot(self, snapshot: Snapshot | None) -> Snapshot | None:
+        if snapshot is None or self.sealed or MARK not in snapshot.data:
+            return snapshot
+        return _opened_snapshot(snapshot, self.keys.opening(_snapshot_ids(snapshot)))
+
+    def _opened(self, items: Iterator[T], kind: _Kind[T]) -> Iterator[T]:
+        marked = kind.marked
+        while True:
+            chunk = list(islice(items, CHUNK))
+            if not chunk:
+                return
+            if any(map(marked, chunk)):
+                chunk = self._open_chunk(chunk, kind, self.keys.opening)
+            yield from chunk
+
+    def _open_chunk(
+        self, chunk: list[T], kind: _Kind[T], lookup: Callable[[set[str]], dict[str, Any]]
+    ) -> list[T]:
+        wanted: set[str] = set()
+        for item in chunk:
+            if kind.marked(item):
+                wanted.update(kind.key_ids(item))
+        ciphers = lookup(wanted)
+        return [kind.opened(item, ciphers) if kind.marked(item) else item for item in chunk]
+
+    # --- reading, async --------------------------------------------------------
+
+    def opened_async(self, events: AsyncIterator[RecordedEvent]) -> AsyncIterator[RecordedEvent]:
+        return events if self.sealed else self._opened_async(events, _RECORDED)
+
+    def opened_encoded_async(
+        self, stream_id: str, events: AsyncIterator[EncodedEvent]
+    ) -> AsyncIterator[EncodedEvent]:
+        return events if self.sealed else self._opened_async(events, _encoded_kind(stream_id))
+
+    def opened_records_async(
+        self, records: AsyncIterator[EncodedRecord]
+    ) -> AsyncIterator[EncodedRecord]:
+        return records if self.sealed else self._opened_async(records, _RECORD)
+
+    async def opened_event_async(self, event: RecordedEvent | None) -> RecordedEvent | None:
+        if event is None or self.sealed or MARK not in event.data:
+            return event
+        ciphers = await asyncio.to_thread(self.keys.opening, _RECORDED.key_ids(event))
+        return _RECORDED.opened(event, ciphers)
+
+    async def opened_snapshot_async(self, snapshot: Snapshot | None) -> Snapshot | None:
+        if snapshot is None or self.sealed or MARK not in snapshot.data:
+            return snapshot
+        ciphers = await asyncio.to_thread(self.keys.opening, _snapshot_ids(snapshot))
+        return _opened_snapshot(snapshot, ciphers)
+
+    async def _opened_async(self, items: AsyncIterator[T], kind: _Kind[T]) -> AsyncIterator[T]:
+        chunk: list[T] = []
+        marked = False
+        async for item in items:
+            chunk.append(item)
+            marked = marked or kind.marked(item)
+            if len(chunk) == CHUNK:
+                for ready in await self._open_chunk_async(chunk, kind) if marked else chunk:
+                    yield ready
+                chunk, marked = [], False
+        for ready in await self._open_chunk_async(chunk, kind) if marked else chunk:
+            yield ready
+
+    async def _open_chunk_async(self, chunk: list[T], kind: _Kind[T]) -> list[T]:
+        wanted: set[str] = set()
+        for item in chunk:
+            if kind.marked(item):
+                wanted.update(kind.key_ids(item))
+        # The key store's table is read by a thread: the loop goes on meanwhile.
+        ciphers = await asyncio.to_thread(self.keys.opening, wanted)
+        return self._open_chunk(chunk, kind, lambda _: ciphers)
+
+
+_Plan = tuple[int, NewEvent, dict[str, list[PersonalField]]]
+
+
+def _plans(batch: PreparedBatch) -> list[_Plan]:
+    """The events of `batch` that hold personal fields, with their fields by subject."""
+    stream_id = batch.stream_id
+    plans: list[_Plan] = []
+    for index, event in enumerate(batch.events):
+        data = event.data
+        if isinstance(data, dict):
+            if MARK in data:
+                check(data, _new_where(stream_id, index, event))
+            continue
+        groups = _groups(data, stream_id, functools.partial(_new_where, stream_id, index, event))
+        if groups:
+            plans.append((index, event, groups))
+    return plans
+
+
+def _subjects(plans: list[_Plan]) -> set[str]:
+    return {subject for _, _, groups in plans for subject in groups}
+
+
+def _apply(
+    batch: PreparedBatch, plans: list[_Plan], keys: Mapping[str, tuple[str, AESGCM]]
+) -> None:
+    events = list(batch.events)
+    for index, event, groups in plans:
+        assert isinstance(event.data, BaseModel)
+        data = seal(event.data.model_dump(mode="json"), groups, keys)
+        events[index] = NewEvent(event.type, data, event.metadata, event.id, event.recorded_at)
+    batch.replace_events(events)
+
+
+def _groups(
+    data: Any, stream_id: str, where: Callable[[], str]
+) -> dict[str, list[PersonalField]] | None:
+    """The personal fields of a model by subject; None for a model with none (or no model)."""
+    if not isinstance(data, BaseModel):
+        return None
+    fields = personal_fields(type(data))
+    if not fields:
+        return None
+    groups: dict[str, list[PersonalField]] = {}
+    for field in fields:
+        groups.setdefault(subject_of(field, data, stream_id, where()), []).append(field)
+    return groups
+
+
+def _new_where(stream_id: str, index: int, event: NewEvent) -> str:
+    return f"event {index} ({event.type!r}) for stream {stream_id!r}"
+
+
+class _Kind(Generic[T]):
+    """How one kind of item read holds its data: decoded, or as JSON text."""
+
+    def __init__(
+        self,
+        marked: Callable[[T], bool],
+        data_of: Callable[[T], dict[str, Any]],
+        where: Callable[[T], str],
+        rebuilt: Callable[[T, dict[str, Any]], T],
+    ) -> None:
+        self.marked = marked
+        """Whether the item may hold an envelope: the cheap test every item gets."""
+        self._data_of = data_of
+        self._where = where
+        self._rebuilt = rebuilt
+
+    def key_ids(self, item: T) -> list[str]:
+        data = self._data_of(item)
+        return key_ids(data, self._where(item)) if MARK in data else []
+
+    def opened(self, item: T, ciphers: dict[str, Any]) -> T:
+        data = self._data_of(item)
+        if MARK not in data:  # the text named the mark deeper down, or in a string
+            return item
+        return self._rebuilt(item, opened(data, ciphers, self._where(item)))
+
+
+def _recorded_where(event: RecordedEvent) -> str:
+    return f"the event at position {event.position} (stream {event.stream_id!r})"
+
+
+def _recorded(event: RecordedEvent, data: dict[str, Any]) -> RecordedEvent:
+    return RecordedEvent(
+        event.id,
+        event.stream_id,
+        event.version,
+        event.position,
+        event.type,
+        data,
+        event.metadata,
+        event.recorded_at,
+    )
+
+
+_RECORDED: _Kind[RecordedEvent] = _Kind(
+    lambda event: MARK in event.data, lambda event: event.data, _recorded_where, _recorded
+)
+
+
+def _text_marked(item: EncodedEvent | EncodedRecord) -> bool:
+    return TEXT_MARK in item.data
+
+
+def _encoded_kind(stream_id: str) -> _Kind[EncodedEvent]:
+    return _Kind(
+        _text_marked,
+        lambda event: orjson.loads(event.data),
+        lambda event: f"event {event.version} of stream {stream_id!r}",
+        lambda event, data: event._replace(data=orjson.dumps(data).decode()),
+    )
+
+
+_RECORD: _Kind[EncodedRecord] = _Kind(
+    _text_marked,
+    lambda record: orjson.loads(record.data),
+    lambda record: f"the event at position {record.position} (stream {record.stream_id!r})",
+    lambda record, data: record._replace(data=orjson.dumps(data).decode()),
+)
+
+
+def _snapshot_ids(snapshot: Snapshot) -> list[str]:
+    return key_ids(snapshot.data, f"the snapshot of stream {snapshot.stream_id!r}")
+
+
+def _opened_snapshot(snapshot: Snapshot, ciphers: dict[str, Any]) -> Snapshot:
+    data = opened(snapshot.data, ciphers, f"the snapshot of stream {snapshot.stream_id!r}")
+    return Snapshot(
+        snapshot.stream_id,
+        snapshot.version,
+        snapshot.type,
+        snapshot.schema_version,
+        data,
+        snapshot.recorded_at,
+    )
