@@ -29,6 +29,7 @@ from .events import (
     category_of,
     recorded_at_text,
 )
+from .envelope import TEXT_MARK as SEALED_MARK
 from .ids import new_event_id
 from .keys import KeyStore
 from .log_status import HeldPosition, LogStatus
@@ -44,6 +45,7 @@ __all__ = [
     "FORGOTTEN",
     "MAX_EVENT_BYTES",
     "NO_STREAM",
+    "SEALED_MARK",
     "AppendOutcomeUnknown",
     "AppendResult",
     "AsyncEventStore",

@@ -37,7 +37,8 @@ from .personal import FORGOTTEN, PersonalField
 MARK = "$personal"
 """The top-level key of an event's data that holds its sealed fields."""
 TEXT_MARK = f'"{MARK}"'
-"""`MARK` as it appears in JSON text: a cheap first test of stored text."""
+"""`MARK` as it appears in JSON text: a cheap first test of stored text (exported as
+`SEALED_MARK`, for readers of the store's tables that filter on it)."""
 
 _NONCE = 12
 _ENTRY_KEYS = frozenset({"subject", "key", "fields", "sealed", "forgotten"})

@@ -28,11 +28,13 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
+import orjson
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from .envelope import MARK, TEXT_MARK, key_ids, opened
 from .errors import InvalidEvent
 
 KEY_BYTES = 32
@@ -77,6 +79,11 @@ class KeyTable(abc.ABC):
         """Delete the subject's live keys beyond recovery from the database's files;
         how many there were (0: none, or forgotten already)."""
 
+    @abc.abstractmethod
+    def holds_keys(self) -> bool:
+        """Whether the table holds or held any key: False means no data was ever sealed
+        with it."""
+
     def close(self) -> None:  # noqa: B027 - most tables hold nothing to release
         """Release connections. Idempotent."""
 
@@ -113,6 +120,9 @@ class MemoryKeyTable(KeyTable):
                 return 0
             self._by_id[key.id] = DataKey(key.id, subject, None)
             return 1
+
+    def holds_keys(self) -> bool:
+        return bool(self._by_id)
 
 
 @dataclass(slots=True)
@@ -211,6 +221,37 @@ class KeyStore:
             for key_id in [i for i, c in self._by_id.items() if c.key.subject == subject]:
                 del self._by_id[key_id]
         return erased
+
+    def holds_keys(self) -> bool:
+        """Whether any data was ever sealed with this key store's keys."""
+        return self.table.holds_keys()
+
+    def open_texts(
+        self, texts: Sequence[str | None], where: Callable[[int], str] | None = None
+    ) -> list[str | None]:
+        """Each JSON object text with its sealed personal fields opened, or replaced where
+        their subject is forgotten; texts without an envelope, and None, as they are.
+
+        For readers of the store's tables that do not go through the store
+        (Spark's JDBC source, the Parquet archive): the keys of all the
+        texts are looked up at once. `where(index)` names a text in errors.
+        """
+        named = where or (lambda index: f"text {index}")
+        sealed: dict[int, dict[str, object]] = {}
+        wanted: set[str] = set()
+        for index, text in enumerate(texts):
+            if text is not None and TEXT_MARK in text:
+                data = orjson.loads(text)
+                if isinstance(data, dict) and MARK in data:
+                    sealed[index] = data
+                    wanted.update(key_ids(data, named(index)))
+        if not sealed:
+            return list(texts)
+        ciphers = self.opening(wanted)
+        result = list(texts)
+        for index, data in sealed.items():
+            result[index] = orjson.dumps(opened(data, ciphers, named(index))).decode()
+        return result
 
     def close(self) -> None:
         self.table.close()

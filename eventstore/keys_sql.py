@@ -187,6 +187,14 @@ class SQLiteKeyTable(KeyTable):
 
         return self._run(work)
 
+    def holds_keys(self) -> bool:
+        def work(conn: sqlite3.Connection) -> bool:
+            return _has_table(conn) and bool(
+                conn.execute(f"SELECT 1 FROM {KEYS} LIMIT 1").fetchall()
+            )
+
+        return self._run(work)
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
@@ -309,6 +317,14 @@ class PostgresKeyTable(KeyTable):
                 # The old row version is still in the file: rewrite the table without it.
                 conn.execute(sql.SQL("VACUUM FULL {}").format(self._table()))
             return erased
+
+    def holds_keys(self) -> bool:
+        with self._connection() as conn:
+            if not self._exists(conn):
+                return False
+            query = sql.SQL("SELECT EXISTS (SELECT FROM {})").format(self._table())
+            row = conn.execute(query).fetchone()
+            return bool(row and row[0])
 
     def _exists(self, conn: psycopg.Connection[Any]) -> bool:
         if not self._made:

@@ -13,6 +13,7 @@ from pyspark.sql import types as T
 
 from ..errors import DefinitionError
 from .archive import Archive
+from .personal import opened
 from .rows import events_of
 from .source import check_readable, read_store
 from .typed import EventTypes, struct_of
@@ -26,6 +27,7 @@ def read_events(
     *,
     registry: EventTypes | None = None,
     partitions: int | None = None,
+    keys: str | None = None,
 ) -> DataFrame:
     """Every event of `source` (a store URL or an `Archive`), one row each.
 
@@ -41,6 +43,9 @@ def read_events(
         )
 
     A store is read up to its high-water mark as the call finds it.
+    Personal fields are opened with the key store at `keys`: by default the
+    store's own database; an archive's are opened only if `keys` names its
+    store's (a sealed event fails the job otherwise).
     """
     if isinstance(source, Archive):
         events = source.read(spark)
@@ -49,8 +54,10 @@ def read_events(
         with EventStore.open(source) as store:
             upto = store.high_water_mark()
         events = read_store(spark, source, after=0, upto=upto, partitions=partitions)
+        keys = source if keys is None else keys
     else:
         raise DefinitionError(f"source is a store URL or an Archive, not {source!r}")
+    events = opened(events, check_readable(keys) if keys is not None else None)
     metadata = F.col("metadata")
     events = events.select(
         "position",

@@ -41,6 +41,7 @@ from .aggregate import aggregated, write
 from .archive import Archive, ArchiveError
 from .folding import KEYED_DDL, WRITTEN_DDL, FoldTask, fold_and_write, keyed
 from .jdbc import read_path
+from .personal import opened
 from .progress import stage_progress
 from .rows import EVENT_DDL
 from .source import check_readable, read_store
@@ -77,12 +78,15 @@ def replay(
     database: str | None = None,
     partitions: int | None = None,
     progress: bool = False,
+    keys: str | None = None,
 ) -> ReplayReport:
     """Rebuild `fold`'s read model in Spark from `source` (the store itself by default).
 
     `database` is the read model's database URL when it is not the
     store's; the executors connect to it, so it must be one they reach.
     `partitions` is how many tasks fold and write (the cores by default).
+    `keys` is the URL of the store's key store when it is not the store's
+    own database: personal fields are opened with it as the events are read.
     """
     if not isinstance(fold, Fold):
         raise DefinitionError(
@@ -94,7 +98,10 @@ def replay(
     if source is not None and not isinstance(source, Archive):
         raise DefinitionError(f"source is an Archive or None (the store), not {source!r}")
     with telemetry.spark_run("replay", fold.name) as run:
-        report = _replay(fold, store_url, database_url, spark, source, partitions, progress)
+        keys_url = check_readable(keys) if keys is not None else store_url
+        report = _replay(
+            fold, store_url, database_url, keys_url, spark, source, partitions, progress
+        )
         run.finished(
             read_path=report.read_path,
             events=report.events,
@@ -109,6 +116,7 @@ def _replay(
     fold: Fold,
     store_url: str,
     database_url: str,
+    keys_url: str,
     spark: SparkSession,
     source: Archive | None,
     partitions: int | None,
@@ -143,6 +151,7 @@ def _replay(
                 )
             events = _selected(source.read(spark), fold)
             path = "archive"
+        events = opened(events, keys_url)
         task = FoldTask.of(fold, tables[fold.table.fullname], database_url)
         stages = ("read and key events", "fold and write rows")
         with stage_progress(spark, progress, f"replay {fold.name}", stages):

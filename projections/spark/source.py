@@ -115,8 +115,12 @@ def _read_ranges(
     types: tuple[str, ...] | None,
     plans: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
-    """Executor side: the (lo, hi] ranges whose indexes `plans` holds, read with `read_all`."""
-    with EventStore.open(url) as store:
+    """Executor side: the (lo, hi] ranges whose indexes `plans` holds, read with `read_all`.
+
+    Sealed: personal fields stay in their envelopes, as the JDBC source reads
+    them, so that an archive never holds them in the clear (`personal.py`).
+    """
+    with EventStore.open(url, sealed=True) as store:
         for plan in plans:
             for index in plan.column("id").to_pylist():
                 lo, hi = bounds[index]

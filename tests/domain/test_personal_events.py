@@ -63,8 +63,8 @@ def test_an_aggregate_of_a_forgotten_subject_loads_with_the_replacement(
     store: EventStore,
 ) -> None:
     repo = Repository(store, Customer, snapshot_every=None)
-    for id_, name in (("ada", "Ada Lovelace"), ("bob", "Bob Dylan")):
-        repo.execute(id_, lambda c, name=name: c.register(name, "gold"), create=True)
+    repo.execute("ada", lambda c: c.register("Ada Lovelace", "gold"), create=True)
+    repo.execute("bob", lambda c: c.register("Bob Dylan", "gold"), create=True)
     assert repo.load("ada").state.name == "Ada Lovelace"
     store.forget("customer-ada")
     ada = repo.load("ada")

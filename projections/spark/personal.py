@@ -1,0 +1,73 @@
+"""Personal fields in Spark: the log's DataFrame holds them sealed, a replay opens them.
+
+Every way Spark reads the log (the JDBC source, Python workers' sealed
+reads, the Parquet archive) hands over each event's data as stored, with
+personal fields sealed in their envelope: so the archive never holds them
+in the clear, and forgetting a subject forgets it in the archive too. A
+replay and `read_events` open them with the store's key store as they
+read, through an Arrow UDF that is given the data of sealed events only
+(null for the others), so a log with few sealed events ships few rows to
+Python; a key store that never held a key adds nothing to the job at all.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import closing
+
+import pyarrow as pa
+from eventcraft.eventstore import SEALED_MARK, KeyStore, UnreadablePersonalData
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+_stores: dict[str, KeyStore] = {}
+_stores_lock = threading.Lock()
+
+
+def opened(events: DataFrame, keys: str | None) -> DataFrame:
+    """`events` (of the event schema) with their personal fields opened, or replaced where
+    their subject is forgotten, with the keys of the key store at `keys`.
+
+    Without `keys` (an archive read on its own), a sealed event fails the job
+    rather than hand its ciphertext on.
+    """
+    if keys is not None:
+        with closing(KeyStore.open(keys)) as store:
+            if not store.holds_keys():
+                return events
+    data = F.col("data")
+    sealed_only = F.when(data.contains(SEALED_MARK), data)
+
+    # A function of its own, not a partial: Spark reads the argument types from its hints.
+    def open_column(data: pa.Array, positions: pa.Array) -> pa.Array:
+        return _open_column(keys, data, positions)
+
+    opener = F.arrow_udf(open_column, "string")  # type: ignore[attr-defined]
+    return events.withColumn("data", F.coalesce(opener(sealed_only, F.col("position")), data))
+
+
+def _open_column(keys: str | None, data: pa.Array, positions: pa.Array) -> pa.Array:
+    """Executor side: the sealed texts of `data` opened; nulls (unsealed events) stay null."""
+    if data.null_count == len(data):
+        return data
+    texts = data.to_pylist()
+    at = positions.to_pylist()
+
+    def where(index: int) -> str:
+        return f"the event at position {at[index]}"
+
+    if keys is None:
+        index = next(i for i, text in enumerate(texts) if text is not None)
+        raise UnreadablePersonalData(
+            where(index), "(any)", "cannot open without a key store: give keys= its store's URL"
+        )
+    return pa.array(_store(keys).open_texts(texts, where), pa.string())
+
+
+def _store(url: str) -> KeyStore:
+    """One key store per URL per Python worker, which Spark reuses from task to task."""
+    with _stores_lock:
+        store = _stores.get(url)
+        if store is None:
+            store = _stores[url] = KeyStore.open(url)
+        return store
