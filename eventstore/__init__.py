@@ -3,6 +3,7 @@
 from .async_store import AsyncEventStore
 from .blocking import BlockingEventStore
 from .encoding import MAX_EVENT_BYTES
+from .envelope import TEXT_MARK as SEALED_MARK
 from .errors import (
     AppendOutcomeUnknown,
     DuplicateEventId,
@@ -29,7 +30,6 @@ from .events import (
     category_of,
     recorded_at_text,
 )
-from .envelope import TEXT_MARK as SEALED_MARK
 from .ids import new_event_id
 from .keys import KeyStore
 from .log_status import HeldPosition, LogStatus

@@ -264,6 +264,11 @@ class AsyncEventStore:
         snapshot = await self._backend.load_snapshot(arguments.stream_id_call(stream_id))
         return await self._shredder.opened_snapshot_async(snapshot)
 
+    @property
+    def keys(self) -> KeyStore:
+        """As `EventStore.keys`; its calls block: run them in a thread."""
+        return self._shredder.keys
+
     async def forget(self, subject: str) -> int:
         """As `EventStore.forget`: `subject`'s key deleted, its fields read as replaced."""
         return await self._shredder.forget_async(subject)

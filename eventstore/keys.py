@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import orjson
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from .encoding import check_name
 from .envelope import MARK, TEXT_MARK, key_ids, opened
 from .errors import InvalidEvent
 
@@ -80,6 +81,10 @@ class KeyTable(abc.ABC):
         how many there were (0: none, or forgotten already)."""
 
     @abc.abstractmethod
+    def of_subject(self, subject: str) -> list[DataKey]:
+        """The subject's keys, live and forgotten, oldest first; made none."""
+
+    @abc.abstractmethod
     def holds_keys(self) -> bool:
         """Whether the table holds or held any key: False means no data was ever sealed
         with it."""
@@ -120,6 +125,10 @@ class MemoryKeyTable(KeyTable):
                 return 0
             self._by_id[key.id] = DataKey(key.id, subject, None)
             return 1
+
+    def of_subject(self, subject: str) -> list[DataKey]:
+        with self._lock:
+            return [key for key in self._by_id.values() if key.subject == subject]
 
     def holds_keys(self) -> bool:
         return bool(self._by_id)
@@ -212,6 +221,7 @@ class KeyStore:
 
     def forget(self, subject: str) -> int:
         """Delete `subject`'s key (see `KeyTable.forget`), and drop it from this cache."""
+        check_name("subject", subject)
         with self._lock:
             self._forgets += 1
         erased = self.table.forget(subject)
@@ -221,6 +231,10 @@ class KeyStore:
             for key_id in [i for i, c in self._by_id.items() if c.key.subject == subject]:
                 del self._by_id[key_id]
         return erased
+
+    def of_subject(self, subject: str) -> list[DataKey]:
+        """`subject`'s keys, live and forgotten (no material), oldest first."""
+        return self.table.of_subject(check_name("subject", subject))
 
     def holds_keys(self) -> bool:
         """Whether any data was ever sealed with this key store's keys."""
@@ -255,6 +269,12 @@ class KeyStore:
 
     def close(self) -> None:
         self.table.close()
+
+    def __enter__(self) -> KeyStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _remember(self, key: DataKey, now: float, forgets: int) -> _Cached:
         cipher = AESGCM(key.material) if key.material is not None else None

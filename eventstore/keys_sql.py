@@ -187,6 +187,18 @@ class SQLiteKeyTable(KeyTable):
 
         return self._run(work)
 
+    def of_subject(self, subject: str) -> list[DataKey]:
+        def work(conn: sqlite3.Connection) -> list[DataKey]:
+            if not _has_table(conn):
+                return []
+            rows = conn.execute(
+                f"SELECT key_id, material FROM {KEYS} WHERE subject = ? ORDER BY created_at",
+                (subject,),
+            )
+            return [DataKey(k, subject, bytes(m) if m is not None else None) for k, m in rows]
+
+        return self._run(work)
+
     def holds_keys(self) -> bool:
         def work(conn: sqlite3.Connection) -> bool:
             return _has_table(conn) and bool(
@@ -317,6 +329,18 @@ class PostgresKeyTable(KeyTable):
                 # The old row version is still in the file: rewrite the table without it.
                 conn.execute(sql.SQL("VACUUM FULL {}").format(self._table()))
             return erased
+
+    def of_subject(self, subject: str) -> list[DataKey]:
+        with self._connection() as conn:
+            if not self._exists(conn):
+                return []
+            rows = conn.execute(
+                sql.SQL(
+                    "SELECT key_id::text, material FROM {} WHERE subject = %s ORDER BY created_at"
+                ).format(self._table()),
+                (subject,),
+            )
+            return [DataKey(k, subject, bytes(m) if m is not None else None) for k, m in rows]
 
     def holds_keys(self) -> bool:
         with self._connection() as conn:

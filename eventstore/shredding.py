@@ -93,10 +93,11 @@ class Shredder:
 
     def forget(self, subject: str) -> int:
         """Delete `subject`'s key; how many keys were erased (0: none, or forgotten)."""
-        return self.keys.forget(check_name("subject", subject))
+        return self.keys.forget(subject)
 
     async def forget_async(self, subject: str) -> int:
-        return await asyncio.to_thread(self.keys.forget, check_name("subject", subject))
+        check_name("subject", subject)
+        return await asyncio.to_thread(self.keys.forget, subject)
 
     # --- reading -------------------------------------------------------------
 

@@ -262,6 +262,11 @@ class EventStore:
             self._backend.load_snapshot(arguments.stream_id_call(stream_id))
         )
 
+    @property
+    def keys(self) -> KeyStore:
+        """The key store personal fields are sealed with (opened when first used)."""
+        return self._shredder.keys
+
     def forget(self, subject: str) -> int:
         """Delete `subject`'s key: from now on every reader sees its personal fields as
         their replacement (`FORGOTTEN` unless the field names another).

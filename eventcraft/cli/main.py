@@ -28,6 +28,7 @@ from ..operations.errors import InputError, OperationError, Problems
 from .console_commands import console
 from .log_commands import LOG_COMMANDS
 from .messaging_commands import messaging
+from .personal_commands import forget
 from .projection_commands import projections
 from .saga_commands import sagas
 from .shell import Shell
@@ -40,6 +41,7 @@ Examples:
   eventcraft --store postgresql://db/app log --category order --follow
   eventcraft --app myservice.app:app projections status
   eventcraft --app myservice.app:app console
+  eventcraft --store postgresql://db/app forget customer-42
 """
 
 
@@ -79,6 +81,7 @@ cli.add_command(sagas)
 cli.add_command(messaging)
 cli.add_command(spark)
 cli.add_command(console)
+cli.add_command(forget)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,55 @@
+"""`eventcraft forget SUBJECT`: erase a data subject's key, so its personal fields read as
+forgotten everywhere."""
+
+from __future__ import annotations
+
+import click
+
+from eventcraft.eventstore import KeyStore
+
+from ..operations import personal as operations
+from .output import console, emit_json, json_option
+from .shell import confirmed, shell, yes_option
+
+
+@click.command(
+    epilog="\b\nExamples:\n  eventcraft --store postgresql://db/app forget customer-42 --yes\n"
+    "  eventcraft forget customer-42 --keys postgresql://keys-db/app --yes --json"
+)
+@click.argument("subject")
+@click.option(
+    "--keys",
+    "keys_url",
+    metavar="URL",
+    help="The key store, when it is not the store's own database.",
+)
+@yes_option
+@json_option
+def forget(subject: str, keys_url: str | None, yes: bool, as_json: bool) -> None:
+    """Erase SUBJECT's key: its personal fields read as forgotten from now on, in every
+    reader, the archive included. Read models that copied them keep them until rebuilt."""
+    keys = KeyStore.open(keys_url) if keys_url else shell().store().keys
+    try:
+        found = operations.subject_keys(keys, subject)
+        if found.live:
+            confirmed(
+                f"Forget {subject!r}? Its {found.live} key(s) in {found.key_store} will be "
+                "erased; its personal fields cannot be read again, by anyone",
+                yes,
+            )
+        done = operations.forget(keys, subject)
+    finally:
+        if keys_url:
+            keys.close()
+    if as_json:
+        emit_json(done)
+    elif done.erased:
+        console().print(
+            f"forgot {subject!r}: {done.erased} key(s) erased; its personal fields now read "
+            f"as {done.replacement!r}. Rebuild the read models that copied them."
+        )
+    else:
+        console().print(
+            f"{subject!r} has no key to erase: nothing was sealed for it since "
+            "it was last forgotten, or ever"
+        )
