@@ -111,7 +111,9 @@ APPEND_CURRENT_MARKS = ("pg_advisory_xact_lock_shared", "->>'recorded_at'")
 """Text found in the source of this release's append function, and in no earlier one's."""
 
 APPEND_GROUP = "eventcraft_append_group"
-"""In `ddl`'s `existing`: the store has the function that writes a group of appends."""
+"""In `ddl`'s `existing`: the store has this release's function that writes a group of
+appends (its source holds `APPEND_GROUP_MARK`)."""
+APPEND_GROUP_MARK = "eventcraft_insert_events"
 
 APPEND_AT_ANY = -1
 """The append function's expected version for ANY (0 is no stream, n is version n)."""
@@ -253,45 +255,114 @@ BEGIN
 END
 $$"""
 
+_POSTGRES_INSERT_EVENTS = f"""
+CREATE OR REPLACE FUNCTION eventcraft_insert_events(
+    p_stream text, p_category text, p_expected bigint, p_batch jsonb
+) RETURNS text LANGUAGE plpgsql AS $$
+-- One append of a group: its version check and its rows, as eventcraft_append
+-- does them, answered alike. It takes no lock and opens no subtransaction: the
+-- group function (below) holds the append lock and the transaction's xid, and
+-- calls this in a subtransaction that has written nothing yet, so the xid the
+-- rows carry is drawn by their insert, after their positions (the ordering
+-- rule). Hence the stream's row goes in last.
+DECLARE
+    n int := jsonb_array_length(p_batch);
+    base bigint := p_expected;
+    positions bigint[];
+BEGIN
+    IF base < 0 THEN
+        base := eventcraft_stream_version(p_stream);
+    ELSIF base > 0
+        AND NOT EXISTS (SELECT FROM {EVENTS} WHERE stream_id = p_stream AND version = base) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = '{WRONG_EXPECTED_VERSION_SQLSTATE}',
+            MESSAGE = 'wrong expected version',
+            DETAIL = eventcraft_stream_version(p_stream);
+    END IF;
+    IF n = 1 THEN
+        INSERT INTO {EVENTS}
+            (position, stream_id, version, id, type, data, metadata, recorded_at, category)
+        VALUES (nextval('{POSITION_SEQUENCE}'), p_stream, base + 1, (p_batch->0->>'id')::uuid,
+                p_batch->0->>'type', p_batch->0->'data', p_batch->0->'metadata',
+                coalesce((p_batch->0->>'recorded_at')::timestamptz, now()), p_category)
+        RETURNING ARRAY[position] INTO positions;
+    ELSE
+        positions := ARRAY(SELECT nextval('{POSITION_SEQUENCE}') FROM generate_series(1, n));
+        INSERT INTO {EVENTS}
+            (position, stream_id, version, id, type, data, metadata, recorded_at, category)
+        SELECT positions[e.i], p_stream, base + e.i, (e.event->>'id')::uuid,
+               e.event->>'type', e.event->'data', e.event->'metadata',
+               coalesce((e.event->>'recorded_at')::timestamptz, now()), p_category
+        FROM jsonb_array_elements(p_batch) WITH ORDINALITY AS e(event, i);
+    END IF;
+    IF base = 0 THEN
+        INSERT INTO {STREAMS} (stream_id, category) VALUES (p_stream, p_category)
+        ON CONFLICT (stream_id) DO NOTHING;
+    END IF;
+    RETURN array_to_string((base + n) || positions, ' ');
+END
+$$"""
+
 _POSTGRES_APPEND_GROUP = f"""
 CREATE OR REPLACE FUNCTION {APPEND_GROUP}(p_members text) RETURNS text
 LANGUAGE plpgsql AS $$
 -- Several appends in one transaction, one commit (eventstore/grouping.py).
 -- p_members: a JSON array of members, each an array of appends, each append
 -- [stream, category, expected, events] as eventcraft_append takes them.
--- Each member commits or fails alone: its appends run in a subtransaction of
--- their own, rolled back when one of them is refused. Returns a line per
+-- Each member commits or fails alone: it runs in a subtransaction of its
+-- own, rolled back when one of its appends is refused. Returns a line per
 -- member: its appends' results (eventcraft_append's) separated by commas,
 -- or, when refused, "!", the error's SQLSTATE, the index of the append
--- refused, and its DETAIL (a version) or the constraint violated.
+-- refused, and the stream's actual version or the constraint violated.
 -- Any other error fails the whole group, as it would a lone append.
 --
--- The ordering rule (eventstore/schema.py) holds for every member: the first
--- call of eventcraft_append takes the append lock and the transaction's xid
--- before any position, and each call's rows carry the xid of a subtransaction
--- begun after its positions were drawn.
+-- The ordering rule (eventstore/schema.py): the append lock and the xid come
+-- first; then every append's rows carry the xid of a subtransaction that
+-- wrote nothing before drawing their positions: the member's own for a
+-- member of one append, one each for the appends of a member of several.
 DECLARE
     member jsonb;
     one jsonb;
     answers text[] := '{{}}';
     results text[];
+    which int;
     code text;
     detail text;
     violated text;
 BEGIN
+    PERFORM pg_advisory_xact_lock_shared({LOG_LOCK_KEY});
+    PERFORM pg_current_xact_id();
     FOR member IN SELECT value FROM jsonb_array_elements(p_members::jsonb) LOOP
         results := '{{}}';
+        which := 0;
         BEGIN
-            FOR one IN SELECT value FROM jsonb_array_elements(member) LOOP
-                results := results || eventcraft_append(
-                    one->>0, one->>1, (one->>2)::bigint, (one->3)::text);
-            END LOOP;
+            IF jsonb_array_length(member) = 1 THEN
+                one := member->0;
+                results := ARRAY[eventcraft_insert_events(
+                    one->>0, one->>1, (one->>2)::bigint, one->3)];
+            ELSE
+                FOR one IN SELECT value FROM jsonb_array_elements(member) LOOP
+                    BEGIN
+                        results := results || eventcraft_insert_events(
+                            one->>0, one->>1, (one->>2)::bigint, one->3);
+                    EXCEPTION WHEN OTHERS THEN
+                        RAISE;  -- the block is there for its subtransaction
+                    END;
+                    which := which + 1;
+                END LOOP;
+            END IF;
             answers := answers || array_to_string(results, ',');
         EXCEPTION WHEN SQLSTATE '{WRONG_EXPECTED_VERSION_SQLSTATE}' OR unique_violation THEN
             GET STACKED DIAGNOSTICS
                 code = RETURNED_SQLSTATE, detail = PG_EXCEPTION_DETAIL, violated = CONSTRAINT_NAME;
+            IF violated = '{EVENTS}_stream_version' THEN
+                -- Another append took the version first: a version conflict.
+                code := '{WRONG_EXPECTED_VERSION_SQLSTATE}';
+                detail := eventcraft_stream_version(member->which->>0);
+                violated := '';
+            END IF;
             answers := answers || format(
-                '!%s %s %s', code, cardinality(results), coalesce(nullif(violated, ''), detail));
+                '!%s %s %s', code, which, coalesce(nullif(violated, ''), detail));
         END;
     END LOOP;
     RETURN array_to_string(answers, E'\\n');
@@ -358,7 +429,7 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
         # An older store gets the function that takes the append lock and keeps times.
         statements += [_POSTGRES_STREAM_VERSION, _POSTGRES_APPEND]
     if postgres and APPEND_GROUP not in existing:
-        statements.append(_POSTGRES_APPEND_GROUP)
+        statements += [_POSTGRES_INSERT_EVENTS, _POSTGRES_APPEND_GROUP]
     if fresh:
         statements += _POSTGRES_APPEND_ONLY if postgres else _SQLITE_TRIGGERS
     return statements

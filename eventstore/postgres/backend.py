@@ -91,7 +91,8 @@ def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> Non
                 "UNION ALL SELECT %s FROM pg_proc WHERE oid = "
                 "to_regprocedure('eventcraft_append(text, text, bigint, text)') "
                 "AND prosrc LIKE ALL(%s) "
-                "UNION ALL SELECT %s WHERE to_regprocedure(%s) IS NOT NULL",
+                "UNION ALL SELECT %s FROM pg_proc WHERE oid = to_regprocedure(%s) "
+                "AND prosrc LIKE %s",
                 (
                     sorted(schema.TABLES),
                     schema.EARLIER_LAYOUT,
@@ -100,6 +101,7 @@ def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> Non
                     [f"%{mark}%" for mark in schema.APPEND_CURRENT_MARKS],
                     schema.APPEND_GROUP,
                     f"{schema.APPEND_GROUP}(text)",
+                    f"%{schema.APPEND_GROUP_MARK}%",
                 ),
             )
         )
