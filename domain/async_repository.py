@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import EllipsisType
 from typing import Any, TypeVar, overload
 
@@ -93,6 +93,26 @@ class AsyncRepository(RepositoryRules[A]):
         if self._snapshot_due(stored, result.version):
             await self._snapshot(aggregate)
         return result
+
+    async def save_all(
+        self, aggregates: Sequence[A], *, metadata: Mapping[str, Any] | None = None
+    ) -> list[AppendResult | None]:
+        """As `Repository.save_all`: every aggregate's pending events, or none."""
+        saves = self._to_append_all(aggregates, metadata)
+        if not saves:
+            return [None] * len(aggregates)
+        results = await self.store.append_many(
+            [(aggregate.stream_id, events, expected) for aggregate, events, expected in saves]
+        )
+        saved = {
+            id(aggregate): result for (aggregate, _, _), result in zip(saves, results, strict=True)
+        }
+        for aggregate, _, _ in saves:
+            stored = aggregate.stored_version
+            aggregate._saved(saved[id(aggregate)].version)
+            if self._snapshot_due(stored, aggregate.stored_version):
+                await self._snapshot(aggregate)
+        return [saved.get(id(aggregate)) for aggregate in aggregates]
 
     @overload
     async def execute(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import EllipsisType
 from typing import Any, TypeVar
 
@@ -92,6 +92,32 @@ class Repository(RepositoryRules[A]):
         if self._snapshot_due(stored, result.version):
             self._snapshot(aggregate)
         return result
+
+    def save_all(
+        self, aggregates: Sequence[A], *, metadata: Mapping[str, Any] | None = None
+    ) -> list[AppendResult | None]:
+        """Save several aggregates at once: all of their pending events, or none.
+
+        Each expects its stored version; when one was saved by another
+        command meanwhile, `WrongExpectedVersion` names its stream and nothing
+        is written. Returns each aggregate's result, None for one with
+        nothing pending. Safe to send again after a lost answer, as `save`.
+        """
+        saves = self._to_append_all(aggregates, metadata)
+        if not saves:
+            return [None] * len(aggregates)
+        results = self.store.append_many(
+            [(aggregate.stream_id, events, expected) for aggregate, events, expected in saves]
+        )
+        saved = {
+            id(aggregate): result for (aggregate, _, _), result in zip(saves, results, strict=True)
+        }
+        for aggregate, _, _ in saves:
+            stored = aggregate.stored_version
+            aggregate._saved(saved[id(aggregate)].version)
+            if self._snapshot_due(stored, aggregate.stored_version):
+                self._snapshot(aggregate)
+        return [saved.get(id(aggregate)) for aggregate in aggregates]
 
     def execute(
         self,

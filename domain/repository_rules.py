@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import EllipsisType
 from typing import Any, Generic, TypeVar
 
@@ -87,6 +87,20 @@ class RepositoryRules(Generic[A]):
         events = [to_new_event(e, base, id) for (e, _), id in zip(pending, ids, strict=True)]
         stored = aggregate.stored_version
         return events, stored if stored else NO_STREAM
+
+    def _to_append_all(
+        self, aggregates: Sequence[A], metadata: Mapping[str, Any] | None
+    ) -> list[tuple[A, list[NewEvent], ExpectedVersion]]:
+        """What `save_all` appends: each aggregate with pending events, its events and the
+        version it expects. One aggregate given twice is refused: its events would go twice."""
+        if len({aggregate.stream_id for aggregate in aggregates}) != len(aggregates):
+            raise ValueError("save_all: the same aggregate is given twice")
+        saves = []
+        for aggregate in aggregates:
+            to_append = self._to_append(aggregate, metadata)
+            if to_append is not None:
+                saves.append((aggregate, *to_append))
+        return saves
 
     def _snapshot_due(self, before: int, after: int) -> bool:
         """Whether a save from version `before` to `after` passed a multiple of the setting."""

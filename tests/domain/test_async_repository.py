@@ -153,3 +153,26 @@ def test_the_sync_and_async_repositories_read_each_others_aggregates_and_snapsho
         assert snapshot is not None and snapshot.version == 111
 
     run(test, sqlite_url)
+
+
+def test_save_all_saves_several_aggregates_or_none(store_url: str) -> None:
+    async def test(store: AsyncEventStore) -> None:
+        repo = AsyncRepository(store, BankAccount)
+        await opened(repo, "ann")
+        await opened(repo, "bob")
+        ann, bob = await repo.load("ann"), await repo.load("bob")
+        ann.deposit(300)
+        bob.deposit(100)
+        results = await repo.save_all([ann, bob])
+        assert [r.version if r else None for r in results] == [2, 2]
+        stale = await repo.load("bob")
+        bob.deposit(1)
+        await repo.save(bob)
+        stale.deposit(2)
+        ann.deposit(3)
+        with pytest.raises(WrongExpectedVersion) as caught:
+            await repo.save_all([ann, stale])
+        assert caught.value.stream_id == "account-bob"
+        assert (await repo.load("ann")).state.balance_cents == 300
+
+    run(test, store_url)

@@ -250,3 +250,33 @@ def test_a_repository_refuses_another_aggregate_type(store: EventStore) -> None:
 def test_an_unusable_snapshot_interval_is_refused(store: EventStore, every: object) -> None:
     with pytest.raises(RegistrationError, match="snapshot_every"):
         Repository(store, BankAccount, snapshot_every=every)  # type: ignore[arg-type]
+
+
+def test_save_all_saves_several_aggregates_or_none(store: EventStore) -> None:
+    """A transfer: one account debited, another credited, both or neither."""
+    repo = Repository(store, BankAccount)
+    ann, bob = opened(repo, "ann", limit=0), opened(repo, "bob")
+    ann.deposit(500)
+    repo.save(ann)
+    ann.withdraw(200)
+    bob.deposit(200)
+    idle = repo.load("ann")  # nothing pending: skipped
+    results = repo.save_all([ann, bob])
+    assert [r.version if r else None for r in results] == [3, 2]
+    assert (ann.stored_version, bob.stored_version) == (3, 2)
+    assert repo.load("bob").state.balance_cents == 200
+    assert repo.save_all([idle]) == [None]
+
+    stale = repo.load("ann")
+    ann.withdraw(100)
+    repo.save(ann)  # another command got there first
+    stale.withdraw(50)
+    bob.deposit(50)
+    head = store.high_water_mark()
+    with pytest.raises(WrongExpectedVersion) as caught:
+        repo.save_all([bob, stale])
+    assert caught.value.stream_id == "account-ann"
+    assert list(store.read_all(after=head)) == []
+    assert bob.pending_events and stale.pending_events  # the caller decides
+    with pytest.raises(ValueError, match="twice"):
+        repo.save_all([bob, bob])
