@@ -275,7 +275,7 @@ def report_singles(backend: str, callers: int, appends: int, rounds: int, folder
 
 def report_batches(folder: Path, rounds: int, threads: int = 4, batches: int = 400) -> None:
     size = 50
-    contenders = {
+    contenders: dict[str, Callable[[], Measured]] = {
         "grouped": lambda: store_batches(
             f"sqlite:///{fresh_sqlite(folder)}", True, threads, batches, size
         ),
