@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -74,14 +74,25 @@ def seal(
     return kept
 
 
-def key_ids(data: dict[str, Any], where: str) -> list[str]:
-    """The key ids the envelope of `data` names; refused if it is no envelope."""
-    entries = data[MARK]
-    if not isinstance(entries, list) or not entries:
+def key_ids(data: dict[str, Any], where: Callable[[], str]) -> list[str]:
+    """The key ids the envelope of `data` names. Only looked at, not checked whole: an
+    append checks an envelope it is given (`check`), and `opened` refuses a broken one."""
+    try:
+        found = [entry["key"] for entry in data[MARK]]
+    except (TypeError, KeyError) as error:
+        raise _malformed(where) from error
+    if not found or not all(type(key) is str for key in found):
         raise _malformed(where)
-    found = []
-    for entry in entries:
-        if not (
+    return found
+
+
+def check(data: dict[str, Any], where: str) -> None:
+    """Refuse data given with a `$personal` key that is not an envelope (an import's is)."""
+    entries = data[MARK]
+    if not (
+        isinstance(entries, list)
+        and entries
+        and all(
             isinstance(entry, dict)
             and entry.keys() <= _ENTRY_KEYS
             and isinstance(entry.get("subject"), str)
@@ -90,49 +101,45 @@ def key_ids(data: dict[str, Any], where: str) -> list[str]:
             and isinstance(entry.get("fields"), list)
             and all(isinstance(name, str) for name in entry["fields"])
             and isinstance(entry.get("forgotten", {}), dict)
-        ):
-            raise _malformed(where)
-        found.append(entry["key"])
-    return found
-
-
-def check(data: dict[str, Any], where: str) -> None:
-    """Refuse data given with a `$personal` key that is not an envelope (an import's is)."""
-    try:
-        key_ids(data, where)
-    except UnreadablePersonalData as error:
+            for entry in entries
+        )
+    ):
         raise InvalidEvent(
             f"{where}: its data's key {MARK!r} is kept for sealed personal fields, and holds "
             "no envelope"
-        ) from error
+        )
 
 
 def opened(
-    data: dict[str, Any], ciphers: Mapping[str, AESGCM | None], where: str
+    data: dict[str, Any], ciphers: Mapping[str, AESGCM | None], where: Callable[[], str]
 ) -> dict[str, Any]:
     """`data` with its sealed fields in the clear, or their replacements where forgotten.
 
     `ciphers` holds each key id the key store knows (None: forgotten); a key
     it does not know, or a seal that does not open, raises.
     """
-    restored = {name: value for name, value in data.items() if name != MARK}
+    restored = dict(data)
+    del restored[MARK]
     for entry in data[MARK]:
-        key_id = entry["key"]
-        names = entry["fields"]
+        try:
+            key_id, names, sealed = entry["key"], entry["fields"], entry["sealed"]
+        except (TypeError, KeyError) as error:
+            raise _malformed(where) from error
         if key_id not in ciphers:
-            raise UnreadablePersonalData(where, key_id, "this store's key store never held")
+            raise UnreadablePersonalData(where(), key_id, "this store's key store never held")
         cipher = ciphers[key_id]
         if cipher is None:
-            odd = entry.get("forgotten", {})
-            restored.update((name, odd.get(name, FORGOTTEN)) for name in names)
+            odd = entry.get("forgotten") or {}
+            for name in names:
+                restored[name] = odd.get(name, FORGOTTEN)
             continue
         try:
-            secret = base64.b64decode(entry["sealed"], validate=True)
+            secret = base64.b64decode(sealed, validate=True)
             plain = cipher.decrypt(secret[:_NONCE], secret[_NONCE:], _associated(key_id, names))
             fields = orjson.loads(plain)
-        except (binascii.Error, ValueError, InvalidTag) as error:
+        except (binascii.Error, ValueError, TypeError, InvalidTag) as error:
             raise UnreadablePersonalData(
-                where, key_id, "does not open with its key: the sealed text was altered"
+                where(), key_id, "does not open with its key: the sealed text was altered"
             ) from error
         restored.update(fields)
     return restored
@@ -142,5 +149,5 @@ def _associated(key_id: str, names: list[str]) -> bytes:
     return f"{key_id}:{','.join(names)}".encode()
 
 
-def _malformed(where: str) -> UnreadablePersonalData:
-    return UnreadablePersonalData(where, "(none)", f"is malformed: {MARK!r} is no envelope")
+def _malformed(where: Callable[[], str]) -> UnreadablePersonalData:
+    return UnreadablePersonalData(where(), "(none)", f"is malformed: {MARK!r} is no envelope")

@@ -24,6 +24,7 @@ cache off: every read that meets personal data looks its keys up.
 from __future__ import annotations
 
 import abc
+import functools
 import os
 import threading
 import time
@@ -258,13 +259,14 @@ class KeyStore:
                 data = orjson.loads(text)
                 if isinstance(data, dict) and MARK in data:
                     sealed[index] = data
-                    wanted.update(key_ids(data, named(index)))
+                    wanted.update(key_ids(data, functools.partial(named, index)))
         if not sealed:
             return list(texts)
         ciphers = self.opening(wanted)
         result = list(texts)
         for index, data in sealed.items():
-            result[index] = orjson.dumps(opened(data, ciphers, named(index))).decode()
+            where = functools.partial(named, index)
+            result[index] = orjson.dumps(opened(data, ciphers, where)).decode()
         return result
 
     def close(self) -> None:

@@ -1,22 +1,15 @@
-"""Key tables in SQLite and PostgreSQL: `eventcraft_keys`, made when a first key is.
+"""Key tables in SQLite (here) and PostgreSQL (`keys_postgres.py`): `eventcraft_keys`,
+made when a first key is.
 
 One row per key: its id, its subject, its material (NULL once forgotten)
 and when it was made and forgotten; at most one live key per subject (a
 partial unique index). A forget must leave the key in none of the
-database's files, which an ordinary DELETE does not promise:
-
-- SQLite: the key table's connection writes with `secure_delete`, so freed
-  space is zeroed, overwrites the key with zeros in place before clearing
-  it, then checkpoints the WAL and truncates it (the WAL holds the pages
-  the key was written in). A checkpoint that readers keep from finishing is
-  logged: the WAL keeps the old page until the next one.
-- PostgreSQL: an UPDATE leaves the old row version in the table's file until
-  VACUUM, and VACUUM leaves the freed bytes in place, so the forget is
-  followed by `VACUUM FULL` of the key table, which writes the live rows into
-  a new file and truncates the old one at once. It locks the key table for
-  that time: seals and opens of uncached keys wait. The write-ahead log, and
-  backups, keep the key until they are recycled or expire: keep the keys in a
-  database of their own (`keys=` a URL) where those must be shorter-lived.
+database's files, which an ordinary DELETE does not promise. In SQLite the
+key table's connection writes with `secure_delete`, so freed space is
+zeroed, overwrites the key with zeros in place before clearing it, then
+checkpoints the WAL and truncates it (the WAL holds the pages the key was
+written in). A checkpoint that readers keep from finishing is logged: the
+WAL keeps the old page until the next one.
 """
 
 from __future__ import annotations
@@ -24,14 +17,10 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
-
-import psycopg
-from psycopg import sql
+from typing import TypeVar
 
 from .errors import StoreUnavailable, UnsupportedStoreURL
 from .keys import KEY_BYTES, DataKey, KeyTable, MemoryKeyTable, new_key
@@ -60,6 +49,8 @@ def table_for(url: str) -> KeyTable:
         # A separate connection cannot see an in-memory database: keep its keys here.
         return MemoryKeyTable() if path == ":memory:" else SQLiteKeyTable(path)
     if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
+        from .keys_postgres import PostgresKeyTable
+
         return PostgresKeyTable(url)
     raise UnsupportedStoreURL(
         f"a key store URL is sqlite:///, postgresql:// or memory://, not {url.split('://')[0]!r}"
@@ -235,154 +226,3 @@ def _create_sqlite(conn: sqlite3.Connection) -> None:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
-class PostgresKeyTable(KeyTable):
-    def __init__(self, url: str) -> None:
-        from .arguments import redacted
-        from .postgres import PostgresTarget
-
-        self.target = PostgresTarget.from_url(url)
-        self.url = redacted(url)
-        self._lock = threading.Lock()
-        self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
-        self._made = False
-
-    @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
-        with self._lock:
-            try:
-                if self._conn is None or self._conn.closed:
-                    self._conn = psycopg.connect(
-                        self.target.conninfo,
-                        autocommit=True,
-                        options=self.target.options(),
-                        connect_timeout=10,
-                    )
-                yield self._conn
-            except psycopg.Error as error:
-                if self._conn is not None and self._conn.broken:
-                    self._conn = None
-                raise StoreUnavailable(f"key store {self.url}: {error}") from error
-
-    def _table(self) -> sql.Composable:
-        return sql.Identifier(KEYS)
-
-    def live_keys(self, subjects: Collection[str]) -> dict[str, DataKey]:
-        wanted = list(subjects)
-        with self._connection() as conn:
-            found = self._live(conn, wanted) if self._exists(conn) else {}
-            missing = [s for s in wanted if s not in found]
-            if not missing:
-                return found
-            self._create(conn)
-            made = [new_key(s) for s in missing]
-            conn.execute(
-                sql.SQL(
-                    "INSERT INTO {} (key_id, subject, material) "
-                    "SELECT * FROM unnest(%s::uuid[], %s::text[], %s::bytea[]) "
-                    "ON CONFLICT (subject) WHERE material IS NOT NULL DO NOTHING"
-                ).format(self._table()),
-                ([k.id for k in made], [k.subject for k in made], [k.material for k in made]),
-            )
-            # Another process may have made some of them first: its keys are the ones.
-            found.update(self._live(conn, missing))
-            return found
-
-    def _live(self, conn: psycopg.Connection[Any], subjects: Sequence[str]) -> dict[str, DataKey]:
-        rows = conn.execute(
-            sql.SQL(
-                "SELECT key_id::text, subject, material FROM {} "
-                "WHERE subject = ANY(%s) AND material IS NOT NULL"
-            ).format(self._table()),
-            (list(subjects),),
-        )
-        return {subject: DataKey(key_id, subject, bytes(m)) for key_id, subject, m in rows}
-
-    def keys(self, key_ids: Collection[str]) -> dict[str, DataKey]:
-        with self._connection() as conn:
-            if not self._exists(conn):
-                return {}
-            rows = conn.execute(
-                sql.SQL(
-                    "SELECT key_id::text, subject, material FROM {} WHERE key_id = ANY(%s::uuid[])"
-                ).format(self._table()),
-                (list(key_ids),),
-            )
-            return {
-                key_id: DataKey(key_id, subject, bytes(m) if m is not None else None)
-                for key_id, subject, m in rows
-            }
-
-    def forget(self, subject: str) -> int:
-        with self._connection() as conn:
-            if not self._exists(conn):
-                return 0
-            erased = conn.execute(
-                sql.SQL(
-                    "UPDATE {} SET material = NULL, forgotten_at = now() "
-                    "WHERE subject = %s AND material IS NOT NULL"
-                ).format(self._table()),
-                (subject,),
-            ).rowcount
-            if erased:
-                # The old row version is still in the file: rewrite the table without it.
-                conn.execute(sql.SQL("VACUUM FULL {}").format(self._table()))
-            return erased
-
-    def of_subject(self, subject: str) -> list[DataKey]:
-        with self._connection() as conn:
-            if not self._exists(conn):
-                return []
-            rows = conn.execute(
-                sql.SQL(
-                    "SELECT key_id::text, material FROM {} WHERE subject = %s ORDER BY created_at"
-                ).format(self._table()),
-                (subject,),
-            )
-            return [DataKey(k, subject, bytes(m) if m is not None else None) for k, m in rows]
-
-    def holds_keys(self) -> bool:
-        with self._connection() as conn:
-            if not self._exists(conn):
-                return False
-            query = sql.SQL("SELECT EXISTS (SELECT FROM {})").format(self._table())
-            row = conn.execute(query).fetchone()
-            return bool(row and row[0])
-
-    def _exists(self, conn: psycopg.Connection[Any]) -> bool:
-        if not self._made:
-            row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (KEYS,)).fetchone()
-            self._made = bool(row and row[0])
-        return self._made
-
-    def _create(self, conn: psycopg.Connection[Any]) -> None:
-        if self._made:
-            return
-        schema_name = self.target.schema
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{KEYS}:{schema_name}",))
-            if schema_name is not None:
-                conn.execute(
-                    sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema_name))
-                )
-            conn.execute(
-                sql.SQL(
-                    "CREATE TABLE IF NOT EXISTS {} (key_id uuid PRIMARY KEY, "
-                    "subject text NOT NULL, material bytea, "
-                    "created_at timestamptz NOT NULL DEFAULT now(), forgotten_at timestamptz)"
-                ).format(self._table())
-            )
-            conn.execute(
-                sql.SQL(
-                    "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} (subject) "
-                    "WHERE material IS NOT NULL"
-                ).format(sql.Identifier(f"{KEYS}_live"), self._table())
-            )
-        self._made = True
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None

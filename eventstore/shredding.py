@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from itertools import islice
-from typing import Any, Generic, TypeVar
+from itertools import chain, islice
+from typing import Any, Generic, Protocol, TypeVar
 
 import orjson
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -35,7 +35,15 @@ from .snapshot import Snapshot
 CHUNK = 256
 """Events read ahead to look their keys up together."""
 
-T = TypeVar("T")
+
+class _Read(Protocol):
+    """What the store reads: events decoded (`data` a dict) or encoded (JSON text)."""
+
+    @property
+    def data(self) -> Any: ...
+
+
+T = TypeVar("T", bound=_Read)
 
 
 class Shredder:
@@ -115,7 +123,8 @@ class Shredder:
     def opened_event(self, event: RecordedEvent | None) -> RecordedEvent | None:
         if event is None or self.sealed or MARK not in event.data:
             return event
-        return _RECORDED.opened(event, self.keys.opening(_RECORDED.key_ids(event)))
+        sealed, wanted = _RECORDED.sealed([event])
+        return _RECORDED.opened([event], sealed, self.keys.opening(wanted))[0]
 
     def opened_snapshot(self, snapshot: Snapshot | None) -> Snapshot | None:
         if snapshot is None or self.sealed or MARK not in snapshot.data:
@@ -123,24 +132,16 @@ class Shredder:
         return _opened_snapshot(snapshot, self.keys.opening(_snapshot_ids(snapshot)))
 
     def _opened(self, items: Iterator[T], kind: _Kind[T]) -> Iterator[T]:
-        marked = kind.marked
-        while True:
-            chunk = list(islice(items, CHUNK))
-            if not chunk:
-                return
-            if any(map(marked, chunk)):
-                chunk = self._open_chunk(chunk, kind, self.keys.opening)
-            yield from chunk
+        # Iterated in C, chunk by chunk: a plain event costs one membership test and
+        # no Python frame, which a generator here would add to every event.
+        chunks = iter(functools.partial(_take, items), [])
+        return chain.from_iterable(map(functools.partial(self._chunk_opened, kind), chunks))
 
-    def _open_chunk(
-        self, chunk: list[T], kind: _Kind[T], lookup: Callable[[set[str]], dict[str, Any]]
-    ) -> list[T]:
-        wanted: set[str] = set()
-        for item in chunk:
-            if kind.marked(item):
-                wanted.update(kind.key_ids(item))
-        ciphers = lookup(wanted)
-        return [kind.opened(item, ciphers) if kind.marked(item) else item for item in chunk]
+    def _chunk_opened(self, kind: _Kind[T], chunk: list[T]) -> list[T]:
+        if not kind.any_marked(chunk):
+            return chunk
+        sealed, wanted = kind.sealed(chunk)
+        return kind.opened(chunk, sealed, self.keys.opening(wanted)) if sealed else chunk
 
     # --- reading, async --------------------------------------------------------
 
@@ -160,8 +161,9 @@ class Shredder:
     async def opened_event_async(self, event: RecordedEvent | None) -> RecordedEvent | None:
         if event is None or self.sealed or MARK not in event.data:
             return event
-        ciphers = await asyncio.to_thread(self.keys.opening, _RECORDED.key_ids(event))
-        return _RECORDED.opened(event, ciphers)
+        sealed, wanted = _RECORDED.sealed([event])
+        ciphers = await asyncio.to_thread(self.keys.opening, wanted)
+        return _RECORDED.opened([event], sealed, ciphers)[0]
 
     async def opened_snapshot_async(self, snapshot: Snapshot | None) -> Snapshot | None:
         if snapshot is None or self.sealed or MARK not in snapshot.data:
@@ -171,25 +173,23 @@ class Shredder:
 
     async def _opened_async(self, items: AsyncIterator[T], kind: _Kind[T]) -> AsyncIterator[T]:
         chunk: list[T] = []
-        marked = False
         async for item in items:
             chunk.append(item)
-            marked = marked or kind.marked(item)
             if len(chunk) == CHUNK:
-                for ready in await self._open_chunk_async(chunk, kind) if marked else chunk:
+                for ready in await self._chunk_opened_async(kind, chunk):
                     yield ready
-                chunk, marked = [], False
-        for ready in await self._open_chunk_async(chunk, kind) if marked else chunk:
+                chunk = []
+        for ready in await self._chunk_opened_async(kind, chunk):
             yield ready
 
-    async def _open_chunk_async(self, chunk: list[T], kind: _Kind[T]) -> list[T]:
-        wanted: set[str] = set()
-        for item in chunk:
-            if kind.marked(item):
-                wanted.update(kind.key_ids(item))
+    async def _chunk_opened_async(self, kind: _Kind[T], chunk: list[T]) -> list[T]:
+        if not kind.any_marked(chunk):
+            return chunk
+        sealed, wanted = kind.sealed(chunk)
+        if not sealed:
+            return chunk
         # The key store's table is read by a thread: the loop goes on meanwhile.
-        ciphers = await asyncio.to_thread(self.keys.opening, wanted)
-        return self._open_chunk(chunk, kind, lambda _: ciphers)
+        return kind.opened(chunk, sealed, await asyncio.to_thread(self.keys.opening, wanted))
 
 
 _Plan = tuple[int, NewEvent, dict[str, list[PersonalField]]]
@@ -245,31 +245,57 @@ def _new_where(stream_id: str, index: int, event: NewEvent) -> str:
     return f"event {index} ({event.type!r}) for stream {stream_id!r}"
 
 
+def _take(items: Iterator[T]) -> list[T]:
+    return list(islice(items, CHUNK))
+
+
 class _Kind(Generic[T]):
     """How one kind of item read holds its data: decoded, or as JSON text."""
 
     def __init__(
         self,
-        marked: Callable[[T], bool],
+        mark: str,
         data_of: Callable[[T], dict[str, Any]],
         where: Callable[[T], str],
         rebuilt: Callable[[T, dict[str, Any]], T],
     ) -> None:
-        self.marked = marked
-        """Whether the item may hold an envelope: the cheap test every item gets."""
+        self._mark = mark
+        """What an item's field holds if the item may be sealed: the cheap test."""
         self._data_of = data_of
         self._where = where
         self._rebuilt = rebuilt
 
-    def key_ids(self, item: T) -> list[str]:
-        data = self._data_of(item)
-        return key_ids(data, self._where(item)) if MARK in data else []
+    def any_marked(self, chunk: list[T]) -> bool:
+        """Whether any item of `chunk` may be sealed: one membership test each."""
+        mark = self._mark
+        # A loop, not any() over a generator expression, which costs every event a resume.
+        for item in chunk:  # noqa: SIM110
+            if mark in item.data:
+                return True
+        return False
 
-    def opened(self, item: T, ciphers: dict[str, Any]) -> T:
-        data = self._data_of(item)
-        if MARK not in data:  # the text named the mark deeper down, or in a string
-            return item
-        return self._rebuilt(item, opened(data, ciphers, self._where(item)))
+    def sealed(self, chunk: list[T]) -> tuple[dict[int, dict[str, Any]], set[str]]:
+        """The data of the sealed items of `chunk` by index, and the key ids they name."""
+        sealed: dict[int, dict[str, Any]] = {}
+        wanted: set[str] = set()
+        mark = self._mark
+        for index, item in enumerate(chunk):
+            if mark in item.data:
+                data = self._data_of(item)
+                if MARK in data:  # not the mark deeper down, or inside a string
+                    sealed[index] = data
+                    wanted.update(key_ids(data, functools.partial(self._where, item)))
+        return sealed, wanted
+
+    def opened(
+        self, chunk: list[T], sealed: dict[int, dict[str, Any]], ciphers: dict[str, Any]
+    ) -> list[T]:
+        result = list(chunk)
+        for index, data in sealed.items():
+            item = chunk[index]
+            where = functools.partial(self._where, item)
+            result[index] = self._rebuilt(item, opened(data, ciphers, where))
+        return result
 
 
 def _recorded_where(event: RecordedEvent) -> str:
@@ -289,18 +315,12 @@ def _recorded(event: RecordedEvent, data: dict[str, Any]) -> RecordedEvent:
     )
 
 
-_RECORDED: _Kind[RecordedEvent] = _Kind(
-    lambda event: MARK in event.data, lambda event: event.data, _recorded_where, _recorded
-)
-
-
-def _text_marked(item: EncodedEvent | EncodedRecord) -> bool:
-    return TEXT_MARK in item.data
+_RECORDED: _Kind[RecordedEvent] = _Kind(MARK, lambda event: event.data, _recorded_where, _recorded)
 
 
 def _encoded_kind(stream_id: str) -> _Kind[EncodedEvent]:
     return _Kind(
-        _text_marked,
+        TEXT_MARK,
         lambda event: orjson.loads(event.data),
         lambda event: f"event {event.version} of stream {stream_id!r}",
         lambda event, data: event._replace(data=orjson.dumps(data).decode()),
@@ -308,7 +328,7 @@ def _encoded_kind(stream_id: str) -> _Kind[EncodedEvent]:
 
 
 _RECORD: _Kind[EncodedRecord] = _Kind(
-    _text_marked,
+    TEXT_MARK,
     lambda record: orjson.loads(record.data),
     lambda record: f"the event at position {record.position} (stream {record.stream_id!r})",
     lambda record, data: record._replace(data=orjson.dumps(data).decode()),
@@ -316,11 +336,11 @@ _RECORD: _Kind[EncodedRecord] = _Kind(
 
 
 def _snapshot_ids(snapshot: Snapshot) -> list[str]:
-    return key_ids(snapshot.data, f"the snapshot of stream {snapshot.stream_id!r}")
+    return key_ids(snapshot.data, lambda: f"the snapshot of stream {snapshot.stream_id!r}")
 
 
 def _opened_snapshot(snapshot: Snapshot, ciphers: dict[str, Any]) -> Snapshot:
-    data = opened(snapshot.data, ciphers, f"the snapshot of stream {snapshot.stream_id!r}")
+    data = opened(snapshot.data, ciphers, lambda: f"the snapshot of stream {snapshot.stream_id!r}")
     return Snapshot(
         snapshot.stream_id,
         snapshot.version,

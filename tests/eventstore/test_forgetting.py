@@ -222,3 +222,15 @@ def test_keys_may_live_in_a_database_of_their_own(tmp_path: Path, pg_url: str) -
         assert _names_in(store) == {"c1": "Ada Lovelace"}
         store.forget("c1")
         assert _names_in(store) == {"c1": FORGOTTEN}
+
+
+def test_the_key_store_reconnects_when_the_server_ended_its_connection(pg_url: str) -> None:
+    with EventStore.open(pg_url, keys=KeyStore.open(pg_url, cache_seconds=0)) as store:
+        _append_both(pg_url, "sync")
+        assert _names_in(store)["c1"] == "Ada Lovelace"
+        table: Any = store.keys.table
+        with psycopg.connect(pg_url.split("?")[0], autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (table._conn.info.backend_pid,))
+        assert _names_in(store)["c1"] == "Ada Lovelace"  # read again, on a new connection
+        assert store.forget("c1") == 1
+        assert _names_in(store)["c1"] == FORGOTTEN
