@@ -9,7 +9,7 @@ pages read at different moments still make one consistent sequence.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -46,6 +46,18 @@ class PageWalk(Generic[R]):
         self.size = self._size()
 
 
+@overload
+def paged(
+    fetch: Callable[[int, int], Sequence[R]],
+    start: int,
+    next_start: Callable[[R], int],
+    make: None,
+    limit: int | None,
+    page: int,
+) -> Iterator[R]: ...
+
+
+@overload
 def paged(
     fetch: Callable[[int, int], Sequence[R]],
     start: int,
@@ -53,8 +65,19 @@ def paged(
     make: Callable[[R], T],
     limit: int | None,
     page: int,
-) -> Iterator[T]:
-    """Yield `make(row)` for the rows `fetch(start, count)` returns, page after page.
+) -> Iterator[T]: ...
+
+
+def paged(
+    fetch: Callable[[int, int], Sequence[Any]],
+    start: int,
+    next_start: Callable[[Any], int],
+    make: Callable[[Any], Any] | None,
+    limit: int | None,
+    page: int,
+) -> Iterator[Any]:
+    """Yield `make(row)` for the rows `fetch(start, count)` returns, page after page
+    (the rows themselves when `make` is None: a `fetch` that made them a page at a time).
 
     `next_start(last_row)` gives the key the next page starts from; a short
     page ends the iteration, as does reaching `limit` rows.
@@ -62,8 +85,11 @@ def paged(
     walk = PageWalk(start, next_start, limit, page)
     while walk.size:
         rows = fetch(walk.start, walk.size)
-        for row in rows:
-            yield make(row)
+        if make is None:
+            yield from rows
+        else:
+            for row in rows:
+                yield make(row)
         walk.took(rows)
 
 

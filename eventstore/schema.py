@@ -110,6 +110,15 @@ append lock, and keeps an event's given `recorded_at`)."""
 APPEND_CURRENT_MARKS = ("pg_advisory_xact_lock_shared", "->>'recorded_at'")
 """Text found in the source of this release's append function, and in no earlier one's."""
 
+ROWID_IN_INDEX = ".position"
+"""In `ddl`'s `existing` after an index's name: a SQLite store made before keys that
+index by position as well, which SQLite's index entries carry already (their rowid)."""
+STREAMS_WITH_ROWID = f"{STREAMS}.rowid"
+"""In `ddl`'s `existing`: a SQLite store made before keeps its streams in a rowid table."""
+TEXT_IDS = f"{EVENTS}.id text"
+"""In `ddl`'s `existing`: a SQLite store made before holds its ids as 32 characters of
+hexadecimal text; rows appended since hold 16 bytes, and the old ones keep their text."""
+
 APPEND_GROUP = "eventcraft_append_group"
 """In `ddl`'s `existing`: the store has this release's function that writes a group of
 appends (its source holds `APPEND_GROUP_MARK`)."""
@@ -133,6 +142,9 @@ _timestamp = sa.DateTime(timezone=True).with_variant(sa.Text(), "sqlite")
 # Byte order, which for UTF-8 is code-point order: streams list in the same
 # order on every backend (SQLite compares text this way already).
 _name = sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+# 16 bytes on SQLite, where a UUID would be 32 characters of text (stores made
+# before hold such text ids still: `TEXT_IDS`).
+_uuid = sa.Uuid().with_variant(sa.LargeBinary(16), "sqlite")
 
 events = sa.Table(
     EVENTS,
@@ -141,7 +153,7 @@ events = sa.Table(
     sa.Column("position", _big_int, primary_key=True, autoincrement=False),
     sa.Column("stream_id", _name, nullable=False),
     sa.Column("version", sa.BigInteger, nullable=False),
-    sa.Column("id", sa.Uuid, nullable=False),
+    sa.Column("id", _uuid, nullable=False),
     sa.Column("type", sa.Text, nullable=False),
     sa.Column("data", _json, nullable=False),
     sa.Column("metadata", _json, nullable=False),
@@ -150,6 +162,10 @@ events = sa.Table(
     sa.UniqueConstraint("stream_id", "version", name=f"{EVENTS}_stream_version"),
     sa.UniqueConstraint("id", name=f"{EVENTS}_id"),
 )
+# Which read uses which index (README, "The store at scale"): the primary key,
+# global reads and the head; (stream_id, version), stream reads and the version
+# check of an append; id, idempotent retries and read_event; these two, reads
+# by category and by type, each a walk of one index range in position order.
 sa.Index(f"{EVENTS}_category_position", events.c.category, events.c.position)
 sa.Index(f"{EVENTS}_type_position", events.c.type, events.c.position)
 
@@ -160,7 +176,11 @@ streams = sa.Table(
     metadata,
     sa.Column("stream_id", _name, primary_key=True),
     sa.Column("category", _name, nullable=False),
+    # On SQLite the rows live in the primary key's tree: a rowid table would
+    # keep a second tree, keyed by a rowid no read asks for.
+    sqlite_with_rowid=False,
 )
+# list_streams(category=...), which the saga orchestrator reads its sagas by.
 sa.Index(f"{STREAMS}_category", streams.c.category, streams.c.stream_id)
 
 # Derived data outside the log: one row per stream, replaced by newer ones.
@@ -404,7 +424,9 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
     table, and `APPEND_IS_CURRENT` if its append function is this release's. A
     store made by an older release lacks only newer objects: opening it adds
     them and brings the older ones up to date. `APPEND_GROUP` is in it when the
-    group append function exists.
+    group append function exists. On SQLite, `STREAMS_WITH_ROWID` and an index's
+    name followed by `ROWID_IN_INDEX` say what an earlier release laid out
+    otherwise (`_sqlite_upgrades`).
     """
     dialect = DIALECTS[dialect_name]
     postgres = dialect_name == "postgresql"
@@ -417,8 +439,10 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
             continue
         statements.append(str(CreateTable(table).compile(dialect=dialect)).strip())
         for index in sorted(table.indexes, key=lambda i: str(i.name)):
-            statements.append(str(CreateIndex(index).compile(dialect=dialect)))
-    if EARLIER_LAYOUT in existing:
+            statements.append(_create_index(index, dialect))
+    if not postgres:
+        statements += _sqlite_upgrades(existing)
+    if EARLIER_LAYOUT in existing and (postgres or STREAMS_WITH_ROWID not in existing):
         # Versions now come from the events themselves; the commit-time NOTIFY
         # became the writer's own, sent after its commit (postgres/wire.py).
         statements.append(f"ALTER TABLE {STREAMS} DROP COLUMN version")
@@ -432,6 +456,39 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
         statements += [_POSTGRES_INSERT_EVENTS, _POSTGRES_APPEND_GROUP]
     if fresh:
         statements += _POSTGRES_APPEND_ONLY if postgres else _SQLITE_TRIGGERS
+    return statements
+
+
+def _create_index(index: sa.Index, dialect: Dialect) -> str:
+    """CREATE INDEX of `index`; on SQLite without a trailing position, which every
+    entry of a SQLite index ends with already as its rowid: (category) is in position
+    order within a category, as (category, position) is elsewhere, and a fifth smaller."""
+    columns = [column.name for column in index.columns]
+    if dialect.name == "sqlite" and columns[-1] == "position" and len(columns) > 1:
+        return f"CREATE INDEX {index.name} ON {index.table} ({', '.join(columns[:-1])})"
+    return str(CreateIndex(index).compile(dialect=dialect))
+
+
+def _sqlite_upgrades(existing: frozenset[str]) -> list[str]:
+    """What brings a SQLite store made by an earlier release to this layout: indexes
+    without the position their entries carry already, the streams without a rowid. The
+    events are not touched: their ids stay as they were written (`TEXT_IDS`)."""
+    dialect = DIALECTS["sqlite"]
+    statements = []
+    for index in sorted(events.indexes, key=lambda i: str(i.name)):
+        if f"{index.name}{ROWID_IN_INDEX}" in existing:
+            statements += [f"DROP INDEX {index.name}", _create_index(index, dialect)]
+    if STREAMS_WITH_ROWID in existing:
+        # Its rows copied over; a stream's version comes from its events (EARLIER_LAYOUT).
+        earlier = f"{STREAMS}_earlier"
+        statements += [
+            f"ALTER TABLE {STREAMS} RENAME TO {earlier}",
+            str(CreateTable(streams).compile(dialect=dialect)).strip(),
+            f"INSERT INTO {STREAMS} (stream_id, category) SELECT stream_id, category "
+            f"FROM {earlier}",
+            f"DROP TABLE {earlier}",
+            *(_create_index(index, dialect) for index in streams.indexes),
+        ]
     return statements
 
 

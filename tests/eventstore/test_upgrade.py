@@ -1,0 +1,136 @@
+"""A store written by the previous release opens with this one and works on (issue 26).
+
+The stores in `previous_release/` were written by that release's code
+(`make_stores.py` says how): a SQLite file whose ids are text and whose indexes
+and streams table have the earlier layout, and a pg_dump of a PostgreSQL store.
+Opening one brings its layout up to date; its events stay as they were written.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from eventcraft.eventstore import DuplicateEventId, EventStore, NewEvent, schema
+
+from ..conftest import PG_URL, _need_postgres
+from .previous_release.make_stores import APPENDS, SCHEMA, SNAPSHOT
+
+PREVIOUS = Path(__file__).parent / "previous_release"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def previous_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of a copy of the store the previous release wrote."""
+    if request.param == "sqlite":
+        shutil.copy(PREVIOUS / "store.db", tmp_path / "store.db")
+        yield f"sqlite:///{tmp_path / 'store.db'}"
+        return
+    _need_postgres()
+    name = f"t_previous_{uuid.uuid4().hex[:8]}"
+    dump = (PREVIOUS / "postgres.sql").read_text().replace(SCHEMA, name)
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(dump.encode())
+    yield f"{PG_URL}?schema={name}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+
+
+Written = tuple[uuid.UUID, str, int, int, str, dict[str, Any], dict[str, Any]]
+
+
+def _written() -> list[Written]:
+    """Every event the previous release appended: id, stream, version, position, type,
+    data, metadata."""
+    rows: list[Written] = []
+    for stream_id, events in APPENDS:
+        for version, (id, type, data, metadata) in enumerate(events, start=1):
+            rows.append((uuid.UUID(id), stream_id, version, len(rows) + 1, type, data, metadata))
+    return rows
+
+
+def test_a_store_of_the_previous_release_reads_as_it_was_written(previous_store: str) -> None:
+    with EventStore.open(previous_store) as store:
+        read = [
+            (e.id, e.stream_id, e.version, e.position, e.type, e.data, e.metadata)
+            for e in store.read_all()
+        ]
+        assert read == _written()
+        for id, stream_id, version, *_ in _written():
+            found = store.read_event(id)
+            assert found is not None and (found.stream_id, found.version) == (stream_id, version)
+        assert [e.version for e in store.read_stream("order-1")] == [1, 2]
+        assert [e.position for e in store.read_all(categories=["order"])] == [1, 2, 3]
+        assert [s.stream_id for s in store.list_streams(category="order")] == [
+            "order-1",
+            "order-2",
+        ]
+        stream_id, version, type, data = SNAPSHOT
+        snapshot = store.load_snapshot(stream_id)
+        assert snapshot is not None
+        assert (snapshot.version, snapshot.type, snapshot.data) == (version, type, data)
+
+
+def test_a_retry_of_an_append_the_previous_release_stored_writes_nothing(
+    previous_store: str,
+) -> None:
+    stream_id, events = APPENDS[0]
+    with EventStore.open(previous_store) as store:
+        again = [NewEvent(t, d, m, id=uuid.UUID(id)) for id, t, d, m in events]
+        result = store.append(stream_id, again, 0)
+        assert (result.version, result.positions) == (2, (1, 2))
+        assert store.high_water_mark() == 4
+
+
+def test_an_id_the_previous_release_stored_is_refused_in_another_stream(
+    previous_store: str,
+) -> None:
+    id = uuid.UUID(APPENDS[1][1][0][0])
+    with EventStore.open(previous_store) as store:
+        with pytest.raises(DuplicateEventId):
+            store.append("order-3", [NewEvent("Placed", {}, id=id)])
+        with pytest.raises(DuplicateEventId):
+            store.append("order-3", [NewEvent("Placed", {}), NewEvent("Paid", {}, id=id)])
+        assert store.high_water_mark() == 4
+        assert store.stream_version("order-3") == 0
+
+
+def test_appends_go_on_after_the_upgrade(previous_store: str) -> None:
+    with EventStore.open(previous_store) as store:
+        paid = NewEvent("Shipped", {"by": "post"})
+        assert store.append("order-1", [paid], 2).positions == (5,)
+        assert store.append("order-9", [NewEvent("Placed", {})], 0).positions == (6,)
+        retried = store.append("order-1", [paid], 2)
+        assert retried.positions == (5,)
+        assert [e.position for e in store.read_all(after=3, categories=["order"])] == [5, 6]
+        shipped = store.read_event(paid.id)
+        assert shipped is not None and shipped.data == {"by": "post"}
+    with EventStore.open(previous_store) as reopened:  # a second opening changes nothing
+        assert [e.position for e in reopened.read_all()] == [1, 2, 3, 4, 5, 6]
+
+
+def test_the_sqlite_upgrade_keeps_the_rows_and_takes_the_new_layout(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    shutil.copy(PREVIOUS / "store.db", path)
+    with EventStore.open(f"sqlite:///{path}") as store:
+        store.append("order-1", [NewEvent("Shipped", {})], 2)
+    conn = sqlite3.connect(path)
+    try:
+        forms = conn.execute(f"SELECT typeof(id) FROM {schema.EVENTS} ORDER BY position")
+        assert [form for (form,) in forms] == ["text"] * 4 + ["blob"]
+        for index in (f"{schema.EVENTS}_category_position", f"{schema.EVENTS}_type_position"):
+            columns = conn.execute("SELECT name FROM pragma_index_info(?)", (index,))
+            assert len(columns.fetchall()) == 1, index
+        (streams,) = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = ?", (schema.STREAMS,)
+        ).fetchone()
+        assert "WITHOUT ROWID" in streams
+        assert conn.execute(f"SELECT count(*) FROM {schema.STREAMS}").fetchone() == (3,)
+    finally:
+        conn.close()
