@@ -104,15 +104,10 @@ class AsyncRepository(RepositoryRules[A]):
         results = await self.store.append_many(
             [(aggregate.stream_id, events, expected) for aggregate, events, expected in saves]
         )
-        saved = {
-            id(aggregate): result for (aggregate, _, _), result in zip(saves, results, strict=True)
-        }
-        for aggregate, _, _ in saves:
-            stored = aggregate.stored_version
-            aggregate._saved(saved[id(aggregate)].version)
-            if self._snapshot_due(stored, aggregate.stored_version):
-                await self._snapshot(aggregate)
-        return [saved.get(id(aggregate)) for aggregate in aggregates]
+        answers, due = self._saved_all(aggregates, saves, results)
+        for aggregate in due:
+            await self._snapshot(aggregate)
+        return answers
 
     @overload
     async def execute(

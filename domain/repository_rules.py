@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from types import EllipsisType
 from typing import Any, Generic, TypeVar
 
-from eventcraft.eventstore import NO_STREAM, ExpectedVersion, NewEvent, Snapshot
+from eventcraft.eventstore import NO_STREAM, AppendResult, ExpectedVersion, NewEvent, Snapshot
 from pydantic import ValidationError
 
 from .aggregate import Aggregate
@@ -101,6 +101,25 @@ class RepositoryRules(Generic[A]):
             if to_append is not None:
                 saves.append((aggregate, *to_append))
         return saves
+
+    def _saved_all(
+        self,
+        aggregates: Sequence[A],
+        saves: list[tuple[A, list[NewEvent], ExpectedVersion]],
+        results: Sequence[AppendResult],
+    ) -> tuple[list[AppendResult | None], list[A]]:
+        """After `save_all`'s append: each aggregate marked saved; the results in the order
+        of `aggregates` (None where nothing was pending), and those due a snapshot."""
+        saved = {
+            id(aggregate): result for (aggregate, _, _), result in zip(saves, results, strict=True)
+        }
+        due = []
+        for aggregate, _, _ in saves:
+            stored = aggregate.stored_version
+            aggregate._saved(saved[id(aggregate)].version)
+            if self._snapshot_due(stored, aggregate.stored_version):
+                due.append(aggregate)
+        return [saved.get(id(aggregate)) for aggregate in aggregates], due
 
     def _snapshot_due(self, before: int, after: int) -> bool:
         """Whether a save from version `before` to `after` passed a multiple of the setting."""
