@@ -318,6 +318,9 @@ def _recorded(event: RecordedEvent, data: dict[str, Any]) -> RecordedEvent:
 _RECORDED: _Kind[RecordedEvent] = _Kind(MARK, lambda event: event.data, _recorded_where, _recorded)
 
 
+# A stream's own, kept for the streams read most: an aggregate load reads a short stream,
+# and making one costs as much as checking ten events.
+@functools.lru_cache(maxsize=4096)
 def _encoded_kind(stream_id: str) -> _Kind[EncodedEvent]:
     return _Kind(
         TEXT_MARK,
