@@ -106,8 +106,9 @@ LOG_LOCK_KEY = f"(({LOG_LOCK_TAG}::bigint << 32) | '{EVENTS}'::regclass::oid::bi
 table's oid, objsubid 1."""
 APPEND_IS_CURRENT = "eventcraft_append.current"
 """In `ddl`'s `existing`: the store's append function is this release's (it takes the
-append lock, and keeps an event's given `recorded_at`)."""
-APPEND_CURRENT_MARKS = ("pg_advisory_xact_lock_shared", "->>'recorded_at'")
+append lock, and writes through `eventcraft_insert_events`, which keeps an event's given
+`recorded_at`)."""
+APPEND_CURRENT_MARKS = ("pg_advisory_xact_lock_shared", "eventcraft_insert_events")
 """Text found in the source of this release's append function, and in no earlier one's."""
 
 ROWID_IN_INDEX = ".position"
@@ -218,49 +219,17 @@ CREATE OR REPLACE FUNCTION eventcraft_append(
 -- (stream_id, version) index decides as the rows go in; of two appends at the
 -- same version the second waits for the first and fails on that index.
 DECLARE
-    batch jsonb := p_events::jsonb;
-    n int := jsonb_array_length(batch);
-    base bigint := p_expected;
-    positions bigint[];
     violated text;
 BEGIN
     -- The append lock, then the xid, before any position: the ordering rule in
     -- eventstore/schema.py. Shared: appends never wait for each other on it.
     PERFORM pg_advisory_xact_lock_shared({LOG_LOCK_KEY});
     PERFORM pg_current_xact_id();
-    IF base < 0 THEN
-        base := eventcraft_stream_version(p_stream);
-    END IF;
-    IF base = 0 THEN
-        INSERT INTO {STREAMS} (stream_id, category) VALUES (p_stream, p_category)
-        ON CONFLICT (stream_id) DO NOTHING;
-    ELSIF NOT EXISTS (SELECT FROM {EVENTS} WHERE stream_id = p_stream AND version = base) THEN
-        RAISE EXCEPTION USING
-            ERRCODE = '{WRONG_EXPECTED_VERSION_SQLSTATE}',
-            MESSAGE = 'wrong expected version',
-            DETAIL = eventcraft_stream_version(p_stream);
-    END IF;
-    -- The EXCEPTION clause makes this block a subtransaction: the rows' xmin is
-    -- an xid drawn after every position they hold (the ordering rule). nextval
-    -- assigns no xid, the first row written does; so one row may take its
-    -- position as it goes in, several take theirs before the first goes in.
+    -- The EXCEPTION clause makes this block a subtransaction, which writes nothing
+    -- before eventcraft_insert_events draws the positions: the rows' xmin is an
+    -- xid drawn after every position they hold (the ordering rule).
     BEGIN
-        IF n = 1 THEN
-            INSERT INTO {EVENTS}
-                (position, stream_id, version, id, type, data, metadata, recorded_at, category)
-            VALUES (nextval('{POSITION_SEQUENCE}'), p_stream, base + 1, (batch->0->>'id')::uuid,
-                    batch->0->>'type', batch->0->'data', batch->0->'metadata',
-                    coalesce((batch->0->>'recorded_at')::timestamptz, now()), p_category)
-            RETURNING ARRAY[position] INTO positions;
-        ELSE
-            positions := ARRAY(SELECT nextval('{POSITION_SEQUENCE}') FROM generate_series(1, n));
-            INSERT INTO {EVENTS}
-                (position, stream_id, version, id, type, data, metadata, recorded_at, category)
-            SELECT positions[e.i], p_stream, base + e.i, (e.event->>'id')::uuid,
-                   e.event->>'type', e.event->'data', e.event->'metadata',
-                   coalesce((e.event->>'recorded_at')::timestamptz, now()), p_category
-            FROM jsonb_array_elements(batch) WITH ORDINALITY AS e(event, i);
-        END IF;
+        RETURN eventcraft_insert_events(p_stream, p_category, p_expected, p_events::jsonb);
     EXCEPTION WHEN unique_violation THEN
         GET STACKED DIAGNOSTICS violated = CONSTRAINT_NAME;
         IF violated = '{EVENTS}_stream_version' THEN
@@ -271,7 +240,6 @@ BEGIN
         END IF;
         RAISE;
     END;
-    RETURN array_to_string((base + n) || positions, ' ');
 END
 $$"""
 
@@ -279,12 +247,12 @@ _POSTGRES_INSERT_EVENTS = f"""
 CREATE OR REPLACE FUNCTION eventcraft_insert_events(
     p_stream text, p_category text, p_expected bigint, p_batch jsonb
 ) RETURNS text LANGUAGE plpgsql AS $$
--- One append of a group: its version check and its rows, as eventcraft_append
--- does them, answered alike. It takes no lock and opens no subtransaction: the
--- group function (below) holds the append lock and the transaction's xid, and
--- calls this in a subtransaction that has written nothing yet, so the xid the
--- rows carry is drawn by their insert, after their positions (the ordering
--- rule). Hence the stream's row goes in last.
+-- One append: its version check and its rows. It takes no lock and opens no
+-- subtransaction: its callers (eventcraft_append, the group function below)
+-- hold the append lock and the transaction's xid, and call this in a
+-- subtransaction that has written nothing yet, so the xid the rows carry is
+-- drawn by their insert, after their positions (the ordering rule). Hence the
+-- stream's row goes in last.
 DECLARE
     n int := jsonb_array_length(p_batch);
     base bigint := p_expected;
@@ -449,11 +417,15 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
         if postgres:
             statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_NOTIFY_FUNCTION}() CASCADE")
             statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_APPEND}")
-    if postgres and (fresh or APPEND_IS_CURRENT not in existing):
-        # An older store gets the function that takes the append lock and keeps times.
-        statements += [_POSTGRES_STREAM_VERSION, _POSTGRES_APPEND]
+    append_current = APPEND_IS_CURRENT in existing and not fresh
+    if postgres and not (append_current and APPEND_GROUP in existing):
+        # An older store gets this release's append functions (the append lock, times
+        # kept, groups of appends), which share eventcraft_insert_events.
+        statements += [_POSTGRES_STREAM_VERSION, _POSTGRES_INSERT_EVENTS]
+    if postgres and not append_current:
+        statements.append(_POSTGRES_APPEND)
     if postgres and APPEND_GROUP not in existing:
-        statements += [_POSTGRES_INSERT_EVENTS, _POSTGRES_APPEND_GROUP]
+        statements.append(_POSTGRES_APPEND_GROUP)
     if fresh:
         statements += _POSTGRES_APPEND_ONLY if postgres else _SQLITE_TRIGGERS
     return statements
