@@ -43,7 +43,10 @@ class _Member(Generic[Request, Result]):
         self.error: BaseException | None = None
         self.answered = False
         self.leads = False
-        self.woken = threading.Event()
+        # A lock held from the start and released once, to wake the caller: a
+        # fraction of what an Event costs (a Condition, its waiters, a lock a wait).
+        self.woken = threading.Lock()
+        self.woken.acquire()
 
 
 class GroupCommit(Generic[Request, Result]):
@@ -85,8 +88,8 @@ class GroupCommit(Generic[Request, Result]):
             if member.leads:
                 self._leaders += 1
         if not member.leads:
-            # Woken by its answer, or, still queued, by the lead passed to it.
-            member.woken.wait()
+            # Released once: by its answer, or, while still queued, by the lead passed on.
+            member.woken.acquire()
         if member.leads:
             self._lead(member)
         if member.error is not None:
@@ -100,8 +103,12 @@ class GroupCommit(Generic[Request, Result]):
                 group = self._queued[: self._most_members]
                 del self._queued[: self._most_members]
                 if not group:
-                    # Another leader took `own` into its group: its answer will come.
+                    # Another leader took `own` into its group and is writing it: stand
+                    # down, and be woken by the answer like any member that does not lead.
                     self._leaders -= 1
+                    own.leads = False
+                    if own.answered:
+                        return
                     break
             self._write_group(group)
         else:
@@ -111,25 +118,23 @@ class GroupCommit(Generic[Request, Result]):
                 successor = next((m for m in self._queued if not m.leads), None)
                 if successor is not None:
                     successor.leads = True  # the count of leaders stays: the lead moves
+                    successor.woken.release()
                 else:
                     self._leaders -= 1
-            if successor is not None:
-                successor.woken.set()
             return
-        while not own.answered:
-            # Set before, perhaps, by the lead passed to `own`; the answer sets it again.
-            own.woken.wait()
-            own.woken.clear()
+        own.woken.acquire()
 
     def _write_group(self, group: list[_Member[Request, Result]]) -> None:
         try:
             outcomes = self._write([member.request for member in group])
         except BaseException as error:  # the whole group shares the failure
             outcomes = [error] * len(group)
-        for member, outcome in zip(group, outcomes, strict=True):
-            if isinstance(outcome, BaseException):
-                member.error = outcome
-            else:
-                member.result = outcome
-            member.answered = True
-            member.woken.set()
+        with self._lock:  # `leads` is decided under it: each member is woken once
+            for member, outcome in zip(group, outcomes, strict=True):
+                if isinstance(outcome, BaseException):
+                    member.error = outcome
+                else:
+                    member.result = outcome
+                member.answered = True
+                if not member.leads:
+                    member.woken.release()
