@@ -203,6 +203,20 @@ def library_batches(path: str, threads: int, batches: int, size: int) -> Measure
     return Measured(measured.seconds, measured.calls, batches * size)
 
 
+def lone_latencies(url: str, count: int) -> tuple[float, float]:
+    """Median latency of a lone caller's append with grouping on and off, the two taken
+    turn about on one store, so that the machine's load falls on both alike."""
+    with EventStore.open(url) as grouped, EventStore.open(url, group_commit=False) as alone:
+        streams = (f"account-{uuid.uuid4().hex}", f"account-{uuid.uuid4().hex}")
+        times: tuple[list[float], list[float]] = ([], [])
+        for n in range(count):
+            for store, stream, taken in zip((grouped, alone), streams, times, strict=True):
+                began = time.perf_counter()
+                store.append(stream, [NewEvent("Deposited", payload(n))], n)
+                taken.append(time.perf_counter() - began)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
 def fresh_postgres(name: str) -> str:
     reset_schema(name)
     return f"{PG}?schema={name}"
@@ -227,6 +241,17 @@ def main() -> None:
     callers = [int(c) for c in args.callers.split(",")]
     with tempfile.TemporaryDirectory() as folder:
         for backend in args.backends.split(","):
+            url = (
+                fresh_postgres("bench_gc_lone")
+                if backend == "postgres"
+                else f"sqlite:///{fresh_sqlite(Path(folder))}"
+            )
+            grouped, alone = lone_latencies(url, args.appends)
+            print(
+                f"\n{backend}, a lone caller, appends taken turn about: median "
+                f"{grouped * 1e6:.0f} us grouped, {alone * 1e6:.0f} us ungrouped "
+                f"({grouped / alone:.3f}x)"
+            )
             for count in callers:
                 report_singles(backend, count, args.appends, args.rounds, Path(folder))
         if "sqlite" in args.backends:
