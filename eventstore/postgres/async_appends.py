@@ -4,10 +4,10 @@ A call of the append function costs the server little and the client a
 round trip plus, in Python, the work of psycopg's async machinery and of the
 event loop for every statement; each commit costs a flush of the server's
 log. With a hundred tasks appending at once, both add up. So appends queue
-here, and a few sender tasks (at most one per pooled connection) each take a
-share of what is queued and send it as one call of the group function
-(`group.py`): one transaction, one commit, each member still committed or
-refused alone. A lone caller's append goes at once, alone, in the exchange
+here, and at most two sender tasks (`grouping.MOST_GROUPS`, as on the sync
+store) each take a share of what is queued and send it as one call of the
+group function (`group.py`): one transaction, one commit, each member still
+committed or refused alone. A lone caller's append goes at once, alone, in the exchange
 the sync store uses (`wire.py`), as does every append when grouping is off.
 
 The exchange talks to libpq as `wire.py` does, with the same prepared
@@ -27,6 +27,7 @@ import psycopg
 from psycopg import pq
 from psycopg.errors import error_from_result
 
+from ..grouping import MOST_GROUPS
 from .group import (
     Answer,
     Member,
@@ -71,7 +72,9 @@ class AppendQueue:
         self._run = run
         """`AsyncConnectionPool.run` without settling: a call on a pooled connection."""
         self._notify = notify
-        self._most_senders = senders
+        # A group is one transaction: two in flight keep the server busy while one
+        # commits, and more would only split what is queued into smaller groups.
+        self._most_senders = min(senders, MOST_GROUPS)
         self._grouped = grouped
         self._senders: set[asyncio.Task[None]] = set()
         self._queued: list[Queued] = []
