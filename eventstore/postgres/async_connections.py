@@ -53,11 +53,14 @@ class AsyncConnectionPool:
         """
         if self._closed:
             raise StoreUnavailable("the event store is closed")
-        try:
-            async with asyncio.timeout(self.target.pool_timeout):
-                await self._slots.acquire()
-        except TimeoutError:
-            raise PoolExhausted(self.size, self.target.pool_timeout) from None
+        if self._slots.locked():  # a wait, bounded; the common case skips the timer
+            try:
+                async with asyncio.timeout(self.target.pool_timeout):
+                    await self._slots.acquire()
+            except TimeoutError:
+                raise PoolExhausted(self.size, self.target.pool_timeout) from None
+        else:
+            await self._slots.acquire()
         try:
             return await self._run(call, settle)
         finally:
