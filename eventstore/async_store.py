@@ -33,6 +33,7 @@ from .events import (
 )
 from .keys import KeyStore
 from .log_status import LogStatus
+from .retention import Retention, retention_for
 from .shredding import Shredder
 from .snapshot import Snapshot
 
@@ -66,6 +67,7 @@ class AsyncEventStore:
     ) -> None:
         self._backend = backend
         self._shredder = Shredder(url if keys is None else keys, sealed=sealed)
+        self._retention: Retention | None = None
         self.url = url
         self.max_event_bytes = check_max_event_bytes(max_event_bytes)
         """The most bytes of JSON an appended event's data and metadata may take together."""
@@ -265,6 +267,17 @@ class AsyncEventStore:
         return await self._shredder.opened_snapshot_async(snapshot)
 
     @property
+    def retention(self) -> Retention:
+        """As `EventStore.retention`; its calls block: run them in a thread."""
+        if self._retention is None:
+            self._retention = retention_for(self.url)
+        return self._retention
+
+    async def low_water_mark(self) -> int:
+        """As `EventStore.low_water_mark`."""
+        return await asyncio.to_thread(self.retention.low_water_mark)
+
+    @property
     def keys(self) -> KeyStore:
         """As `EventStore.keys`; its calls block: run them in a thread."""
         return self._shredder.keys
@@ -276,6 +289,8 @@ class AsyncEventStore:
     async def close(self) -> None:
         await self._backend.close()
         self._shredder.close()
+        if self._retention is not None:
+            self._retention.close()
 
     async def __aenter__(self) -> AsyncEventStore:
         return self

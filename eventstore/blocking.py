@@ -190,6 +190,9 @@ class BlockingEventStore:
     def forget(self, subject: str) -> int:
         return self._wait(self.store.forget(subject))
 
+    def low_water_mark(self) -> int:
+        return self._wait(self.store.low_water_mark())
+
     def close(self) -> None:
         """Close the store and stop the private loop; a face `over` a caller's store
         leaves it open: the caller closes it."""

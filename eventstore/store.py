@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -25,6 +25,7 @@ from .events import (
 from .keys import KeyStore
 from .log_status import LogStatus
 from .port import Backend
+from .retention import Retention, retention_for
 from .shredding import Shredder
 from .snapshot import Snapshot
 
@@ -53,6 +54,7 @@ class EventStore:
     ) -> None:
         self._backend = backend
         self._shredder = Shredder(url if keys is None else keys, sealed=sealed)
+        self._retention: Retention | None = None
         self.url = url
         self.max_event_bytes = check_max_event_bytes(max_event_bytes)
         """The most bytes of JSON an appended event's data and metadata may take together."""
@@ -201,6 +203,11 @@ class EventStore:
             )
         )
 
+    def open_events(self, events: Iterable[RecordedEvent]) -> Iterator[RecordedEvent]:
+        """`events` read elsewhere as stored (from the archive), their personal fields opened
+        as this store's own reads open them."""
+        return self._shredder.opened(iter(events))
+
     def high_water_mark(self) -> int:
         """The position up to which the log is complete: no event can appear below it."""
         return self._backend.high_water_mark()
@@ -263,6 +270,20 @@ class EventStore:
         )
 
     @property
+    def retention(self) -> Retention:
+        """The store's retention: its runs, and removing events by rules (`retention.py`).
+        `eventcraft.operations.retention` archives the log first, then removes."""
+        if self._retention is None:
+            self._retention = retention_for(self.url)
+        return self._retention
+
+    def low_water_mark(self) -> int:
+        """Where the log in the store begins to be whole: 0 until retention removed events.
+        Every event at or below it is in the archive the last run names
+        (`retention.runs()`), and only some are in the store; above it, all are."""
+        return self.retention.low_water_mark()
+
+    @property
     def keys(self) -> KeyStore:
         """The key store personal fields are sealed with (opened when first used)."""
         return self._shredder.keys
@@ -281,6 +302,8 @@ class EventStore:
     def close(self) -> None:
         self._backend.close()
         self._shredder.close()
+        if self._retention is not None:
+            self._retention.close()
 
     def __enter__(self) -> EventStore:
         return self

@@ -30,6 +30,7 @@ from .checkpoint import Checkpoint
 from .database import Database
 from .definition import Definition, failed_position
 from .errors import ProjectionStopped
+from .log_start import archived_batch, low_water_mark
 from .read_model import ReadModel
 from .subscription import Subscription
 
@@ -253,6 +254,10 @@ def read_batch(
     definition does not read.
     """
     head = store.high_water_mark()
+    mark = low_water_mark(store, after)
+    if after < mark:
+        # Below the mark the store has holes retention left: the archive holds them all.
+        return archived_batch(store, definition, after, limit, mark)
     events = list(
         store.read_all(
             after=after, limit=limit, categories=definition.categories, types=definition.types

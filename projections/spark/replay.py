@@ -40,11 +40,11 @@ from ..swap import new_generation, swap_in
 from .aggregate import aggregated, write
 from .archive import Archive, ArchiveError
 from .folding import KEYED_DDL, WRITTEN_DDL, FoldTask, fold_and_write, keyed
-from .jdbc import read_path
 from .personal import opened
 from .progress import stage_progress
 from .rows import EVENT_DDL
-from .source import check_readable, read_store
+from .source import check_readable
+from .whole_log import read_whole_log
 
 _SWAP_BATCH = 10_000
 
@@ -66,7 +66,8 @@ class ReplayReport:
     """Events applied in the swap, beyond H."""
     seconds: float
     read_path: str = "python"
-    """How the log was read: "jdbc" (the JVM), "python" (workers' `read_all`) or "archive"."""
+    """How the log was read: "jdbc" (the JVM), "python" (workers' `read_all`) or "archive";
+    "archive+jdbc" or "archive+python" after retention: the archive below its mark."""
 
 
 def replay(
@@ -132,11 +133,10 @@ def _replay(
         head = store.high_water_mark()
         if source is None:
             upto = head
-            path = read_path(spark, store_url)
-            events = read_store(
+            # Below a retention run's mark, from the archive: the store has holes there.
+            events, path = read_whole_log(
                 spark,
                 store_url,
-                after=0,
                 upto=upto,
                 categories=fold.categories,
                 types=fold.types,

@@ -1,0 +1,127 @@
+"""Applying retention: what a run would remove (`plan`), and the run (`apply`), which
+archives the log up to its mark before it removes anything.
+
+A run's mark is the store's high-water mark, or less: never beyond the
+checkpoint of a projection the caller names (a projection behind the mark
+would find holes in the store where it has not read yet), nor beyond an
+`up_to` asked for. Before the store removes a thing, the Parquet archive is
+extended with every event up to the mark, kept or removed, as stored
+(personal fields sealed), and its segment committed: the archive up to the
+mark followed by the store after it is the whole log, which is how
+projections and replays read it from then on. `apply` plans again as it
+runs: what it does is what the log holds then, not what an earlier plan saw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from eventcraft.eventstore import EventStore
+from eventcraft.eventstore.retention import RetentionPolicy, RetentionRun, Truncation, rules_text
+from eventcraft.projections.archive_files import ArchiveFiles
+
+from .errors import InputError
+
+
+@dataclass(frozen=True)
+class Removal:
+    rule: str
+    """One policy or truncation, as text."""
+    events: int
+    """Events it would remove now."""
+
+
+@dataclass(frozen=True)
+class RetentionPlan:
+    head: int
+    """The store's high-water mark."""
+    up_to: int
+    """The mark a run would set: removes nothing beyond it, archives everything up to it."""
+    held_by: str | None
+    """The projection whose checkpoint keeps the mark below the head, if one does."""
+    low_water_mark: int
+    """The mark the last run set (0: none)."""
+    archive: str
+    archived_to: int
+    """The archive's last position now: a run writes the positions after it, to `up_to`."""
+    removals: tuple[Removal, ...]
+
+
+@dataclass(frozen=True)
+class RetentionReport:
+    run: RetentionRun
+    archived: int
+    """Events this run wrote into the archive."""
+    plan: RetentionPlan
+
+
+def plan(
+    store: EventStore,
+    policies: Sequence[RetentionPolicy],
+    truncations: Sequence[Truncation],
+    archive: str,
+    *,
+    up_to: int | None = None,
+    checkpoints: Mapping[str, int] | None = None,
+    now: datetime | None = None,
+) -> RetentionPlan:
+    """What a run with these rules would do now."""
+    if not policies and not truncations:
+        raise InputError("retention needs a policy (--keep) or a truncation (--truncate)")
+    files = ArchiveFiles(archive)
+    head = store.high_water_mark()
+    archived_to = files.last_position()
+    if archived_to > head:
+        raise InputError(
+            f"the archive at {files.path} holds events up to position {archived_to}, but the "
+            f"store ends at {head}: it is not this store's archive"
+        )
+    mark, held_by = head, None
+    if up_to is not None:
+        mark = min(mark, up_to)
+    if checkpoints:
+        name, position = min(checkpoints.items(), key=lambda item: item[1])
+        if position < mark:
+            mark, held_by = position, name
+    counts = store.retention.count(policies, truncations, mark, now or datetime.now(UTC))
+    rules = [rules_text([p], []) for p in policies] + [rules_text([], [t]) for t in truncations]
+    return RetentionPlan(
+        head=head,
+        up_to=mark,
+        held_by=held_by,
+        low_water_mark=store.low_water_mark(),
+        archive=str(files.path),
+        archived_to=archived_to,
+        removals=tuple(Removal(rule, count) for rule, count in zip(rules, counts, strict=True)),
+    )
+
+
+def apply(
+    store: EventStore,
+    policies: Sequence[RetentionPolicy],
+    truncations: Sequence[Truncation],
+    archive: str,
+    *,
+    up_to: int | None = None,
+    checkpoints: Mapping[str, int] | None = None,
+    now: datetime | None = None,
+) -> RetentionReport:
+    """Archive the log up to the plan's mark, then remove what the rules name below it."""
+    moment = now or datetime.now(UTC)
+    planned = plan(
+        store, policies, truncations, archive, up_to=up_to, checkpoints=checkpoints, now=moment
+    )
+    files = ArchiveFiles(archive)
+    archived = 0
+    if planned.archived_to < planned.up_to:
+        first, last = planned.archived_to + 1, planned.up_to
+        # As stored: the archive keeps personal fields sealed, so a forget reaches it.
+        with EventStore.open(store.url, sealed=True) as sealed:
+            events = sealed.read_all(after=planned.archived_to, limit=last - planned.archived_to)
+            archived = files.write_segment(
+                first, last, (event for event in events if event.position <= last)
+            )
+    run = store.retention.remove(policies, truncations, planned.up_to, str(files.path), moment)
+    return RetentionReport(run, archived, planned)

@@ -1,0 +1,181 @@
+"""Retention: events leave the store only through it, archived first, positions kept.
+
+A store grows for ever unless old events go. Policies say which may, per
+category (older than `max_age`, or all but a stream's newest `max_count`)
+and per stream (`Truncation`: its versions before one); a run removes them
+up to a position `up_to` in one transaction, and records what it did. The
+caller (`eventcraft.operations.retention`) first extends the Parquet
+archive with the whole log up to `up_to`, removed events and kept ones, so
+that the archive up to the store's `low_water_mark()` followed by the store
+after it is the whole log: rebuilds and replays read it that way and give
+what they gave before.
+
+The global log's rules hold across it. Positions are never reused: a
+stream's newest event is never removed (a stream keeps its version, and the
+log's head is always some stream's newest event). Below the low-water mark
+the store may have holes, which the mark explains; above it, none. The
+database goes on refusing UPDATE and DELETE of events for everything but a
+run: PostgreSQL's delete trigger lets a statement through only in a
+transaction that set `eventcraft.retention` (which a run does), SQLite's
+only while a run's marker row exists (inside its own transaction).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from .encoding import check_name, check_position
+from .errors import InvalidEvent
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """Which events of one category may go: older than `max_age`, or all but each
+    stream's newest `max_count` (either, or both: an event goes if either says so)."""
+
+    category: str
+    max_age: timedelta | None = None
+    max_count: int | None = None
+
+    def __post_init__(self) -> None:
+        check_name("category", self.category)
+        if self.max_age is None and self.max_count is None:
+            raise InvalidEvent(f"policy for {self.category!r}: give max_age, max_count or both")
+        if self.max_age is not None and (
+            not isinstance(self.max_age, timedelta) or self.max_age <= timedelta(0)
+        ):
+            raise InvalidEvent(f"max_age must be a positive timedelta, not {self.max_age!r}")
+        if self.max_count is not None and (
+            isinstance(self.max_count, bool)
+            or not isinstance(self.max_count, int)
+            or self.max_count < 1
+        ):
+            raise InvalidEvent(f"max_count must be an int of at least 1, not {self.max_count!r}")
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """One stream's events before `before_version` may go."""
+
+    stream_id: str
+    before_version: int
+
+    def __post_init__(self) -> None:
+        check_name("stream id", self.stream_id)
+        check_position("before_version", self.before_version)
+
+
+@dataclass(frozen=True)
+class RetentionRun:
+    """What one run did, as the store records it."""
+
+    run: int
+    up_to: int
+    """The low-water mark it set: every event at or below it is in the archive."""
+    removed: int
+    """Events it removed from the store."""
+    archive: str
+    """Where the archive is: what rebuilds read below the mark."""
+    rules: str
+    """Its policies and truncations, as text."""
+    finished_at: datetime
+
+
+def rules_text(policies: Sequence[RetentionPolicy], truncations: Sequence[Truncation]) -> str:
+    """The rules of a run as one line of text, for its record and for people."""
+    parts = []
+    for policy in policies:
+        limits = []
+        if policy.max_age is not None:
+            limits.append(f"older than {policy.max_age}")
+        if policy.max_count is not None:
+            limits.append(f"beyond the newest {policy.max_count} of a stream")
+        parts.append(f"{policy.category}: {' or '.join(limits)}")
+    parts += [f"{t.stream_id}: before version {t.before_version}" for t in truncations]
+    return "; ".join(parts)
+
+
+class Retention(abc.ABC):
+    """A store's retention: its low-water mark, its runs, and removing events by rules."""
+
+    @abc.abstractmethod
+    def low_water_mark(self) -> int:
+        """Where the log in the store begins to be whole: 0 until a run, then its `up_to`."""
+
+    @abc.abstractmethod
+    def runs(self) -> list[RetentionRun]:
+        """The runs so far, oldest first."""
+
+    @abc.abstractmethod
+    def count(
+        self,
+        policies: Sequence[RetentionPolicy],
+        truncations: Sequence[Truncation],
+        up_to: int,
+        now: datetime,
+    ) -> list[int]:
+        """How many events each rule (policies, then truncations) would remove now; an
+        event two rules name counts for each."""
+
+    @abc.abstractmethod
+    def remove(
+        self,
+        policies: Sequence[RetentionPolicy],
+        truncations: Sequence[Truncation],
+        up_to: int,
+        archive: str,
+        now: datetime,
+    ) -> RetentionRun:
+        """Remove what the rules name at or below `up_to`, and record the run, in one
+        transaction. The caller has archived the log up to `up_to` first."""
+
+    def close(self) -> None:  # noqa: B027 - a store without retention holds nothing
+        """Release connections. Idempotent."""
+
+
+class NoRetention(Retention):
+    """A memory store's: nothing is ever removed, the log begins at position 1."""
+
+    def low_water_mark(self) -> int:
+        return 0
+
+    def runs(self) -> list[RetentionRun]:
+        return []
+
+    def count(
+        self,
+        policies: Sequence[RetentionPolicy],
+        truncations: Sequence[Truncation],
+        up_to: int,
+        now: datetime,
+    ) -> list[int]:
+        raise InvalidEvent("retention needs a SQLite or PostgreSQL store")
+
+    def remove(
+        self,
+        policies: Sequence[RetentionPolicy],
+        truncations: Sequence[Truncation],
+        up_to: int,
+        archive: str,
+        now: datetime,
+    ) -> RetentionRun:
+        raise InvalidEvent("retention needs a SQLite or PostgreSQL store")
+
+
+def retention_for(url: str) -> Retention:
+    """The retention of the store at `url`: its own connection, opened when first used."""
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme == "sqlite":
+        path = url[len("sqlite:///") :].split("?", 1)[0]
+        if path and path != ":memory:":
+            from .retention_sqlite import SQLiteRetention
+
+            return SQLiteRetention(path)
+    if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
+        from .retention_postgres import PostgresRetention
+
+        return PostgresRetention(url)
+    return NoRetention()

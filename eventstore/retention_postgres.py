@@ -1,0 +1,195 @@
+"""Retention in PostgreSQL: its runs table, its delete trigger, and a run as one transaction.
+
+The store's row trigger refuses UPDATE and DELETE of events; the first run
+splits it (in one transaction, under the schema's advisory lock): UPDATE
+stays refused by the same row trigger, and DELETE by a statement trigger
+that lets a statement through only in a transaction that set
+`eventcraft.retention` to `apply`, which only a run does (`SET LOCAL`). A
+statement trigger checks once per statement, not once per removed row.
+
+A run takes no lock that appends take (not the append lock, not the
+streams'): appends go on while it deletes, and readers past its `up_to`
+never meet what it removes; its transaction is a stranger to the ordering
+rule (`schema.py`), which it never holds back.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+import psycopg
+
+from .errors import StoreUnavailable
+from .retention import Retention, RetentionPolicy, RetentionRun, Truncation, rules_text
+from .schema import APPEND_ONLY_SQLSTATE, EVENTS
+
+RUNS = "eventcraft_retention_runs"
+SETTING = "eventcraft.retention"
+
+T = TypeVar("T")
+
+_INSTALL = [
+    f"""CREATE OR REPLACE FUNCTION eventcraft_refuse_delete() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('{SETTING}', true) = 'apply' THEN
+        RETURN NULL;
+    END IF;
+    RAISE EXCEPTION USING
+        ERRCODE = '{APPEND_ONLY_SQLSTATE}',
+        MESSAGE = format('%s is append-only: %s refused', TG_TABLE_NAME, TG_OP);
+END
+$$""",
+    f"DROP TRIGGER IF EXISTS {EVENTS}_append_only ON {EVENTS}",
+    f"""CREATE TRIGGER {EVENTS}_append_only BEFORE UPDATE ON {EVENTS}
+    FOR EACH ROW EXECUTE FUNCTION eventcraft_refuse_change()""",
+    f"""CREATE TRIGGER {EVENTS}_no_delete BEFORE DELETE ON {EVENTS}
+    FOR EACH STATEMENT EXECUTE FUNCTION eventcraft_refuse_delete()""",
+    f"""CREATE TABLE {RUNS} (run bigserial PRIMARY KEY, up_to bigint NOT NULL,
+    removed bigint NOT NULL, archive text NOT NULL, rules text NOT NULL,
+    finished_at timestamptz NOT NULL)""",
+]
+
+_NOT_NEWEST = f"e.version < (SELECT max(s.version) FROM {EVENTS} s WHERE s.stream_id = e.stream_id)"
+_BY_POLICY = (
+    f"FROM {EVENTS} AS e WHERE e.category = %s AND e.position <= %s AND {_NOT_NEWEST} AND ("
+    "e.recorded_at < %s::timestamptz OR e.version <= "
+    f"(SELECT max(s.version) FROM {EVENTS} s WHERE s.stream_id = e.stream_id) - %s::bigint)"
+)
+_BY_TRUNCATION = (
+    f"FROM {EVENTS} AS e WHERE e.stream_id = %s AND e.version < %s AND e.position <= %s "
+    f"AND {_NOT_NEWEST}"
+)
+
+
+def _policy_parameters(policy: RetentionPolicy, up_to: int, now: datetime) -> tuple[Any, ...]:
+    cutoff = now - policy.max_age if policy.max_age is not None else None
+    return (policy.category, up_to, cutoff, policy.max_count)
+
+
+class PostgresRetention(Retention):
+    def __init__(self, url: str) -> None:
+        from .arguments import redacted
+        from .postgres import PostgresTarget
+
+        self.target = PostgresTarget.from_url(url)
+        self.url = redacted(url)
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
+
+    def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        with self._lock:
+            try:
+                if self._conn is None or self._conn.closed or self._conn.broken:
+                    self._conn = psycopg.connect(
+                        self.target.conninfo,
+                        autocommit=True,
+                        options=self.target.options(),
+                        connect_timeout=10,
+                    )
+                return work(self._conn)
+            except psycopg.Error as error:
+                raise StoreUnavailable(f"retention of {self.url}: {error}") from error
+
+    def low_water_mark(self) -> int:
+        def work(conn: psycopg.Connection[Any]) -> int:
+            if not _installed(conn):
+                return 0
+            row = conn.execute(f"SELECT coalesce(max(up_to), 0) FROM {RUNS}").fetchone()
+            return int(row[0]) if row else 0
+
+        return self._run(work)
+
+    def runs(self) -> list[RetentionRun]:
+        def work(conn: psycopg.Connection[Any]) -> list[RetentionRun]:
+            if not _installed(conn):
+                return []
+            rows = conn.execute(
+                f"SELECT run, up_to, removed, archive, rules, finished_at FROM {RUNS} ORDER BY run"
+            )
+            return [RetentionRun(*row) for row in rows]
+
+        return self._run(work)
+
+    def count(
+        self,
+        policies: Sequence[RetentionPolicy],
+        truncations: Sequence[Truncation],
+        up_to: int,
+        now: datetime,
+    ) -> list[int]:
+        def work(conn: psycopg.Connection[Any]) -> list[int]:
+            counts = []
+            for policy in policies:
+                parameters = _policy_parameters(policy, up_to, now)
+                row = conn.execute(f"SELECT count(*) {_BY_POLICY}", parameters).fetchone()
+                counts.append(int(row[0]) if row else 0)
+            for cut in truncations:
+                parameters = (cut.stream_id, cut.before_version, up_to)
+                row = conn.execute(f"SELECT count(*) {_BY_TRUNCATION}", parameters).fetchone()
+                counts.append(int(row[0]) if row else 0)
+            return counts
+
+        return self._run(work)
+
+    def remove(
+        self,
+        policies: Sequence[RetentionPolicy],
+        truncations: Sequence[Truncation],
+        up_to: int,
+        archive: str,
+        now: datetime,
+    ) -> RetentionRun:
+        def work(conn: psycopg.Connection[Any]) -> RetentionRun:
+            if not _installed(conn):
+                with conn.transaction():
+                    # Processes running their first retention at once must not race on the DDL.
+                    conn.execute(
+                        "SELECT pg_advisory_xact_lock(hashtext(%s))",
+                        (f"{RUNS}:{self.target.schema}",),
+                    )
+                    if not _installed(conn):
+                        for statement in _INSTALL:
+                            conn.execute(statement.encode())
+            with conn.transaction():
+                conn.execute(f"SET LOCAL {SETTING} = 'apply'")
+                removed = 0
+                for policy in policies:
+                    parameters = _policy_parameters(policy, up_to, now)
+                    deleted = conn.execute(
+                        f"DELETE FROM {EVENTS} WHERE position IN (SELECT e.position {_BY_POLICY})",
+                        parameters,
+                    )
+                    removed += deleted.rowcount
+                for cut in truncations:
+                    deleted = conn.execute(
+                        f"DELETE FROM {EVENTS} WHERE position IN "
+                        f"(SELECT e.position {_BY_TRUNCATION})",
+                        (cut.stream_id, cut.before_version, up_to),
+                    )
+                    removed += deleted.rowcount
+                rules = rules_text(policies, truncations)
+                row = conn.execute(
+                    f"INSERT INTO {RUNS} (up_to, removed, archive, rules, finished_at) "
+                    f"SELECT greatest(%s, coalesce(max(up_to), 0)), %s, %s, %s, %s FROM {RUNS} "
+                    "RETURNING run, up_to, removed, archive, rules, finished_at",
+                    (up_to, removed, archive, rules, now),
+                ).fetchone()
+            assert row is not None
+            return RetentionRun(*row)
+
+        return self._run(work)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+def _installed(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (RUNS,)).fetchone()
+    return bool(row and row[0])

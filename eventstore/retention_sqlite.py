@@ -1,0 +1,181 @@
+"""Retention in SQLite: its runs table, its delete trigger, and a run as one transaction.
+
+The store's trigger refuses every DELETE of an event; a run replaces it (once,
+as the first run begins) by one that refuses a DELETE unless a row of
+`eventcraft_retention_active` exists, which a run inserts and deletes inside
+its own write transaction: no other connection ever sees it. A run holds
+SQLite's write lock throughout, as every writer does: appends wait for it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from .errors import StoreUnavailable
+from .events import recorded_at_text
+from .retention import Retention, RetentionPolicy, RetentionRun, Truncation, rules_text
+from .schema import EVENTS
+
+RUNS = "eventcraft_retention_runs"
+ACTIVE = "eventcraft_retention_active"
+
+T = TypeVar("T")
+
+_INSTALL = [
+    f"""CREATE TABLE IF NOT EXISTS {RUNS} (run INTEGER PRIMARY KEY, up_to INTEGER NOT NULL,
+    removed INTEGER NOT NULL, archive TEXT NOT NULL, rules TEXT NOT NULL,
+    finished_at TEXT NOT NULL)""",
+    f"CREATE TABLE IF NOT EXISTS {ACTIVE} (run INTEGER NOT NULL)",
+    f"DROP TRIGGER IF EXISTS {EVENTS}_no_delete",
+    f"""CREATE TRIGGER {EVENTS}_no_delete BEFORE DELETE ON {EVENTS}
+    WHEN NOT EXISTS (SELECT 1 FROM {ACTIVE})
+    BEGIN SELECT RAISE(ABORT, '{EVENTS} is append-only: DELETE refused'); END""",
+]
+
+_NOT_NEWEST = f"e.version < (SELECT max(s.version) FROM {EVENTS} s WHERE s.stream_id = e.stream_id)"
+_BY_POLICY = (
+    f"FROM {EVENTS} AS e WHERE e.category = ? AND e.position <= ? AND {_NOT_NEWEST} AND ("
+    "e.recorded_at < ? OR e.version <= "
+    f"(SELECT max(s.version) FROM {EVENTS} s WHERE s.stream_id = e.stream_id) - ?)"
+)
+_BY_TRUNCATION = (
+    f"FROM {EVENTS} AS e WHERE e.stream_id = ? AND e.version < ? AND e.position <= ? "
+    f"AND {_NOT_NEWEST}"
+)
+
+
+def _policy_parameters(policy: RetentionPolicy, up_to: int, now: datetime) -> tuple[Any, ...]:
+    cutoff = recorded_at_text(now - policy.max_age) if policy.max_age is not None else None
+    return (policy.category, up_to, cutoff, policy.max_count)
+
+
+class SQLiteRetention(Retention):
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            try:
+                if self._conn is None:
+                    self._conn = sqlite3.connect(
+                        self.path, isolation_level=None, check_same_thread=False, timeout=60.0
+                    )
+                    self._conn.execute("PRAGMA busy_timeout = 60000")
+                return work(self._conn)
+            except sqlite3.Error as error:
+                raise StoreUnavailable(f"retention of {self.path}: {error}") from error
+
+    def low_water_mark(self) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            if not _installed(conn):
+                return 0
+            (mark,) = conn.execute(f"SELECT coalesce(max(up_to), 0) FROM {RUNS}").fetchone()
+            return int(mark)
+
+        return self._run(work)
+
+    def runs(self) -> list[RetentionRun]:
+        def work(conn: sqlite3.Connection) -> list[RetentionRun]:
+            if not _installed(conn):
+                return []
+            rows = conn.execute(
+                f"SELECT run, up_to, removed, archive, rules, finished_at FROM {RUNS} ORDER BY run"
+            )
+            return [
+                RetentionRun(r, u, n, a, t, datetime.fromisoformat(f)) for r, u, n, a, t, f in rows
+            ]
+
+        return self._run(work)
+
+    def count(
+        self,
+        policies: Sequence[RetentionPolicy],
+        truncations: Sequence[Truncation],
+        up_to: int,
+        now: datetime,
+    ) -> list[int]:
+        def work(conn: sqlite3.Connection) -> list[int]:
+            counts = []
+            for policy in policies:
+                parameters = _policy_parameters(policy, up_to, now)
+                counts.append(
+                    conn.execute(f"SELECT count(*) {_BY_POLICY}", parameters).fetchone()[0]
+                )
+            for cut in truncations:
+                parameters = (cut.stream_id, cut.before_version, up_to)
+                counts.append(
+                    conn.execute(f"SELECT count(*) {_BY_TRUNCATION}", parameters).fetchone()[0]
+                )
+            return counts
+
+        return self._run(work)
+
+    def remove(
+        self,
+        policies: Sequence[RetentionPolicy],
+        truncations: Sequence[Truncation],
+        up_to: int,
+        archive: str,
+        now: datetime,
+    ) -> RetentionRun:
+        def work(conn: sqlite3.Connection) -> RetentionRun:
+            if not _installed(conn):
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in _INSTALL:
+                        conn.execute(statement)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(f"INSERT INTO {ACTIVE} (run) VALUES (1)")
+                removed = 0
+                for policy in policies:
+                    parameters = _policy_parameters(policy, up_to, now)
+                    removed += conn.execute(
+                        f"DELETE FROM {EVENTS} WHERE position IN (SELECT e.position {_BY_POLICY})",
+                        parameters,
+                    ).rowcount
+                for cut in truncations:
+                    removed += conn.execute(
+                        f"DELETE FROM {EVENTS} WHERE position IN "
+                        f"(SELECT e.position {_BY_TRUNCATION})",
+                        (cut.stream_id, cut.before_version, up_to),
+                    ).rowcount
+                conn.execute(f"DELETE FROM {ACTIVE}")
+                (mark,) = conn.execute(f"SELECT coalesce(max(up_to), 0) FROM {RUNS}").fetchone()
+                finished = recorded_at_text(now)
+                rules = rules_text(policies, truncations)
+                cursor = conn.execute(
+                    f"INSERT INTO {RUNS} (up_to, removed, archive, rules, finished_at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (max(up_to, mark), removed, archive, rules, finished),
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            return RetentionRun(
+                int(cursor.lastrowid or 0), max(up_to, mark), removed, archive, rules, now
+            )
+
+        return self._run(work)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+def _installed(conn: sqlite3.Connection) -> bool:
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (RUNS,))
+    return bool(found.fetchall())

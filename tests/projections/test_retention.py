@@ -1,0 +1,174 @@
+"""Retention on the SQL backends: a run archives the log up to its mark, then removes what
+its policies name in one transaction; positions are never reused, a stream keeps its
+newest event and its version, the database refuses deletes outside a run, and a rebuild or
+a new projection after the run reads the archive, then the store, and equals what it was."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+from eventcraft.eventstore import EventStore, NewEvent
+from eventcraft.eventstore.retention import RetentionPolicy, Truncation
+from eventcraft.projections import Fold, ProjectionRunner
+
+from eventcraft.operations import retention
+
+metadata = sa.MetaData()
+tallies = sa.Table(
+    "stream_tallies",
+    metadata,
+    sa.Column("stream", sa.Text, primary_key=True),
+    sa.Column("events", sa.Integer, nullable=False),
+    sa.Column("last", sa.Text, nullable=False),
+)
+
+
+def _tally(name: str) -> Fold:
+    return Fold(
+        name,
+        table=tallies,
+        key=lambda event: event.stream_id,
+        initial=lambda key: {"stream": key, "events": 0, "last": ""},
+        apply=lambda state, event: {**state, "events": state["events"] + 1, "last": event.type},
+    )
+
+
+def _rows(runner: ProjectionRunner) -> list[tuple[Any, ...]]:
+    with runner.database.reading() as connection:
+        return [tuple(r) for r in connection.execute(sa.select(tallies).order_by("stream"))]
+
+
+def _history(store: EventStore) -> None:
+    old = datetime.now(UTC) - timedelta(days=40)
+    for n in range(5):
+        store.append(
+            f"order-{n}",
+            [
+                NewEvent("Placed", {"n": n}, recorded_at=old),
+                NewEvent("Paid", {"n": n}, recorded_at=old),
+                NewEvent("Shipped", {"n": n}),
+            ],
+        )
+    store.append("audit-1", [NewEvent("Seen", {"i": i}) for i in range(10)])
+    store.append("cart-1", [NewEvent("Added", {"i": i}) for i in range(4)])
+
+
+POLICIES = [
+    RetentionPolicy("order", max_age=timedelta(days=30)),
+    RetentionPolicy("audit", max_count=3),
+]
+TRUNCATIONS = [Truncation("cart-1", 3)]
+
+
+def _delete_refused(url: str) -> None:
+    """The database refuses a DELETE of an event outside a run."""
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+                conn.execute("DELETE FROM eventcraft_events")
+            with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+                conn.execute("UPDATE eventcraft_events SET type = 'x'")
+        return
+    base, schema = url.split("?schema=")
+    with psycopg.connect(base, options=f"-c search_path={schema}") as conn:
+        for statement in (
+            "DELETE FROM eventcraft_events",
+            "UPDATE eventcraft_events SET type = 'x'",
+        ):
+            with pytest.raises(psycopg.Error, match="append-only"):
+                conn.execute(statement)
+            conn.rollback()
+
+
+def test_a_run_archives_then_removes_and_the_log_reads_as_before(
+    shared_store_url: str, tmp_path: Path
+) -> None:
+    archive = str(tmp_path / "archive")
+    url = shared_store_url
+    with EventStore.open(url) as store:
+        _history(store)
+        head = store.high_water_mark()
+        with ProjectionRunner(store, [_tally("tallies")]) as runner:
+            runner.catch_up()
+            before = _rows(runner)
+            checkpoints = {status.name: status.position for status in runner.status()}
+            planned = retention.plan(store, POLICIES, TRUNCATIONS, archive, checkpoints=checkpoints)
+            assert (planned.up_to, planned.held_by, planned.archived_to) == (head, None, 0)
+            assert [r.events for r in planned.removals] == [10, 7, 2]
+            assert store.low_water_mark() == 0
+
+            report = retention.apply(store, POLICIES, TRUNCATIONS, archive, checkpoints=checkpoints)
+            assert (report.run.removed, report.run.up_to, report.archived) == (19, head, head)
+            assert store.low_water_mark() == head
+            assert [r.up_to for r in store.retention.runs()] == [head]
+
+            kept = {
+                e.stream_id: [x.version for x in store.read_stream(e.stream_id)]
+                for e in store.read_all()
+            }
+            assert kept == {
+                **{f"order-{n}": [3] for n in range(5)},
+                "audit-1": [8, 9, 10],
+                "cart-1": [3, 4],
+            }
+            _delete_refused(url)
+
+            # The log goes on: no position or version is used again.
+            result = store.append("order-0", [NewEvent("Returned", {})])
+            assert (result.version, result.positions) == (4, (head + 1,))
+
+            runner.catch_up()
+            runner.rebuild("tallies")
+            after = _rows(runner)
+            assert [r for r in after if r[0] != "order-0"] == [
+                r for r in before if r[0] != "order-0"
+            ]
+            assert ("order-0", 4, "Returned") in after
+        with ProjectionRunner(store, [_tally("fresh-tallies")]) as fresh:
+            fresh.catch_up()  # a projection made after the run: from the archive, then the store
+            assert _rows(fresh) == after
+
+    from eventcraft.projections.archive_files import ArchiveFiles
+
+    archived = list(ArchiveFiles(archive).read())
+    assert [e.position for e in archived] == list(range(1, head + 1))
+
+
+def test_a_run_stops_at_the_checkpoint_of_a_projection_behind_the_head(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    with EventStore.open(sqlite_url) as store:
+        _history(store)
+        planned = retention.plan(
+            store, POLICIES, [], str(tmp_path / "a"), checkpoints={"slow": 8, "fast": 20}
+        )
+        assert (planned.up_to, planned.held_by) == (8, "slow")
+        assert [r.events for r in planned.removals] == [6, 0]  # the old events of order-0..2
+        report = retention.apply(
+            store, POLICIES, [], str(tmp_path / "a"), checkpoints={"slow": 8, "fast": 20}
+        )
+        assert (report.run.up_to, report.archived) == (8, 8)
+        # A second run extends the archive from where the first left it.
+        second = retention.apply(store, POLICIES, [], str(tmp_path / "a"))
+        assert (second.run.up_to, second.archived, second.plan.archived_to) == (29, 21, 8)
+        assert second.run.removed == 4 + 7  # order-3 and -4, then audit-1
+
+
+def test_retention_needs_rules_and_a_matching_archive(sqlite_url: str, tmp_path: Path) -> None:
+    from eventcraft.operations.errors import InputError
+
+    with EventStore.open(sqlite_url) as store:
+        _history(store)
+        with pytest.raises(InputError, match="needs a policy"):
+            retention.plan(store, [], [], str(tmp_path / "a"))
+        retention.apply(store, POLICIES, [], str(tmp_path / "a"))
+    with EventStore.open(f"sqlite:///{tmp_path / 'other.db'}") as other:
+        other.append("order-1", [NewEvent("Placed", {})])
+        with pytest.raises(InputError, match="not this store's archive"):
+            retention.plan(other, POLICIES, [], str(tmp_path / "a"))
