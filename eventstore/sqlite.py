@@ -105,11 +105,14 @@ class SQLiteBackend(Backend):
         call = AppendCall(stream_id, category, batch, expected)
         if self._groups is None:
             return self._one_member(call)[0]
+        batch.all()  # encoded on the caller's thread, while another group is written
         return self._groups.submit((call,))[0]
 
     def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
         if self._groups is None:
             return self._one_member(*calls)
+        for call in calls:
+            call.batch.all()
         return self._groups.submit(tuple(calls))
 
     def _one_member(self, *calls: AppendCall) -> list[AppendResult]:

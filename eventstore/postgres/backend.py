@@ -132,11 +132,14 @@ class PostgresBackend(Backend):
         if self._groups is None or len(batch) > PART:
             # A large batch is sent in parts, encoded while the server writes: alone.
             return self._append_alone(call)
+        batch.all()  # encoded on the caller's thread, while another group is written
         return self._groups.submit((call,))[0]
 
     def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
         member = tuple(calls)
         if self._groups is not None:
+            for call in member:
+                call.batch.all()
             return self._groups.submit(member)
         (outcome,) = self._write_group([member])
         if isinstance(outcome, BaseException):
