@@ -30,6 +30,7 @@ from .log_commands import LOG_COMMANDS
 from .messaging_commands import messaging
 from .personal_commands import forget
 from .projection_commands import projections
+from .retention_commands import retention
 from .saga_commands import sagas
 from .shell import Shell
 from .spark_commands import spark
@@ -82,6 +83,7 @@ cli.add_command(messaging)
 cli.add_command(spark)
 cli.add_command(console)
 cli.add_command(forget)
+cli.add_command(retention)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,158 @@
+"""`eventcraft retention plan|apply`: what a retention run would remove, and the run, which
+archives the log up to its mark first. With `--app`, the mark stops at the slowest of the
+App's projections, which then never meet a hole in the store."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+
+import click
+
+from ..operations.errors import InputError
+from .output import console, emit_json, json_option, table
+from .shell import confirmed, shell, yes_option
+
+EXAMPLES = (
+    "\b\nExamples:\n  eventcraft --store postgresql://db/app retention plan --archive /srv/archive "
+    "--keep order:age=90d --keep audit:count=1000\n"
+    "  eventcraft --app svc.app:app retention apply --archive /srv/archive "
+    "--keep order:age=90d --truncate cart-7:12 --yes"
+)
+_AGE = re.compile(r"(\d+)([dhms])")
+_UNITS = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+
+
+def _options(command: Any) -> Any:
+    command = click.option(
+        "--archive", required=True, metavar="DIR", help="The Parquet archive (a local folder)."
+    )(command)
+    command = click.option(
+        "--keep",
+        "keeps",
+        multiple=True,
+        metavar="CATEGORY:age=30d,count=N",
+        help="A category's policy: remove events older than the age, or beyond each "
+        "stream's newest N (repeatable).",
+    )(command)
+    command = click.option(
+        "--truncate",
+        "truncations",
+        multiple=True,
+        metavar="STREAM:VERSION",
+        help="Remove a stream's events before this version (repeatable).",
+    )(command)
+    command = click.option(
+        "--up-to", type=click.IntRange(min=0), help="Remove nothing beyond this position."
+    )(command)
+    return command
+
+
+@click.group(epilog=EXAMPLES)
+def retention() -> None:
+    """Archive and remove old events by policy; each run is recorded."""
+
+
+@retention.command(epilog=EXAMPLES)
+@_options
+@json_option
+def plan(
+    archive: str,
+    keeps: tuple[str, ...],
+    truncations: tuple[str, ...],
+    up_to: int | None,
+    as_json: bool,
+) -> None:
+    """Show what a run would archive and remove now; change nothing."""
+    from ..operations import retention as operations
+
+    store = shell().store()
+    planned = operations.plan(store, *_rules(keeps, truncations), archive, **_bounds(up_to))
+    if as_json:
+        emit_json(planned)
+        return
+    _show(planned)
+
+
+@retention.command(epilog=EXAMPLES)
+@_options
+@yes_option
+@json_option
+def apply(
+    archive: str,
+    keeps: tuple[str, ...],
+    truncations: tuple[str, ...],
+    up_to: int | None,
+    yes: bool,
+    as_json: bool,
+) -> None:
+    """Archive the log up to the mark, then remove what the rules name below it."""
+    from ..operations import retention as operations
+
+    store = shell().store()
+    policies, cuts = _rules(keeps, truncations)
+    bounds = _bounds(up_to)
+    planned = operations.plan(store, policies, cuts, archive, **bounds)
+    if not as_json:
+        _show(planned)
+    removed = sum(r.events for r in planned.removals)
+    confirmed(f"Archive up to position {planned.up_to} and remove about {removed} events?", yes)
+    done = operations.apply(store, policies, cuts, archive, **bounds)
+    if as_json:
+        emit_json(done)
+        return
+    console().print(
+        f"run {done.run.run}: archived {done.archived} events, removed {done.run.removed}; "
+        f"the store's log is whole from position {done.run.up_to + 1} (low-water mark "
+        f"{done.run.up_to})"
+    )
+
+
+def _bounds(up_to: int | None) -> dict[str, Any]:
+    """The run's bounds: `up_to`, and the checkpoints of the App's projections, if one is
+    named (`--app`)."""
+    found = shell()
+    bounds: dict[str, Any] = {"up_to": up_to}
+    if found.app_reference:
+        from ..operations import projections
+
+        states = projections.status(found.store(), found.app())
+        bounds["checkpoints"] = {state.name: state.position for state in states}
+    return bounds
+
+
+def _show(planned: Any) -> None:
+    out = console()
+    held = f", held by projection {planned.held_by!r}" if planned.held_by else ""
+    out.print(
+        f"head {planned.head}; a run archives up to position {planned.up_to}{held} "
+        f"(the archive at {planned.archive} ends at {planned.archived_to}; the last run's "
+        f"mark is {planned.low_water_mark})"
+    )
+    out.print(table(("rule", "events removed"), ((r.rule, r.events) for r in planned.removals)))
+
+
+def _rules(keeps: tuple[str, ...], truncations: tuple[str, ...]) -> tuple[list[Any], list[Any]]:
+    from eventcraft.eventstore.retention import RetentionPolicy, Truncation
+
+    policies = []
+    for keep in keeps:
+        category, _, spec = keep.partition(":")
+        limits: dict[str, Any] = {}
+        for part in filter(None, spec.split(",")):
+            name, _, value = part.partition("=")
+            if name == "age" and (match := _AGE.fullmatch(value)):
+                limits["max_age"] = timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+            elif name == "count" and value.isdigit():
+                limits["max_count"] = int(value)
+            else:
+                raise InputError(f"--keep {keep!r}: write CATEGORY:age=30d,count=100")
+        policies.append(RetentionPolicy(category, **limits))
+    cuts = []
+    for truncation in truncations:
+        stream, _, version = truncation.rpartition(":")
+        if not stream or not version.isdigit():
+            raise InputError(f"--truncate {truncation!r}: write STREAM:VERSION")
+        cuts.append(Truncation(stream, int(version)))
+    return policies, cuts
