@@ -14,6 +14,7 @@ runs: what it does is what the log holds then, not what an earlier plan saw.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -55,6 +56,10 @@ class RetentionReport:
     archived: int
     """Events this run wrote into the archive."""
     plan: RetentionPlan
+    archive_seconds: float
+    """How long archiving took."""
+    remove_seconds: float
+    """How long the store's transaction that removed the events took."""
 
 
 def plan(
@@ -115,6 +120,7 @@ def apply(
     )
     files = ArchiveFiles(archive)
     archived = 0
+    started = time.perf_counter()
     if planned.archived_to < planned.up_to:
         first, last = planned.archived_to + 1, planned.up_to
         # As stored: the archive keeps personal fields sealed, so a forget reaches it.
@@ -123,5 +129,7 @@ def apply(
             archived = files.write_segment(
                 first, last, (event for event in events if event.position <= last)
             )
+    archived_at = time.perf_counter()
     run = store.retention.remove(policies, truncations, planned.up_to, str(files.path), moment)
-    return RetentionReport(run, archived, planned)
+    removed_at = time.perf_counter()
+    return RetentionReport(run, archived, planned, archived_at - started, removed_at - archived_at)
