@@ -1,11 +1,7 @@
 """The production backend: PostgreSQL through psycopg 3.
 
-An append is one round trip: a call of the `eventcraft_append` function
-(`schema.py`) in autocommit, which checks the expected version, takes the
-positions and inserts the events in one transaction, followed by a NOTIFY
-for waiting readers (`wire.py` says how, and why not inside it).
-Readers follow the ordering rule explained in `schema.py`; `head.py` is
-that rule in SQL.
+Appends, alone or grouped, are `appends.py`'s. Readers follow the ordering
+rule explained in `schema.py`; `head.py` is that rule in SQL.
 """
 
 from __future__ import annotations
@@ -22,7 +18,6 @@ from .. import schema
 from ..arguments import AppendCall
 from ..encoding import PreparedBatch
 from ..errors import (
-    EventStoreError,
     StoreUnavailable,
 )
 from ..events import (
@@ -33,34 +28,17 @@ from ..events import (
     StreamInfo,
     StreamState,
 )
-from ..grouping import GroupCommit
-from ..idempotency import StoredId, resolve_stored_ids
 from ..log_status import LogStatus
 from ..paging import paged
 from ..port import Backend
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 from . import statements as sql
+from .appends import Appends
 from .connections import ConnectionPool, PostgresTarget
-from .group import (
-    Answer,
-    Member,
-    Refusal,
-    events_json,
-    group_answers,
-    group_param,
-    lost_races,
-    member_json,
-    settled,
-    stored_ids_param,
-)
 from .head import log_status, safe_head
 from .listener import Listener
-from .statements import ANY_TRIES, PAGE, PART, batch_json
+from .statements import PAGE, PART, batch_json
 from .wire import (
-    GROUP_CALL,
-    append_and_notify,
-    append_in_parts,
-    finish_outstanding,
     notify_statement,
 )
 
@@ -115,7 +93,7 @@ class PostgresBackend(Backend):
         self._with_connection(partial(create_schema, schema_name=target.schema))
         self._notify = self._with_connection(notify_statement)
         self._listener = Listener(self._pool)
-        self._groups = GroupCommit(self._write_group) if group_commit else None
+        self._appends = Appends(self._pool, self._notify, group_commit=group_commit)
 
     @classmethod
     def from_url(cls, url: str, *, group_commit: bool = True) -> PostgresBackend:
@@ -128,161 +106,10 @@ class PostgresBackend(Backend):
         batch: PreparedBatch,
         expected: int | StreamState,
     ) -> AppendResult:
-        call = AppendCall(stream_id, category, batch, expected)
-        if self._groups is None or len(batch) > PART:
-            # A large batch is sent in parts, encoded while the server writes: alone.
-            return self._append_alone(call)
-        batch.all()  # encoded on the caller's thread, while another group is written
-        return self._groups.submit((call,))[0]
+        return self._appends.append(AppendCall(stream_id, category, batch, expected))
 
     def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
-        member = tuple(calls)
-        if self._groups is not None:
-            for call in member:
-                call.batch.all()
-            return self._groups.submit(member)
-        (outcome,) = self._write_group([member])
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
-
-    def _write_group(self, members: Sequence[Member]) -> list[list[AppendResult] | BaseException]:
-        """Each member's results or error, the members written in one transaction."""
-        if len(members) == 1 and len(members[0]) == 1:
-            try:  # a lone append goes exactly as it would ungrouped
-                return [[self._append_alone(members[0][0])]]
-            except EventStoreError as error:
-                return [error]
-        outcomes: list[list[AppendResult] | BaseException] = []
-        sent: list[Member] = []
-        encoded: list[bytes] = []
-        for member in members:
-            try:
-                encoded.append(member_json(member, [events_json(call) for call in member]))
-            except EventStoreError as error:  # an event that cannot be encoded: this member
-                outcomes.append(error)
-                continue
-            sent.append(member)
-            outcomes.append([])
-        written = iter(self._send_group(sent, group_param(encoded)) if sent else ())
-        return [next(written) if outcome == [] else outcome for outcome in outcomes]
-
-    def _send_group(
-        self, members: Sequence[Member], param: bytes
-    ) -> list[list[AppendResult] | BaseException]:
-        """Send the group, once more on a new connection if the first one broke (a member
-        that did commit is then recognised by its event ids)."""
-
-        def attempt(conn: psycopg.Connection[Any]) -> list[list[AppendResult] | BaseException]:
-            text = append_and_notify(conn, (param,), self._notify, GROUP_CALL)
-            answers = group_answers(text, len(members))
-            return [
-                self._settle(conn, member, answer)
-                for member, answer in zip(members, answers, strict=True)
-            ]
-
-        try:
-            return self._pool.run(attempt)
-        except psycopg.errors.DeadlockDetected:
-            # Members of two groups waiting for each other's streams: one group is
-            # refused. Its members go again one by one, which cannot deadlock.
-            return [outcome for member in members for outcome in self._write_group([member])]
-        except psycopg.OperationalError as error:
-            broken = error
-        except psycopg.Error as error:
-            return [_failure(sql.store_error(error), error)] * len(members)
-        try:
-            return self._pool.run(attempt)
-        except (psycopg.OperationalError, StoreUnavailable) as again:
-            return [
-                _failure(sql.outcome_unknown(member[0].stream_id, broken, again), broken)
-                for member in members
-            ]
-        except psycopg.Error as error:
-            return [_failure(sql.store_error(error), error)] * len(members)
-
-    def _settle(
-        self, conn: psycopg.Connection[Any], member: Member, answer: Answer
-    ) -> list[AppendResult] | BaseException:
-        """A member's results once refused: its earlier ones if it is a retry, the
-        results of sending it again if it lost a race at ANY, or its error."""
-        for _ in range(ANY_TRIES):
-            if not isinstance(answer, Refusal):
-                return answer
-            finish_outstanding(conn)  # the NOTIFY's reply, before a query of our own
-            rows = conn.execute(sql.STORED_IDS, (stored_ids_param(member),)).fetchall()
-            outcome = settled(member, answer, [StoredId(*row) for row in rows])
-            if outcome is not None:
-                return outcome
-            param = group_param([member_json(member, [events_json(call) for call in member])])
-            text = append_and_notify(conn, (param,), self._notify, GROUP_CALL)
-            (answer,) = group_answers(text, 1)
-        return lost_races(member[0].stream_id)
-
-    def _append_alone(self, call: AppendCall) -> AppendResult:
-        stream_id, _, batch, expected = call
-        head = sql.append_head(*call[:2], expected)
-        if len(batch) > PART:
-            send = self._in_parts(head, batch)
-        else:
-            params = (*head, batch_json(batch.all(), batch.timed))
-
-            def send(conn: psycopg.Connection[Any]) -> list[str]:
-                return [append_and_notify(conn, params, self._notify)]
-
-        def attempt(conn: psycopg.Connection[Any]) -> AppendResult:
-            for _ in range(ANY_TRIES):
-                try:
-                    answers = send(conn)
-                except psycopg.errors.UniqueViolation as error:
-                    return self._retried_or(conn, stream_id, batch, error)
-                except psycopg.DatabaseError as error:
-                    conflict = sql.version_conflict(error, stream_id, expected)
-                    if conflict is not None:
-                        return self._retried_or(conn, stream_id, batch, conflict)
-                    # At ANY, another append took the version read: read it again,
-                    # unless this very batch is what took it.
-                    earlier = self._stored_result(conn, stream_id, batch)
-                    if earlier is not None:
-                        return earlier
-                    continue
-                return sql.append_result(answers)
-            raise lost_races(stream_id)
-
-        return self._appending(stream_id, attempt)
-
-    def _in_parts(
-        self, head: tuple[bytes, ...], batch: PreparedBatch
-    ) -> Callable[[psycopg.Connection[Any]], list[str]]:
-        """The exchange that writes a large batch PART events at a time, in one transaction."""
-        parts: list[tuple[bytes, int]] = []  # encoded once, for every attempt
-
-        def part(index: int) -> tuple[bytes, int] | None:
-            if index == len(parts) and index * PART < len(batch):
-                events = batch.encoded(index * PART, (index + 1) * PART)
-                parts.append((batch_json(events, batch.timed), len(events)))
-            return parts[index] if index < len(parts) else None
-
-        return partial(append_in_parts, head=head, part=part, notify=self._notify)
-
-    def _retried_or(
-        self,
-        conn: psycopg.Connection[Any],
-        stream_id: str,
-        batch: PreparedBatch,
-        error: Exception,
-    ) -> AppendResult:
-        """The original result if this append is a retry; otherwise raise `error`."""
-        result = self._stored_result(conn, stream_id, batch)
-        if result is not None:
-            return result
-        raise sql.not_a_retry(stream_id, error)
-
-    def _stored_result(
-        self, conn: psycopg.Connection[Any], stream_id: str, batch: PreparedBatch
-    ) -> AppendResult | None:
-        rows = conn.execute(sql.STORED_IDS, (batch.ids,)).fetchall()
-        return resolve_stored_ids(stream_id, batch.ids, [StoredId(*row) for row in rows])
+        return self._appends.append_many(calls)
 
     def read_stream(
         self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None
@@ -416,29 +243,6 @@ class PostgresBackend(Backend):
 
         return paged(fetch, start, next_start, sql.same, limit, PAGE)
 
-    def _appending(
-        self, stream_id: str, attempt: Callable[[psycopg.Connection[Any]], AppendResult]
-    ) -> AppendResult:
-        """`attempt`, sent once more on a new connection if the first one broke.
-
-        Safe to resend: a batch that did commit is recognised by its event ids
-        and answered with its original result. When the second try cannot be
-        made either, whether the first committed is unknown, and the caller is
-        told so, with the error that broke the connection as the cause.
-        """
-        try:
-            return self._pool.run(attempt)
-        except psycopg.OperationalError as error:
-            broken = error
-        except psycopg.Error as error:
-            raise sql.store_error(error) from error
-        try:
-            return self._pool.run(attempt)
-        except (psycopg.OperationalError, StoreUnavailable) as again:
-            raise sql.outcome_unknown(stream_id, broken, again) from broken
-        except psycopg.Error as error:
-            raise sql.store_error(error) from error
-
     def _with_connection(self, call: Callable[[psycopg.Connection[Any]], T]) -> T:
         """Run `call` on a pooled connection; once more on a new one if the first broke.
 
@@ -454,11 +258,6 @@ class PostgresBackend(Backend):
             except psycopg.Error as error:
                 raise sql.store_error(error) from error
         raise AssertionError("unreachable")
-
-
-def _failure(error: EventStoreError, cause: BaseException) -> EventStoreError:
-    error.__cause__ = cause
-    return error
 
 
 def _copied_records(
