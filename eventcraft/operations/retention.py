@@ -83,6 +83,13 @@ def plan(
             f"the archive at {files.path} holds events up to position {archived_to}, but the "
             f"store ends at {head}: it is not this store's archive"
         )
+    low_water_mark = store.low_water_mark()
+    if archived_to < low_water_mark:
+        raise InputError(
+            f"the archive at {files.path} ends at position {archived_to}, but the store's log "
+            f"begins to be whole after {low_water_mark}: give the archive the last run wrote "
+            f"({store.retention.runs()[-1].archive})"
+        )
     mark, held_by = head, None
     if up_to is not None:
         mark = min(mark, up_to)
@@ -96,7 +103,7 @@ def plan(
         head=head,
         up_to=mark,
         held_by=held_by,
-        low_water_mark=store.low_water_mark(),
+        low_water_mark=low_water_mark,
         archive=str(files.path),
         archived_to=archived_to,
         removals=tuple(Removal(rule, count) for rule, count in zip(rules, counts, strict=True)),

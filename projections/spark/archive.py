@@ -109,6 +109,14 @@ class Archive:
         after = self.last_position(spark)
         with EventStore.open(store_url) as store:
             upto = store.high_water_mark()
+            mark = store.low_water_mark()
+        if after < mark:
+            # Retention removed events up to the mark: only the archive it wrote has them.
+            raise ArchiveError(
+                f"{self.path} ends at position {after}, but the store's log begins to be whole "
+                f"after {mark}, where retention removed events: extend the archive its runs "
+                "wrote instead"
+            )
         path = read_path(spark, store_url)
         if upto <= after:
             return ExportReport(self.path, after, after, 0, path)

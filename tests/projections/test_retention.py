@@ -172,3 +172,15 @@ def test_retention_needs_rules_and_a_matching_archive(sqlite_url: str, tmp_path:
         other.append("order-1", [NewEvent("Placed", {})])
         with pytest.raises(InputError, match="not this store's archive"):
             retention.plan(other, POLICIES, [], str(tmp_path / "a"))
+
+
+def test_an_archive_that_does_not_reach_the_mark_is_refused(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    from eventcraft.operations.errors import InputError
+
+    with EventStore.open(sqlite_url) as store:
+        _history(store)
+        retention.apply(store, POLICIES, [], str(tmp_path / "a"))
+        with pytest.raises(InputError, match="give the archive the last run wrote"):
+            retention.plan(store, POLICIES, [], str(tmp_path / "elsewhere"))

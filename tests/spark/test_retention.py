@@ -41,3 +41,17 @@ def test_a_replay_after_retention_reads_the_archive_then_the_store(
         assert balance_rows(runner) == after
         assert after != before  # the three new events count
         assert replayed.events == head + 3
+
+
+def test_an_export_to_another_archive_after_retention_is_refused(
+    spark: Any, sqlite_url: str, tmp_path: Path
+) -> None:
+    import pytest
+    from eventcraft.projections.spark import Archive, ArchiveError
+
+    with EventStore.open(sqlite_url) as store:
+        append(store, HISTORY)
+        retention.apply(store, [RetentionPolicy("account", max_count=1)], [], str(tmp_path / "a"))
+    with pytest.raises(ArchiveError, match="begins to be whole after"):
+        Archive(str(tmp_path / "b")).export(spark, sqlite_url)
+    assert Archive(str(tmp_path / "a")).export(spark, sqlite_url).events == 0  # already whole
