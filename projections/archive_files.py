@@ -22,15 +22,16 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-from eventcraft.eventstore import RecordedEvent
+from eventcraft.eventstore import EncodedRecord, RecordedEvent
 
 from .archive_layout import chain_break, segment_name, span_of
 from .errors import ProjectionError
-from .log_batches import EVENT_SCHEMA, events_of, to_batch
+from .log_batches import EVENT_SCHEMA, encoded_batch, events_of, to_batch
 
 ROWS_PER_GROUP = 10_000
 """Rows in a Parquet row group: readers skip whole groups by their position statistics,
@@ -79,9 +80,12 @@ class ArchiveFiles:
         segments = self.segments()
         return segments[-1].last if segments else 0
 
-    def write_segment(self, first: int, last: int, events: Iterable[RecordedEvent]) -> int:
-        """Commit `events` (positions `first` to `last`, in order) as the next segment; how
-        many were written. `first` must be where the archive ends, plus one."""
+    def write_segment(
+        self, first: int, last: int, events: Iterable[RecordedEvent] | Iterable[EncodedRecord]
+    ) -> int:
+        """Commit `events` (positions `first` to `last`, in order; decoded, or as stored,
+        which costs a fraction) as the next segment; how many were written. `first` must be
+        where the archive ends, plus one."""
         expected = self.last_position() + 1
         if first != expected or last < first:
             raise ArchiveBroken(
@@ -101,7 +105,12 @@ class ArchiveFiles:
                         raise ArchiveBroken(
                             f"{self.path}: events beyond {first}..{last} given to its segment"
                         )
-                    writer.write_batch(to_batch(chunk), row_group_size=ROWS_PER_GROUP)
+                    batch = (
+                        encoded_batch(chunk)
+                        if isinstance(chunk[0], EncodedRecord)
+                        else to_batch(chunk)
+                    )
+                    writer.write_batch(batch, row_group_size=ROWS_PER_GROUP)
                     written += len(chunk)
             hidden.rename(self.path / segment_name(first, last))
             (self.path / segment_name(first, last) / "_SUCCESS").touch()
@@ -154,8 +163,10 @@ def _read_segment(
             yield from events_of(batch)
 
 
-def _chunks(events: Iterable[RecordedEvent]) -> Iterator[list[RecordedEvent]]:
-    chunk: list[RecordedEvent] = []
+def _chunks(
+    events: Iterable[RecordedEvent] | Iterable[EncodedRecord],
+) -> Iterator[list[RecordedEvent] | list[EncodedRecord]]:
+    chunk: list[Any] = []
     for event in events:
         chunk.append(event)
         if len(chunk) == _BATCH:

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
-from eventcraft.eventstore import RecordedEvent
+from eventcraft.eventstore import EncodedRecord, RecordedEvent
 
 EVENT_SCHEMA = pa.schema(
     [
@@ -46,6 +46,22 @@ def to_batch(events: Sequence[RecordedEvent]) -> pa.RecordBatch:
         pa.array([dumps(e.data) for e in events], pa.binary()).cast(pa.string()),
         pa.array([dumps(e.metadata) for e in events], pa.binary()).cast(pa.string()),
         pa.array([e.recorded_at for e in events], pa.timestamp("us", tz="UTC")),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=EVENT_SCHEMA)
+
+
+def encoded_batch(records: Sequence[EncodedRecord]) -> pa.RecordBatch:
+    """`to_batch` of events read as stored (`read_all_encoded`): their JSON and their
+    times are text already, which Arrow takes as it is (the times parsed in C)."""
+    columns = [
+        pa.array([r.position for r in records], pa.int64()),
+        pa.array([r.stream_id for r in records], pa.string()),
+        pa.array([r.version for r in records], pa.int64()),
+        pa.array([r.type for r in records], pa.string()),
+        pa.array([r.id for r in records], pa.string()),
+        pa.array([r.data for r in records], pa.string()),
+        pa.array([r.metadata for r in records], pa.string()),
+        pa.array([r.recorded_at for r in records], pa.string()).cast(_MICROS),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=EVENT_SCHEMA)
 

@@ -71,8 +71,10 @@ def plan(
     up_to: int | None = None,
     checkpoints: Mapping[str, int] | None = None,
     now: datetime | None = None,
+    counting: bool = True,
 ) -> RetentionPlan:
-    """What a run with these rules would do now."""
+    """What a run with these rules would do now; without `counting`, where it would archive
+    and remove up to, but not how many each rule removes (no removals)."""
     if not policies and not truncations:
         raise InputError("retention needs a policy (--keep) or a truncation (--truncate)")
     files = ArchiveFiles(archive)
@@ -97,8 +99,9 @@ def plan(
         name, position = min(checkpoints.items(), key=lambda item: item[1])
         if position < mark:
             mark, held_by = position, name
-    counts = store.retention.count(policies, truncations, mark, now or datetime.now(UTC))
     rules = [rules_text([p], []) for p in policies] + [rules_text([], [t]) for t in truncations]
+    moment = now or datetime.now(UTC)
+    counts = store.retention.count(policies, truncations, mark, moment) if counting else []
     return RetentionPlan(
         head=head,
         up_to=mark,
@@ -106,7 +109,7 @@ def plan(
         low_water_mark=low_water_mark,
         archive=str(files.path),
         archived_to=archived_to,
-        removals=tuple(Removal(rule, count) for rule, count in zip(rules, counts, strict=True)),
+        removals=tuple(Removal(rule, count) for rule, count in zip(rules, counts, strict=False)),
     )
 
 
@@ -122,8 +125,16 @@ def apply(
 ) -> RetentionReport:
     """Archive the log up to the plan's mark, then remove what the rules name below it."""
     moment = now or datetime.now(UTC)
+    # Where to archive and remove up to, decided again now; not counted (the removal counts).
     planned = plan(
-        store, policies, truncations, archive, up_to=up_to, checkpoints=checkpoints, now=moment
+        store,
+        policies,
+        truncations,
+        archive,
+        up_to=up_to,
+        checkpoints=checkpoints,
+        now=moment,
+        counting=False,
     )
     files = ArchiveFiles(archive)
     archived = 0
@@ -132,10 +143,8 @@ def apply(
         first, last = planned.archived_to + 1, planned.up_to
         # As stored: the archive keeps personal fields sealed, so a forget reaches it.
         with EventStore.open(store.url, sealed=True) as sealed:
-            events = sealed.read_all(after=planned.archived_to, limit=last - planned.archived_to)
-            archived = files.write_segment(
-                first, last, (event for event in events if event.position <= last)
-            )
+            records = sealed.read_all_encoded(after=planned.archived_to, until=last)
+            archived = files.write_segment(first, last, records)
     archived_at = time.perf_counter()
     run = store.retention.remove(policies, truncations, planned.up_to, str(files.path), moment)
     removed_at = time.perf_counter()
