@@ -74,6 +74,9 @@ class Side(abc.ABC):
     def size_bytes(self) -> int:
         """What the log takes on disk: tables, indexes and their overhead."""
 
+    def settle(self) -> None:  # noqa: B027 (most sides have nothing to do)
+        """After the log grew: what autovacuum would do in time (PostgreSQL's statistics)."""
+
     @abc.abstractmethod
     def close(self) -> None: ...
 
@@ -105,6 +108,10 @@ class Ours(Side):
         if self.url.startswith("sqlite"):
             return sqlite_bytes(Path(self.url.removeprefix("sqlite:///")))
         return postgres_bytes(self.server, self.url.split("schema=", 1)[1])
+
+    def settle(self) -> None:
+        if not self.url.startswith("sqlite"):
+            analyze(self.server, self.url.split("schema=", 1)[1])
 
     def close(self) -> None:
         self.store.close()
@@ -162,6 +169,9 @@ class PlainPostgres(Side):
 
     def size_bytes(self) -> int:
         return postgres_bytes(self.url, self.schema)
+
+    def settle(self) -> None:
+        analyze(self.url, self.schema)
 
     def close(self) -> None:
         self.conn.close()
@@ -231,6 +241,19 @@ def postgres_bytes(server: str, schema_name: str) -> int:
             (schema_name,),
         ).fetchone()
     return int(row[0]) if row else 0
+
+
+def analyze(server: str, schema_name: str) -> None:
+    """Statistics of the tables of `schema_name`, as autovacuum gathers them in time: a
+    freshly filled log may go long without, and plans made on none may read it whole."""
+    with psycopg.connect(server, autocommit=True) as conn:
+        tables = conn.execute(
+            "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+            (schema_name,),
+        ).fetchall()
+        for (table,) in tables:
+            conn.execute(f"ANALYZE {table}".encode())
 
 
 def sqlite_bytes(path: Path) -> int:
