@@ -82,6 +82,7 @@ def _appends_during(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--events", type=int, default=2_000_000)
+    parser.add_argument("--pace", type=float, default=1.0, help="the run's pace (0 to 1]")
     options = parser.parse_args()
     schema = f"bench_retention_{uuid.uuid4().hex[:8]}"
     url = f"{PG}?schema={schema}"
@@ -96,13 +97,17 @@ def main() -> None:
             report: list[retention.RetentionReport] = []
             probe, _ = _appends_during(url, 10.0)
             during, took = _appends_during(
-                url, None, lambda: report.append(retention.apply(store, policies, [], folder))
+                url,
+                None,
+                lambda: report.append(
+                    retention.apply(store, policies, [], folder, pace=options.pace)
+                ),
             )
             after, _ = _appends_during(url, min(took, 60.0))
             done = report[0]
             reference = (probe + after) / 2
             print(
-                f"run: {took:.1f} s; archived {done.archived:,} events in "
+                f"run at pace {options.pace}: {took:.1f} s; archived {done.archived:,} events in "
                 f"{done.archive_seconds:.1f} s ({done.archived / done.archive_seconds:,.0f}/s), "
                 f"removed {done.run.removed:,} in {done.remove_seconds:.1f} s "
                 f"({done.run.removed / done.remove_seconds:,.0f}/s)"

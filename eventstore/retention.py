@@ -23,6 +23,7 @@ only while a run's marker row exists (inside its own transaction).
 from __future__ import annotations
 
 import abc
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -128,9 +129,13 @@ class Retention(abc.ABC):
         up_to: int,
         archive: str,
         now: datetime,
+        pace: float = 1.0,
     ) -> RetentionRun:
         """Remove what the rules name at or below `up_to`, and record the run, in one
-        transaction. The caller has archived the log up to `up_to` first."""
+        transaction. The caller has archived the log up to `up_to` first. With `pace`
+        below 1, PostgreSQL removes a window of positions at a time and rests between
+        them, working that fraction of the time (SQLite, whose run holds the only write
+        lock, never rests: appends would wait the longer)."""
 
     def close(self) -> None:  # noqa: B027 - a store without retention holds nothing
         """Release connections. Idempotent."""
@@ -161,8 +166,22 @@ class NoRetention(Retention):
         up_to: int,
         archive: str,
         now: datetime,
+        pace: float = 1.0,
     ) -> RetentionRun:
         raise InvalidEvent("retention needs a SQLite or PostgreSQL store")
+
+
+def check_pace(pace: object) -> float:
+    """`pace` if it is a share of the time to work: more than 0, at most 1."""
+    if isinstance(pace, bool) or not isinstance(pace, int | float) or not 0 < pace <= 1:
+        raise InvalidEvent(f"pace must be a number above 0 and at most 1, not {pace!r}")
+    return float(pace)
+
+
+def rest(started: float, pace: float) -> None:
+    """After work begun at `started` (perf_counter), rest so that work is `pace` of the time."""
+    if pace < 1:
+        time.sleep((time.perf_counter() - started) * (1 / pace - 1))
 
 
 def retention_for(url: str) -> Retention:

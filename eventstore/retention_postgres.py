@@ -16,6 +16,7 @@ rule (`schema.py`), which it never holds back.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -23,7 +24,15 @@ from typing import Any, TypeVar
 import psycopg
 
 from .errors import StoreUnavailable
-from .retention import Retention, RetentionPolicy, RetentionRun, Truncation, rules_text
+from .retention import (
+    Retention,
+    RetentionPolicy,
+    RetentionRun,
+    Truncation,
+    check_pace,
+    rest,
+    rules_text,
+)
 from .schema import APPEND_ONLY_SQLSTATE, EVENTS
 
 RUNS = "eventcraft_retention_runs"
@@ -55,7 +64,8 @@ $$""",
 
 _NOT_NEWEST = f"e.version < (SELECT max(s.version) FROM {EVENTS} s WHERE s.stream_id = e.stream_id)"
 _BY_POLICY = (
-    f"FROM {EVENTS} AS e WHERE e.category = %s AND e.position <= %s AND {_NOT_NEWEST} AND ("
+    f"FROM {EVENTS} AS e WHERE e.category = %s AND e.position > %s AND e.position <= %s "
+    f"AND {_NOT_NEWEST} AND ("
     "e.recorded_at < %s::timestamptz OR e.version <= "
     f"(SELECT max(s.version) FROM {EVENTS} s WHERE s.stream_id = e.stream_id) - %s::bigint)"
 )
@@ -65,9 +75,15 @@ _BY_TRUNCATION = (
 )
 
 
-def _policy_parameters(policy: RetentionPolicy, up_to: int, now: datetime) -> tuple[Any, ...]:
+WINDOW = 100_000
+"""Positions a paced run removes per statement, resting between them."""
+
+
+def _policy_parameters(
+    policy: RetentionPolicy, after: int, up_to: int, now: datetime
+) -> tuple[Any, ...]:
     cutoff = now - policy.max_age if policy.max_age is not None else None
-    return (policy.category, up_to, cutoff, policy.max_count)
+    return (policy.category, after, up_to, cutoff, policy.max_count)
 
 
 class PostgresRetention(Retention):
@@ -124,7 +140,7 @@ class PostgresRetention(Retention):
         def work(conn: psycopg.Connection[Any]) -> list[int]:
             counts = []
             for policy in policies:
-                parameters = _policy_parameters(policy, up_to, now)
+                parameters = _policy_parameters(policy, 0, up_to, now)
                 row = conn.execute(f"SELECT count(*) {_BY_POLICY}", parameters).fetchone()
                 counts.append(int(row[0]) if row else 0)
             for cut in truncations:
@@ -142,7 +158,10 @@ class PostgresRetention(Retention):
         up_to: int,
         archive: str,
         now: datetime,
+        pace: float = 1.0,
     ) -> RetentionRun:
+        check_pace(pace)
+
         def work(conn: psycopg.Connection[Any]) -> RetentionRun:
             if not _installed(conn):
                 with conn.transaction():
@@ -157,13 +176,22 @@ class PostgresRetention(Retention):
             with conn.transaction():
                 conn.execute(f"SET LOCAL {SETTING} = 'apply'")
                 removed = 0
+                # Whole at full pace; paced, a window of positions a statement, resting
+                # between them so that appends keep the machine (the transaction is one).
+                step = up_to if pace >= 1 else WINDOW
                 for policy in policies:
-                    parameters = _policy_parameters(policy, up_to, now)
-                    deleted = conn.execute(
-                        f"DELETE FROM {EVENTS} WHERE position IN (SELECT e.position {_BY_POLICY})",
-                        parameters,
-                    )
-                    removed += deleted.rowcount
+                    for after in range(0, up_to, max(step, 1)):
+                        started = time.perf_counter()
+                        parameters = _policy_parameters(
+                            policy, after, min(after + step, up_to), now
+                        )
+                        deleted = conn.execute(
+                            f"DELETE FROM {EVENTS} WHERE position IN "
+                            f"(SELECT e.position {_BY_POLICY})",
+                            parameters,
+                        )
+                        removed += deleted.rowcount
+                        rest(started, pace)
                 for cut in truncations:
                     deleted = conn.execute(
                         f"DELETE FROM {EVENTS} WHERE position IN "

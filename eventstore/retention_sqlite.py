@@ -17,7 +17,14 @@ from typing import Any, TypeVar
 
 from .errors import StoreUnavailable
 from .events import recorded_at_text
-from .retention import Retention, RetentionPolicy, RetentionRun, Truncation, rules_text
+from .retention import (
+    Retention,
+    RetentionPolicy,
+    RetentionRun,
+    Truncation,
+    check_pace,
+    rules_text,
+)
 from .schema import EVENTS
 
 RUNS = "eventcraft_retention_runs"
@@ -123,7 +130,10 @@ class SQLiteRetention(Retention):
         up_to: int,
         archive: str,
         now: datetime,
+        pace: float = 1.0,
     ) -> RetentionRun:
+        check_pace(pace)  # and never rests: the run holds SQLite's one write lock
+
         def work(conn: sqlite3.Connection) -> RetentionRun:
             if not _installed(conn):
                 conn.execute("BEGIN IMMEDIATE")

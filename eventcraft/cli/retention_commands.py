@@ -77,6 +77,14 @@ def plan(
 
 @retention.command(epilog=EXAMPLES)
 @_options
+@click.option(
+    "--pace",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="The share of the time the run works, resting the rest, so that appends keep more "
+    "of the machine (PostgreSQL; SQLite's appends wait for a run whatever its pace).",
+)
 @yes_option
 @json_option
 def apply(
@@ -84,6 +92,7 @@ def apply(
     keeps: tuple[str, ...],
     truncations: tuple[str, ...],
     up_to: int | None,
+    pace: float,
     yes: bool,
     as_json: bool,
 ) -> None:
@@ -98,7 +107,7 @@ def apply(
         _show(planned)
     removed = sum(r.events for r in planned.removals)
     confirmed(f"Archive up to position {planned.up_to} and remove about {removed} events?", yes)
-    done = operations.apply(store, policies, cuts, archive, **bounds)
+    done = operations.apply(store, policies, cuts, archive, pace=pace, **bounds)
     if as_json:
         emit_json(done)
         return

@@ -15,15 +15,25 @@ runs: what it does is what the log holds then, not what an earlier plan saw.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from eventcraft.eventstore import EventStore
-from eventcraft.eventstore.retention import RetentionPolicy, RetentionRun, Truncation, rules_text
+from eventcraft.eventstore.retention import (
+    RetentionPolicy,
+    RetentionRun,
+    Truncation,
+    check_pace,
+    rest,
+    rules_text,
+)
 from eventcraft.projections.archive_files import ArchiveFiles
 
 from .errors import InputError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -122,8 +132,14 @@ def apply(
     up_to: int | None = None,
     checkpoints: Mapping[str, int] | None = None,
     now: datetime | None = None,
+    pace: float = 1.0,
 ) -> RetentionReport:
-    """Archive the log up to the plan's mark, then remove what the rules name below it."""
+    """Archive the log up to the plan's mark, then remove what the rules name below it.
+
+    With `pace` below 1 the run works that share of the time and rests the rest, archiving
+    and (on PostgreSQL) removing a part at a time, so that appends keep more of the machine.
+    """
+    check_pace(pace)
     moment = now or datetime.now(UTC)
     # Where to archive and remove up to, decided again now; not counted (the removal counts).
     planned = plan(
@@ -144,8 +160,27 @@ def apply(
         # As stored: the archive keeps personal fields sealed, so a forget reaches it.
         with EventStore.open(store.url, sealed=True) as sealed:
             records = sealed.read_all_encoded(after=planned.archived_to, until=last)
-            archived = files.write_segment(first, last, records)
+            archived = files.write_segment(first, last, _paced(records, pace))
     archived_at = time.perf_counter()
-    run = store.retention.remove(policies, truncations, planned.up_to, str(files.path), moment)
+    run = store.retention.remove(
+        policies, truncations, planned.up_to, str(files.path), moment, pace
+    )
     removed_at = time.perf_counter()
     return RetentionReport(run, archived, planned, archived_at - started, removed_at - archived_at)
+
+
+_PACED_PART = 10_000
+
+
+def _paced(records: Iterable[T], pace: float) -> Iterator[T]:
+    """`records`, resting after each part so that reading them is `pace` of the time."""
+    if pace >= 1:
+        yield from records
+        return
+    started, count = time.perf_counter(), 0
+    for record in records:
+        yield record
+        count += 1
+        if count == _PACED_PART:
+            rest(started, pace)
+            started, count = time.perf_counter(), 0
