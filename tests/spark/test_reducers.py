@@ -23,7 +23,7 @@ from eventcraft.projections.reducers import (
     Set,
     Sum,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import PG_URL, _need_postgres
@@ -89,6 +89,21 @@ def _data(fields: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in fields.items() if value is not MISSING}
 
 
+def _sums_fit(history: list[tuple[str, str, dict[str, Any]]]) -> bool:
+    """Whether every stream's `n_sum` stays within 64 bits, whatever order it is added in.
+
+    A Sum past 64 bits fails every runner, each in its own way (the incremental runner
+    parks the event, the replay raises `ReplayFailed`:
+    `test_a_sum_past_64_bits_fails_the_replay_naming_the_fold`); parity is about the
+    histories they can hold."""
+    totals: dict[str, int] = {}
+    for stream, _, fields in history:
+        n = fields["n"]
+        if isinstance(n, int) and not isinstance(n, bool) and -(2**63) <= n < 2**63:
+            totals[stream] = totals.get(stream, 0) + abs(n)
+    return all(total < 2**63 for total in totals.values())
+
+
 def _rows(runner: ProjectionRunner) -> list[tuple[Any, ...]]:
     with runner.database.reading() as connection:
         found = connection.execute(sa.select(reduced).order_by(reduced.c.stream)).all()
@@ -128,6 +143,7 @@ def test_reducers_fold_alike_in_python_and_in_spark_sql(
 ) -> None:
     from eventcraft.projections.spark import Archive, replay
 
+    assume(_sums_fit(history))
     if kind == "postgres":
         _need_postgres()
     with (
