@@ -22,6 +22,15 @@ from ..log_status import HeldPosition, LogStatus
 WALK = 10_000
 """Most rows the high-water mark moves past the last settled row in one call."""
 
+PRECISE_TRIES = 2
+"""Statements of the precise rule a read runs before it stops short of a committed row.
+
+The rule counts as a blocker every transaction the snapshot lists as running that
+has ended by the time the lock table is read, as nobody can tell any more whether
+it was a writer. On a busy server some transaction nearly always ends in that
+moment; a second statement, with a snapshot of its own, no longer lists it, while
+a writer still running stops it again."""
+
 E = schema.EVENTS
 _MASK = 4294967295
 
@@ -114,17 +123,21 @@ _LAST = f"SELECT coalesce(max(position), 0) FROM {E}"
 def safe_head(conn: psycopg.Connection[Any], after: int) -> int:
     """The high-water mark above `after` (`after` itself if nothing past it is readable)."""
     head, waiting = _head(conn, _COARSE, after)
-    if waiting:
-        head, _ = _head(conn, _PRECISE, after)
+    for _ in range(PRECISE_TRIES if waiting else 0):
+        head, waiting = _head(conn, _PRECISE, after)
+        if not waiting:
+            break
     return head
 
 
 async def safe_head_async(conn: psycopg.AsyncConnection[Any], after: int) -> int:
     """`safe_head` on an async connection: the same statements, the same rule."""
     head, waiting = _answer(await (await conn.execute(_COARSE, {"after": after})).fetchone(), after)
-    if waiting:
+    for _ in range(PRECISE_TRIES if waiting else 0):
         row = await (await conn.execute(_PRECISE, {"after": after})).fetchone()
-        head, _ = _answer(row, after)
+        head, waiting = _answer(row, after)
+        if not waiting:
+            break
     return head
 
 
