@@ -55,6 +55,10 @@ def test_forget_asks_then_erases_and_the_log_shows_the_replacement(
         assert "Ada Lovelace" not in out and "$personal" not in out
         assert FORGOTTEN in out
     assert "Bob Dylan" in run(*store_option, "log", "--json").out
+    exported = run(*store_option, "export", "--out", "-")
+    assert exported.code == 0, exported.err
+    assert "Ada Lovelace" not in exported.out and "$personal" not in exported.out
+    assert FORGOTTEN in exported.out and "Bob Dylan" in exported.out
 
     again = run(*store_option, "forget", "customer-ada")  # nothing to erase: nothing to ask
     assert again.code == 0 and "no key to erase" in again.out
