@@ -187,3 +187,36 @@ def test_an_archive_that_does_not_reach_the_mark_is_refused(
         retention.apply(store, POLICIES, [], str(tmp_path / "a"))
         with pytest.raises(InputError, match="give the archive the last run wrote"):
             retention.plan(store, POLICIES, [], str(tmp_path / "elsewhere"))
+
+
+def test_appends_in_another_process_go_on_while_a_run_removes(pg_url: str, tmp_path: Path) -> None:
+    import multiprocessing
+
+    from .retention_workers import keep_appending
+
+    spawn = multiprocessing.get_context("spawn")
+    old = datetime.now(UTC) - timedelta(days=40)
+    with EventStore.open(pg_url) as store:
+        for n in range(20):
+            store.append(
+                f"order-{n}", [NewEvent("Placed", {"i": i}, recorded_at=old) for i in range(200)]
+            )
+        started, stop = spawn.Event(), spawn.Event()
+        writer = spawn.Process(target=keep_appending, args=(pg_url, "ticks-1", started, stop))
+        writer.start()
+        try:
+            assert started.wait(60), "the writer did not start"
+            policy = [RetentionPolicy("order", max_age=timedelta(days=30))]
+            at_start = store.stream_version("ticks-1")
+            report = retention.apply(store, policy, [], str(tmp_path / "a"), pace=0.5)
+            before_stop = store.stream_version("ticks-1")
+            assert before_stop > at_start  # it appended while the run archived and removed
+        finally:
+            stop.set()
+            writer.join(60)
+        assert writer.exitcode == 0  # no append refused or lost its answer meanwhile
+        assert report.run.removed == 20 * 199
+        ticks = [e.version for e in store.read_stream("ticks-1")]
+        assert ticks == list(range(1, len(ticks) + 1)) and len(ticks) >= before_stop > 0
+        positions = [e.position for e in store.read_all(after=report.run.up_to)]
+        assert positions == sorted(positions) and len(positions) == len(set(positions))
