@@ -107,11 +107,14 @@ class Ours(Side):
     def size_bytes(self) -> int:
         if self.url.startswith("sqlite"):
             return sqlite_bytes(Path(self.url.removeprefix("sqlite:///")))
-        return postgres_bytes(self.server, self.url.split("schema=", 1)[1])
+        return postgres_bytes(self.server, self._schema())
 
     def settle(self) -> None:
         if not self.url.startswith("sqlite"):
-            analyze(self.server, self.url.split("schema=", 1)[1])
+            analyze(self.server, self._schema())
+
+    def _schema(self) -> str:
+        return self.url.split("schema=", 1)[1].split("&", 1)[0]
 
     def close(self) -> None:
         self.store.close()
@@ -279,7 +282,10 @@ def open_sides(backend: str, prefix: str, folder: Path, server: str = PG) -> tup
             for name in (ours, plain):
                 conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
                 conn.execute(f"CREATE SCHEMA {name}")
-        return Ours(f"{server}?schema={ours}", server), PlainPostgres(server, plain)
+        # A name of its own: tests that drop the store's connections (application_name
+        # 'eventcraft') on a shared server leave a long run alone.
+        url = f"{server}?schema={ours}&application_name=eventcraft_bench"
+        return Ours(url, server), PlainPostgres(server, plain)
     for name in (f"{prefix}_ours.db", f"{prefix}_plain.db"):
         for suffix in ("", "-wal", "-shm"):
             (folder / (name + suffix)).unlink(missing_ok=True)
