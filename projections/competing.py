@@ -104,7 +104,7 @@ class PartitionedRunner:
         self._thread: threading.Thread | None = None
         self._member_until = 0.0
         with self.database.transaction() as connection:
-            metadata.create_all(connection, checkfirst=True)
+            schema.create(connection, metadata)
         # Joining at once lets members started together count each other from their
         # first round, rather than the first grabbing every partition and giving back.
         self._heartbeat()

@@ -48,8 +48,10 @@ parked = sa.Table(
 )
 
 
-def create(connection: sa.Connection) -> None:
-    """Create the tables that are missing, safely from several processes at once."""
+def create(connection: sa.Connection, tables: sa.MetaData = metadata) -> None:
+    """Create the tables of `tables` (the projections' own by default) that are missing,
+    safely from several processes at once: on PostgreSQL two that both find a table
+    missing would both create it, and one fail on the catalogue's unique index."""
     if connection.dialect.name == "postgresql":
         connection.execute(
             sa.text(
@@ -57,4 +59,4 @@ def create(connection: sa.Connection) -> None:
                 "hashtext('eventcraft-projections:' || current_schema()))"
             )
         )
-    metadata.create_all(connection, checkfirst=True)
+    tables.create_all(connection, checkfirst=True)

@@ -166,3 +166,46 @@ def test_a_partitioned_projection_killed_mid_batch_applies_each_event_exactly_on
             worker.kill()
             worker.join(10)
     assert sorted(positions) == list(range(1, last + 1))
+
+
+def test_workers_starting_together_create_the_partition_tables_one_at_a_time(
+    pg_url: str,
+) -> None:
+    """Two processes that both found the partition tables missing both created them, and
+    one died at start on the catalogue's unique index (seen in CI): their creation takes
+    the projections' DDL lock, so a runner starting while another holds it waits for it."""
+    import threading
+
+    import psycopg
+    from eventcraft.projections.competing import PartitionedRunner as Runner
+    from eventcraft.projections.competing import metadata as partition_tables
+
+    from tests.conftest import PG_URL
+
+    schema = pg_url.rsplit("schema=", 1)[1]
+    with EventStore.open(pg_url) as store:
+        store.append("order-1", [NewEvent("Shipped", {})])
+        subscription = Subscription("shipping", lambda event: None)
+        with PartitionedRunner.for_subscription(store, subscription, partitions=2) as first:
+            workers = first.workers
+        options = f"-c search_path={schema}"
+        with psycopg.connect(PG_URL, autocommit=True, options=options) as conn:
+            for table in partition_tables.sorted_tables:
+                conn.execute(f"DROP TABLE {table.name}")  # missing again, as on a new schema
+        with psycopg.connect(PG_URL, options=options) as holder:
+            holder.execute(
+                "SELECT pg_advisory_xact_lock("
+                "hashtext('eventcraft-projections:' || current_schema()))"
+            )
+            created = threading.Event()
+
+            def start() -> None:
+                Runner(store, "shipping", workers).close()
+                created.set()
+
+            starting = threading.Thread(target=start)
+            starting.start()
+            assert not created.wait(1.0), "the runner created its tables without the lock"
+            holder.rollback()  # another process's creation ends
+            starting.join(30)
+            assert created.is_set()
