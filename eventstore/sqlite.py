@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from . import schema
 from . import sqlite_statements as sql
 from .arguments import AppendCall
-from .encoding import PreparedBatch, PreparedEvent, decode
+from .encoding import PreparedBatch, decode
 from .errors import EventStoreError, StoreUnavailable, WrongExpectedVersion
 from .events import (
     ANY,
@@ -102,20 +102,15 @@ class SQLiteBackend(Backend):
         batch: PreparedBatch,
         expected: int | StreamState,
     ) -> AppendResult:
-        call = AppendCall(stream_id, category, batch, expected)
-        if self._groups is None:
-            return self._one_member(call)[0]
-        batch.all()  # encoded on the caller's thread, while another group is written
-        return self._groups.submit((call,))[0]
+        return self.append_many([AppendCall(stream_id, category, batch, expected)])[0]
 
     def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
-        if self._groups is None:
-            return self._one_member(*calls)
+        # Encoded on the caller's thread, before it joins a group: an event that cannot
+        # be encoded fails its caller alone, and the group's leader only writes.
         for call in calls:
             call.batch.all()
-        return self._groups.submit(tuple(calls))
-
-    def _one_member(self, *calls: AppendCall) -> list[AppendResult]:
+        if self._groups is not None:
+            return self._groups.submit(tuple(calls))
         (outcome,) = self._write_group([calls])
         if isinstance(outcome, BaseException):
             raise outcome
@@ -124,69 +119,55 @@ class SQLiteBackend(Backend):
     def _write_group(
         self, members: Sequence[Sequence[AppendCall]]
     ) -> list[list[AppendResult] | BaseException]:
-        """Write `members` in one transaction, one commit; each member all or nothing.
+        """Write `members` (their events encoded) in one transaction, one commit; each
+        member all or nothing.
 
         A member refused (a wrong version, an id already stored) is rolled back
         to its savepoint alone; once the others have committed, it is answered
         as a retry or with its error.
         """
-        outcomes: list[list[AppendResult] | BaseException] = []
-        rows: list[list[Sequence[PreparedEvent]] | None] = []
-        for member in members:
-            try:  # encoded before the transaction: a refused event writes nothing
-                rows.append([call.batch.all() for call in member])
-                outcomes.append([])
-            except EventStoreError as error:
-                rows.append(None)
-                outcomes.append(error)
-        refused: dict[int, Exception] = {}
-        alone = len(members) == 1
         try:
-            self._guard(lambda: self._write_members(members, rows, outcomes, refused, alone))
+            written = self._guard(lambda: self._write_members(members))
         except EventStoreError as failed:
             return [failed] * len(members)
-        for index, refusal in refused.items():
-            outcomes[index] = self._settled(members[index], refusal)
-        return outcomes
+        return [
+            self._settled(member, outcome) if isinstance(outcome, Exception) else outcome
+            for member, outcome in zip(members, written, strict=True)
+        ]
 
     def _write_members(
-        self,
-        members: Sequence[Sequence[AppendCall]],
-        rows: list[list[Sequence[PreparedEvent]] | None],
-        outcomes: list[list[AppendResult] | BaseException],
-        refused: dict[int, Exception],
-        alone: bool,
-    ) -> None:
+        self, members: Sequence[Sequence[AppendCall]]
+    ) -> list[list[AppendResult] | Exception]:
+        """Each member's results, or the refusal that rolled it back."""
         conn = self._conn
+        alone = len(members) == 1  # no savepoint needed: the transaction is the member's
+        written: list[list[AppendResult] | Exception] = []
         with self._lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                for index, (member, events) in enumerate(zip(members, rows, strict=True)):
-                    if events is None:
-                        continue
+                for member in members:
                     if not alone:
                         conn.execute("SAVEPOINT member")
                     try:
-                        outcomes[index] = [
-                            self._write(call, batch)
-                            for call, batch in zip(member, events, strict=True)
-                        ]
+                        written.append([self._write(call) for call in member])
                     except (WrongExpectedVersion, sqlite3.IntegrityError) as error:
-                        refused[index] = error
+                        written.append(error)
                         conn.execute("ROLLBACK" if alone else "ROLLBACK TO member")
                         if alone:
-                            return
+                            return written
                     if not alone:
                         conn.execute("RELEASE member")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+        return written
 
-    def _write(self, call: AppendCall, events: Sequence[PreparedEvent]) -> AppendResult:
+    def _write(self, call: AppendCall) -> AppendResult:
         """Insert one append's rows in the open transaction, or raise its refusal."""
         conn = self._conn
         stream_id, category, batch, expected = call
+        events = batch.all()
         row = conn.execute(sql.STREAM_VERSION, (stream_id,)).fetchone()
         actual = row[0] if row else 0
         if expected is not ANY and actual != (0 if expected is NO_STREAM else expected):

@@ -55,14 +55,15 @@ class Appends:
         if self._groups is None or len(call.batch) > PART:
             # A large batch is sent in parts, encoded while the server writes: alone.
             return self._append_alone(call)
-        call.batch.all()  # encoded on the caller's thread, while another group is written
-        return self._groups.submit((call,))[0]
+        return self.append_many((call,))[0]
 
     def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
         member = tuple(calls)
+        # Encoded on the caller's thread, before it joins a group: an event that cannot
+        # be encoded fails its caller alone, and the group's leader only sends.
+        for call in member:
+            call.batch.all()
         if self._groups is not None:
-            for call in member:
-                call.batch.all()
             return self._groups.submit(member)
         (outcome,) = self._write_group([member])
         if isinstance(outcome, BaseException):
@@ -70,25 +71,14 @@ class Appends:
         return outcome
 
     def _write_group(self, members: Sequence[Member]) -> list[list[AppendResult] | BaseException]:
-        """Each member's results or error, the members written in one transaction."""
+        """Each member's results or error, the members (their events encoded) written in
+        one transaction."""
         if len(members) == 1 and len(members[0]) == 1:
             try:  # a lone append goes exactly as it would ungrouped
                 return [[self._append_alone(members[0][0])]]
             except EventStoreError as error:
                 return [error]
-        outcomes: list[list[AppendResult] | BaseException] = []
-        sent: list[Member] = []
-        encoded: list[bytes] = []
-        for member in members:
-            try:
-                encoded.append(member_json(member, [events_json(call) for call in member]))
-            except EventStoreError as error:  # an event that cannot be encoded: this member
-                outcomes.append(error)
-                continue
-            sent.append(member)
-            outcomes.append([])
-        written = iter(self._send_group(sent, group_param(encoded)) if sent else ())
-        return [next(written) if outcome == [] else outcome for outcome in outcomes]
+        return self._send_group(members, group_param([_member_json(m) for m in members]))
 
     def _send_group(
         self, members: Sequence[Member], param: bytes
@@ -137,7 +127,7 @@ class Appends:
             outcome = settled(member, answer, [StoredId(*row) for row in rows])
             if outcome is not None:
                 return outcome
-            param = group_param([member_json(member, [events_json(call) for call in member])])
+            param = group_param([_member_json(member)])
             text = append_and_notify(conn, (param,), self._notify, GROUP_CALL)
             (answer,) = group_answers(text, 1)
         return lost_races(member[0].stream_id)
@@ -229,6 +219,10 @@ class Appends:
             raise sql.outcome_unknown(stream_id, broken, again) from broken
         except psycopg.Error as error:
             raise sql.store_error(error) from error
+
+
+def _member_json(member: Member) -> bytes:
+    return member_json(member, [events_json(call) for call in member])
 
 
 def _failure(error: EventStoreError, cause: BaseException) -> EventStoreError:
