@@ -23,7 +23,7 @@ from ..encoding import PreparedBatch
 from ..errors import EventStoreError, StoreUnavailable
 from ..events import AppendResult
 from ..grouping import GroupCommit
-from ..idempotency import StoredId, resolve_stored_ids
+from ..idempotency import StoredId
 from . import statements as sql
 from .connections import ConnectionPool
 from .group import (
@@ -33,8 +33,11 @@ from .group import (
     events_json,
     group_answers,
     group_param,
+    lock_order,
     lost_races,
     member_json,
+    refusal_of,
+    restored,
     settled,
     stored_ids_param,
 )
@@ -78,7 +81,10 @@ class Appends:
                 return [[self._append_alone(members[0][0])]]
             except EventStoreError as error:
                 return [error]
-        return self._send_group(members, group_param([_member_json(m) for m in members]))
+        order = lock_order(members)
+        ordered = [members[index] for index in order]
+        sent = self._send_group(ordered, group_param([_member_json(m) for m in ordered]))
+        return restored(order, sent)
 
     def _send_group(
         self, members: Sequence[Member], param: bytes
@@ -122,15 +128,21 @@ class Appends:
         for _ in range(ANY_TRIES):
             if not isinstance(answer, Refusal):
                 return answer
-            finish_outstanding(conn)  # the NOTIFY's reply, before a query of our own
-            rows = conn.execute(sql.STORED_IDS, (stored_ids_param(member),)).fetchall()
-            outcome = settled(member, answer, [StoredId(*row) for row in rows])
+            outcome = self._settled(conn, member, answer)
             if outcome is not None:
                 return outcome
             param = group_param([_member_json(member)])
             text = append_and_notify(conn, (param,), self._notify, GROUP_CALL)
             (answer,) = group_answers(text, 1)
         return lost_races(member[0].stream_id)
+
+    def _settled(
+        self, conn: psycopg.Connection[Any], member: Member, refusal: Refusal
+    ) -> list[AppendResult] | EventStoreError | None:
+        """`group.settled` for `member`, with the stored events of its ids read on `conn`."""
+        finish_outstanding(conn)  # the NOTIFY's reply, before a query of our own
+        rows = conn.execute(sql.STORED_IDS, (stored_ids_param(member),)).fetchall()
+        return settled(member, refusal, [StoredId(*row) for row in rows])
 
     def _append_alone(self, call: AppendCall) -> AppendResult:
         stream_id, _, batch, expected = call
@@ -147,18 +159,16 @@ class Appends:
             for _ in range(ANY_TRIES):
                 try:
                     answers = send(conn)
-                except psycopg.errors.UniqueViolation as error:
-                    return self._retried_or(conn, stream_id, batch, error)
                 except psycopg.DatabaseError as error:
-                    conflict = sql.version_conflict(error, stream_id, expected)
-                    if conflict is not None:
-                        return self._retried_or(conn, stream_id, batch, conflict)
-                    # At ANY, another append took the version read: read it again,
-                    # unless this very batch is what took it.
-                    earlier = self._stored_result(conn, stream_id, batch)
-                    if earlier is not None:
-                        return earlier
-                    continue
+                    refusal = refusal_of(error)
+                    if refusal is None:
+                        raise
+                    outcome = self._settled(conn, (call,), refusal)
+                    if isinstance(outcome, BaseException):
+                        raise outcome from error
+                    if outcome is not None:
+                        return outcome[0]
+                    continue  # lost the race for the next version at ANY: read it again
                 return sql.append_result(answers)
             raise lost_races(stream_id)
 
@@ -177,25 +187,6 @@ class Appends:
             return parts[index] if index < len(parts) else None
 
         return partial(append_in_parts, head=head, part=part, notify=self._notify)
-
-    def _retried_or(
-        self,
-        conn: psycopg.Connection[Any],
-        stream_id: str,
-        batch: PreparedBatch,
-        error: Exception,
-    ) -> AppendResult:
-        """The original result if this append is a retry; otherwise raise `error`."""
-        result = self._stored_result(conn, stream_id, batch)
-        if result is not None:
-            return result
-        raise sql.not_a_retry(stream_id, error)
-
-    def _stored_result(
-        self, conn: psycopg.Connection[Any], stream_id: str, batch: PreparedBatch
-    ) -> AppendResult | None:
-        rows = conn.execute(sql.STORED_IDS, (batch.ids,)).fetchall()
-        return resolve_stored_ids(stream_id, batch.ids, [StoredId(*row) for row in rows])
 
     def _appending(
         self, stream_id: str, attempt: Callable[[psycopg.Connection[Any]], AppendResult]

@@ -34,8 +34,10 @@ from .group import (
     events_json,
     group_answers,
     group_param,
+    lock_order,
     member_json,
     refusal_of,
+    restored,
 )
 from .statements import append_head, append_result
 from .wire import APPEND_CALL, GROUP_CALL, REPLY_TIMEOUT, Prepared, _is_sync
@@ -159,11 +161,17 @@ async def send_members(
                 raise result
             return [refusal]
         return [[append_result([result])]]
-    param = group_param([member_json(member, events) for member, events in members])
+    order = lock_order([member for member, _ in members])
+    ordered = [members[index] for index in order]
+    param = group_param([member_json(member, events) for member, events in ordered])
     result = await _call(conn, GROUP_CALL, (param,), notify)
+    if isinstance(result, psycopg.errors.DeadlockDetected) and len(members) > 1:
+        # Two groups waited for each other (members of several appends, which keep their
+        # own order): this one was refused, whole. Its members go again one by one.
+        return [(await send_members(conn, [one], notify))[0] for one in members]
     if isinstance(result, psycopg.Error):
         raise result
-    return group_answers(result, len(members))
+    return restored(order, group_answers(result, len(members)))
 
 
 async def _call(

@@ -37,7 +37,7 @@ from ..events import (
     StreamInfo,
     StreamState,
 )
-from ..idempotency import StoredId, resolve_stored_ids
+from ..idempotency import StoredId
 from ..log_status import LogStatus
 from ..paging import paged_async
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
@@ -47,7 +47,7 @@ from .async_connections import AsyncConnectionPool
 from .async_listener import AsyncListener
 from .backend import create_schema
 from .connections import ConnectionPool, PostgresTarget
-from .group import Refusal, lost_races, settled, stored_ids_param
+from .group import Member, Refusal, lost_races, refusal_of, settled, stored_ids_param
 from .head import log_status_async, safe_head_async
 from .statements import ANY_TRIES, PAGE, PART
 from .wire import APPEND, notify_statement
@@ -107,9 +107,7 @@ class AsyncPostgresBackend(AsyncBackend):
                 answer = await self._appends.submit(member)
                 if not isinstance(answer, Refusal):
                     return answer
-                params = (stored_ids_param(member),)
-                rows = await self._run(partial(_fetch_all, query=sql.STORED_IDS, params=params))
-                outcome = settled(member, answer, [StoredId(*row) for row in rows])
+                outcome = await self._settled(member, answer)
                 if isinstance(outcome, BaseException):
                     raise outcome
                 if outcome is not None:
@@ -123,6 +121,7 @@ class AsyncPostgresBackend(AsyncBackend):
         self, stream_id: str, category: str, batch: PreparedBatch, expected: int | StreamState
     ) -> AppendResult:
         """A batch of more than `PART` events: several calls in one transaction, alone."""
+        call = AppendCall(stream_id, category, batch, expected)
         head = sql.append_head(stream_id, category, expected)
         stream, category_text, first = head[0].decode(), head[1].decode(), int(head[2])
 
@@ -135,25 +134,31 @@ class AsyncPostgresBackend(AsyncBackend):
             for _ in range(ANY_TRIES):
                 try:
                     answers = await send()
-                except psycopg.errors.UniqueViolation as error:
-                    return await self._retried_or(stream_id, batch, error)
                 except psycopg.OperationalError:
                     raise  # for _appending to judge
                 except psycopg.DatabaseError as error:
-                    conflict = sql.version_conflict(error, stream_id, expected)
-                    if conflict is not None:
-                        return await self._retried_or(stream_id, batch, conflict)
-                    # At ANY, another append took the version read: read it again,
-                    # unless this very batch is what took it.
-                    earlier = await self._stored_result(stream_id, batch)
-                    if earlier is not None:
-                        return earlier
-                    continue
+                    refusal = refusal_of(error)
+                    if refusal is None:
+                        raise
+                    outcome = await self._settled((call,), refusal)
+                    if isinstance(outcome, BaseException):
+                        raise outcome from error
+                    if outcome is not None:
+                        return outcome[0]
+                    continue  # lost the race for the next version at ANY: read it again
                 self._announce()  # the parts' transaction sent no NOTIFY of its own
                 return sql.append_result(answers)
             raise lost_races(stream_id)
 
         return await self._appending(stream_id, attempt)
+
+    async def _settled(
+        self, member: Member, refusal: Refusal
+    ) -> list[AppendResult] | EventStoreError | None:
+        """`group.settled` for `member`, with the stored events of its ids read anew."""
+        params = (stored_ids_param(member),)
+        rows = await self._run(partial(_fetch_all, query=sql.STORED_IDS, params=params))
+        return settled(member, refusal, [StoredId(*row) for row in rows])
 
     def _announce(self) -> None:
         """Have a NOTIFY sent for an append that committed: one for all that wait for it."""
@@ -182,22 +187,6 @@ class AsyncPostgresBackend(AsyncBackend):
                 answers.append(str(row[0]))
                 expected = int(answers[-1].split(" ", 1)[0])
         return answers
-
-    async def _retried_or(
-        self, stream_id: str, batch: PreparedBatch, error: Exception
-    ) -> AppendResult:
-        """The original result if this append is a retry; otherwise raise `error`."""
-        result = await self._stored_result(stream_id, batch)
-        if result is not None:
-            return result
-        raise sql.not_a_retry(stream_id, error)
-
-    async def _stored_result(self, stream_id: str, batch: PreparedBatch) -> AppendResult | None:
-        async def stored(conn: Conn) -> list[tuple[Any, ...]]:
-            return await (await conn.execute(sql.STORED_IDS, (batch.ids,))).fetchall()
-
-        rows = await self._run(stored)
-        return resolve_stored_ids(stream_id, batch.ids, [StoredId(*row) for row in rows])
 
     def read_stream(
         self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None

@@ -10,7 +10,7 @@ already stored) is rolled back alone while the others commit together.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import orjson
 import psycopg
@@ -26,6 +26,7 @@ GROUP = f"SELECT {schema.APPEND_GROUP}(%s)"
 """The group function's call; its parameter is `group_json(...)` as text."""
 
 Member = Sequence[AppendCall]
+T = TypeVar("T")
 
 
 class Refusal(NamedTuple):
@@ -55,6 +56,24 @@ def member_json(member: Member, events: Sequence[bytes]) -> bytes:
             for call, json in zip(member, events, strict=True)
         ]
     )
+
+
+def lock_order(members: Sequence[Member]) -> list[int]:
+    """The order to send `members` in: by stream id, so that two groups written at once
+    never wait for each other's rows. A member inserting into a stream waits for an
+    uncommitted row of that stream in another group; with both groups in stream order,
+    the one waited for never waits in turn for a stream the waiter wrote before. (A
+    member of several appends keeps its own order: two such may still meet, and PostgreSQL
+    then refuses one group, whose members the writers send again one by one.)"""
+    return sorted(range(len(members)), key=lambda i: min(call.stream_id for call in members[i]))
+
+
+def restored(order: Sequence[int], answers: Sequence[T]) -> list[T]:
+    """`answers` to members sent in `order`, back in the members' own order."""
+    result: list[T] = list(answers)
+    for sent, index in enumerate(order):
+        result[index] = answers[sent]
+    return result
 
 
 def group_param(members: Sequence[bytes]) -> bytes:

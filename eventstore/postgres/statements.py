@@ -18,7 +18,7 @@ from psycopg.rows import RowMaker
 
 from .. import schema
 from ..encoding import PreparedEvent
-from ..errors import AppendOutcomeUnknown, EventStoreError, WrongExpectedVersion
+from ..errors import AppendOutcomeUnknown, EventStoreError
 from ..events import (
     ANY,
     EVENT_VERSION,
@@ -260,16 +260,6 @@ def append_result(answers: Sequence[str]) -> AppendResult:
     return AppendResult(version=version, positions=tuple(positions))
 
 
-def not_a_retry(stream_id: str, error: Exception) -> EventStoreError:
-    """What to raise for a refused append that is no retry of a stored one: `error` itself
-    when it is the store's own (a version conflict), else a store error naming the stream."""
-    if isinstance(error, EventStoreError):
-        return error
-    failure = EventStoreError(f"append to stream {stream_id!r} failed: {error}")
-    failure.__cause__ = error
-    return failure
-
-
 def outcome_unknown(
     stream_id: str, broken: BaseException, again: BaseException
 ) -> AppendOutcomeUnknown:
@@ -280,22 +270,6 @@ def outcome_unknown(
 
 def store_error(error: psycopg.Error) -> EventStoreError:
     return EventStoreError(f"PostgreSQL event store: {error}")
-
-
-def version_conflict(
-    error: psycopg.DatabaseError, stream_id: str, expected: int | StreamState
-) -> WrongExpectedVersion | None:
-    """What a refused call of the append function means.
-
-    None when the refusal is a lost race at ANY, worth another try; the
-    conflict to report when an exact version was expected. Raises `error`
-    itself when it is no refusal of the version at all.
-    """
-    if error.sqlstate != schema.WRONG_EXPECTED_VERSION_SQLSTATE:
-        raise error
-    if expected is ANY:
-        return None
-    return WrongExpectedVersion(stream_id, expected, int(error.diag.message_detail or 0))
 
 
 def batch_json(events: Sequence[PreparedEvent], timed: bool = False) -> bytes:
