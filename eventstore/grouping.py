@@ -28,7 +28,10 @@ Request = TypeVar("Request")
 Result = TypeVar("Result")
 
 MOST_MEMBERS = 32
-"""Default for the most appends one group writes."""
+"""Default for the most appends one group writes (the async store's too).
+
+PostgreSQL gives each member a subtransaction: 32 keep well inside the 64 a
+transaction caches, past which every snapshot taken meanwhile grows costlier."""
 
 MOST_GROUPS = 2
 """Default for the most groups written at once (each on a connection of its own)."""

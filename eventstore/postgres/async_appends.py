@@ -27,7 +27,7 @@ import psycopg
 from psycopg import pq
 from psycopg.errors import error_from_result
 
-from ..grouping import MOST_GROUPS
+from ..grouping import MOST_GROUPS, MOST_MEMBERS
 from .group import (
     Answer,
     Member,
@@ -43,15 +43,6 @@ from .statements import append_head, append_result
 from .wire import APPEND_CALL, GROUP_CALL, REPLY_TIMEOUT, Prepared, _is_sync
 
 Conn = psycopg.AsyncConnection[Any]
-
-MOST_AT_ONCE = 32
-"""Most members one sender sends in one group.
-
-A sender takes its share of what is queued, not all of it: groups on
-several connections are written by the server side by side, and PostgreSQL
-flushes its log once for all the commits waiting. A group's members each
-take a subtransaction; 32 keep well inside the 64 a transaction can hold
-before every snapshot taken meanwhile grows costlier."""
 
 _prepared: weakref.WeakSet[Conn] = weakref.WeakSet()
 
@@ -118,7 +109,7 @@ class AppendQueue:
     async def _send(self) -> None:
         while self._queued:
             share = -(-len(self._queued) // self._most_senders)  # rounded up
-            size = min(MOST_AT_ONCE, share)
+            size = min(MOST_MEMBERS, share)  # a share each: the two senders write side by side
             taken = self._queued[:size]
             del self._queued[:size]
             taken = [queued for queued in taken if not queued.answer.cancelled()]
