@@ -2,15 +2,18 @@
 
 from .async_store import AsyncEventStore
 from .blocking import BlockingEventStore
+from .deletion import StreamDeletion
 from .encoding import MAX_EVENT_BYTES
 from .envelope import TEXT_MARK as SEALED_MARK
 from .errors import (
+    AppendConditionFailed,
     AppendOutcomeUnknown,
     DuplicateEventId,
     EventStoreError,
     InvalidEvent,
     PoolExhausted,
     StoreUnavailable,
+    StreamTombstoned,
     UnreadablePersonalData,
     UnsupportedStoreURL,
     WrongExpectedVersion,
@@ -36,6 +39,7 @@ from .log_status import HeldPosition, LogStatus
 from .personal import FORGOTTEN, Personal
 from .port import Backend
 from .postgres import PostgresTarget
+from .query import AppendCondition, Query, QueryItem, QueryResult
 from .snapshot import Snapshot
 from .store import EventStore
 
@@ -46,6 +50,8 @@ __all__ = [
     "MAX_EVENT_BYTES",
     "NO_STREAM",
     "SEALED_MARK",
+    "AppendCondition",
+    "AppendConditionFailed",
     "AppendOutcomeUnknown",
     "AppendResult",
     "AsyncEventStore",
@@ -65,11 +71,16 @@ __all__ = [
     "Personal",
     "PoolExhausted",
     "PostgresTarget",
+    "Query",
+    "QueryItem",
+    "QueryResult",
     "RecordedEvent",
     "Snapshot",
     "StoreUnavailable",
+    "StreamDeletion",
     "StreamInfo",
     "StreamState",
+    "StreamTombstoned",
     "UnreadablePersonalData",
     "UnsupportedStoreURL",
     "WrongExpectedVersion",

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
@@ -28,6 +29,7 @@ from .encoding import (
 )
 from .errors import EventStoreError, InvalidEvent, StoreUnavailable, UnsupportedStoreURL
 from .events import ExpectedVersion, NewEvent, StreamState, category_of
+from .query import AppendCondition, Query, checked_query
 from .snapshot import PreparedSnapshot, prepare_snapshot
 
 _MAX_INT32 = 2**31 - 1  # a snapshot's schema_version is a 32-bit column
@@ -40,6 +42,7 @@ class AppendCall(NamedTuple):
     category: str
     batch: PreparedBatch
     expected: int | StreamState
+    condition: AppendCondition | None = None
 
 
 class ReadAllCall(NamedTuple):
@@ -56,15 +59,26 @@ def append_call(
     events: Sequence[NewEvent],
     expected_version: ExpectedVersion,
     max_event_bytes: int,
+    condition: AppendCondition | None = None,
 ) -> AppendCall:
     batch = PreparedBatch(stream_id, events, max_event_bytes)
     expected = check_expected_version(stream_id, expected_version)
-    return AppendCall(stream_id, category_of(stream_id), batch, expected)
+    if condition is not None and not isinstance(condition, AppendCondition):
+        raise InvalidEvent(
+            f"condition for stream {stream_id!r} must be an AppendCondition or None, "
+            f"not {type(condition).__name__}: {condition!r:.80}"
+        )
+    return AppendCall(stream_id, category_of(stream_id), batch, expected, condition)
 
 
-def append_many_call(
-    appends: Sequence[tuple[str, Sequence[NewEvent], ExpectedVersion]], max_event_bytes: int
-) -> tuple[AppendCall, ...]:
+ManyAppend = (
+    tuple[str, Sequence[NewEvent], ExpectedVersion]
+    | tuple[str, Sequence[NewEvent], ExpectedVersion, AppendCondition | None]
+)
+"""An item of `append_many`: (stream_id, events, expected_version[, condition])."""
+
+
+def append_many_call(appends: Sequence[ManyAppend], max_event_bytes: int) -> tuple[AppendCall, ...]:
     """The appends of one `append_many`, each checked as an append is; a stream named
     twice, or an event id given twice, is refused."""
     if isinstance(appends, str | bytes) or not isinstance(appends, Sequence):
@@ -78,12 +92,13 @@ def append_many_call(
     streams: set[str] = set()
     ids: set[uuid.UUID] = set()
     for index, append in enumerate(appends):
-        if not isinstance(append, tuple | list) or len(append) != 3:
+        if not isinstance(append, tuple | list) or len(append) not in (3, 4):
             raise InvalidEvent(
                 f"append_many: item {index} must be a (stream_id, events, expected_version) "
-                f"tuple, not {append!r:.80}"
+                f"or (stream_id, events, expected_version, condition) tuple, not {append!r:.80}"
             )
-        call = append_call(*append, max_event_bytes)
+        stream_id, events, expected_version, *condition = append
+        call = append_call(stream_id, events, expected_version, max_event_bytes, *condition)
         if call.stream_id in streams:
             raise InvalidEvent(
                 f"append_many: stream {call.stream_id!r} is named twice; "
@@ -98,8 +113,27 @@ def append_many_call(
     return tuple(calls)
 
 
+def read_query_call(query: Query, after: int, limit: int | None) -> tuple[Query, int, int | None]:
+    return (
+        checked_query(query),
+        check_position("after", after, MAX_AFTER),
+        check_limit(limit),
+    )
+
+
 def stream_id_call(stream_id: str) -> str:
     return check_name("stream id", stream_id)
+
+
+def delete_stream_call(
+    stream_id: str, expected_version: ExpectedVersion, tombstone: bool
+) -> tuple[str, int | StreamState, bool]:
+    """The stream, expected version and tombstone flag of a deletion, checked."""
+    check_name("stream id", stream_id)
+    expected = check_expected_version(stream_id, expected_version)
+    if not isinstance(tombstone, bool):
+        raise InvalidEvent(f"tombstone must be True or False, not {tombstone!r}")
+    return stream_id, expected, tombstone
 
 
 def read_stream_call(
@@ -214,6 +248,19 @@ def scheme_of(url: object) -> str:
     raise UnsupportedStoreURL(
         f"no backend for {redacted(url)!r}: use sqlite:///PATH, postgresql://... or memory://"
     )
+
+
+@contextmanager
+def opening(url: str) -> Iterator[None]:
+    """Around the opening of a store's backend: its driver's and the OS's errors raised as
+    `StoreUnavailable` naming `url` (its password masked); bad input as it was."""
+    try:
+        yield
+    except (InvalidEvent, UnsupportedStoreURL):
+        raise
+    except (EventStoreError, OSError) as error:
+        raised = unavailable(url, error)
+        raise raised from raised.__cause__
 
 
 def unavailable(url: str, error: EventStoreError | OSError) -> StoreUnavailable:

@@ -14,7 +14,9 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 
 from .arguments import AppendCall
+from .deletion import StreamDeletion
 from .encoding import PreparedBatch
+from .errors import InvalidEvent
 from .events import (
     AppendResult,
     EncodedEvent,
@@ -25,6 +27,7 @@ from .events import (
 )
 from .log_status import LogStatus
 from .port import POLL_CEILING
+from .query import AppendCondition, Query, QueryResult
 from .snapshot import PreparedSnapshot, Snapshot
 
 
@@ -38,8 +41,13 @@ class AsyncBackend(abc.ABC):
         category: str,
         batch: PreparedBatch,
         expected: int | StreamState,
+        condition: AppendCondition | None = None,
     ) -> AppendResult:
         """As `Backend.append`."""
+
+    @abc.abstractmethod
+    async def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
+        """As `Backend.read_query`."""
 
     @abc.abstractmethod
     async def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
@@ -108,6 +116,16 @@ class AsyncBackend(abc.ABC):
     @abc.abstractmethod
     async def load_snapshot(self, stream_id: str) -> Snapshot | None:
         """As `Backend.load_snapshot`."""
+
+    async def delete_stream(
+        self, stream_id: str, expected: int | StreamState, tombstone: bool
+    ) -> StreamDeletion:
+        """As `Backend.delete_stream`."""
+        raise InvalidEvent(f"{type(self).__name__} cannot delete streams")
+
+    async def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
+        """As `Backend.stream_deletion`."""
+        return None
 
     async def wait_for_events(self, after: int, timeout: float) -> bool:
         """Sleep until the high-water mark passes `after`; False if `timeout` ran out first.

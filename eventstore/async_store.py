@@ -18,9 +18,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from . import arguments, telemetry
+from .arguments import ManyAppend
 from .async_port import AsyncBackend
+from .deletion import StreamDeletion
 from .encoding import MAX_EVENT_BYTES, check_max_event_bytes
-from .errors import EventStoreError, InvalidEvent, UnsupportedStoreURL
 from .events import (
     ANY,
     AppendResult,
@@ -33,6 +34,7 @@ from .events import (
 )
 from .keys import KeyStore
 from .log_status import LogStatus
+from .query import AppendCondition, Query, QueryResult
 from .retention import Retention, retention_for
 from .shredding import Shredder
 from .snapshot import Snapshot
@@ -89,13 +91,8 @@ class AsyncEventStore:
         `sealed` as for `EventStore.open`; the key store is asked from a thread.
         """
         check_max_event_bytes(max_event_bytes)
-        try:
+        with arguments.opening(url):
             backend = await async_backend_for(url, group_commit=group_commit)
-        except (InvalidEvent, UnsupportedStoreURL):
-            raise
-        except (EventStoreError, OSError) as error:
-            raised = arguments.unavailable(url, error)
-            raise raised from raised.__cause__
         return cls(backend, url, max_event_bytes=max_event_bytes, keys=keys, sealed=sealed)
 
     async def append(
@@ -103,28 +100,43 @@ class AsyncEventStore:
         stream_id: str,
         events: Sequence[NewEvent],
         expected_version: ExpectedVersion = ANY,
+        *,
+        condition: AppendCondition | None = None,
     ) -> AppendResult:
-        """As `EventStore.append`: atomic, checked against `expected_version`, safe to retry."""
+        """As `EventStore.append`: atomic, checked against `expected_version` and `condition`,
+        safe to retry."""
         traced = telemetry.appending(stream_id, events, expected_version)
         if traced is None:
-            call = arguments.append_call(stream_id, events, expected_version, self.max_event_bytes)
+            call = arguments.append_call(
+                stream_id, events, expected_version, self.max_event_bytes, condition
+            )
             await self._shredder.seal_batch_async(call.batch)
             return await self._backend.append(*call)
         with traced:
             call = arguments.append_call(
-                stream_id, traced.events, expected_version, self.max_event_bytes
+                stream_id, traced.events, expected_version, self.max_event_bytes, condition
             )
             await self._shredder.seal_batch_async(call.batch)
             return traced.done(await self._backend.append(*call))
 
-    async def append_many(
-        self, appends: Sequence[tuple[str, Sequence[NewEvent], ExpectedVersion]]
-    ) -> list[AppendResult]:
-        """As `EventStore.append_many`: every append or none, each with its own version check."""
+    async def append_many(self, appends: Sequence[ManyAppend]) -> list[AppendResult]:
+        """As `EventStore.append_many`: every append or none, each with its own version check
+        and condition."""
         calls = arguments.append_many_call(appends, self.max_event_bytes)
         for call in calls:
             await self._shredder.seal_batch_async(call.batch)
         return await self._backend.append_many(calls)
+
+    async def read_query(
+        self, query: Query, after: int = 0, limit: int | None = None
+    ) -> QueryResult:
+        """As `EventStore.read_query`: the events matching `query` after `after`, and the
+        position the read covered."""
+        query, after, limit = arguments.read_query_call(query, after, limit)
+        telemetry.count_read("query")
+        found = await self._backend.read_query(query, after=after, limit=limit)
+        events = [event async for event in self._shredder.opened_async(_each(found.events))]
+        return QueryResult(events, found.head)
 
     def read_stream(
         self,
@@ -266,6 +278,18 @@ class AsyncEventStore:
         snapshot = await self._backend.load_snapshot(arguments.stream_id_call(stream_id))
         return await self._shredder.opened_snapshot_async(snapshot)
 
+    async def delete_stream(
+        self, stream_id: str, expected_version: ExpectedVersion = ANY, *, tombstone: bool = False
+    ) -> StreamDeletion:
+        """As `EventStore.delete_stream`."""
+        return await self._backend.delete_stream(
+            *arguments.delete_stream_call(stream_id, expected_version, tombstone)
+        )
+
+    async def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
+        """As `EventStore.stream_deletion`."""
+        return await self._backend.stream_deletion(arguments.stream_id_call(stream_id))
+
     @property
     def retention(self) -> Retention:
         """As `EventStore.retention`; its calls block: run them in a thread."""
@@ -324,3 +348,8 @@ async def async_backend_for(url: str, *, group_commit: bool = True) -> AsyncBack
     from .postgres.async_backend import AsyncPostgresBackend
 
     return await AsyncPostgresBackend.open(url, group_commit=group_commit)
+
+
+async def _each(events: list[RecordedEvent]) -> AsyncIterator[RecordedEvent]:
+    for event in events:
+        yield event

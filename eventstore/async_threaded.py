@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from .arguments import AppendCall
 from .async_port import AsyncBackend
+from .deletion import StreamDeletion
 from .encoding import PreparedBatch
 from .errors import StoreUnavailable
 from .events import (
@@ -31,6 +32,7 @@ from .events import (
 )
 from .log_status import LogStatus
 from .port import Backend
+from .query import AppendCondition, Query, QueryResult
 from .snapshot import PreparedSnapshot, Snapshot
 
 T = TypeVar("T")
@@ -72,8 +74,14 @@ class ThreadedBackend(AsyncBackend):
         category: str,
         batch: PreparedBatch,
         expected: int | StreamState,
+        condition: AppendCondition | None = None,
     ) -> AppendResult:
-        return await self._run(partial(self.backend.append, stream_id, category, batch, expected))
+        return await self._run(
+            partial(self.backend.append, stream_id, category, batch, expected, condition)
+        )
+
+    async def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
+        return await self._run(partial(self.backend.read_query, query, after=after, limit=limit))
 
     async def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
         return await self._run(partial(self.backend.append_many, calls))
@@ -154,6 +162,14 @@ class ThreadedBackend(AsyncBackend):
 
     async def load_snapshot(self, stream_id: str) -> Snapshot | None:
         return await self._run(partial(self.backend.load_snapshot, stream_id))
+
+    async def delete_stream(
+        self, stream_id: str, expected: int | StreamState, tombstone: bool
+    ) -> StreamDeletion:
+        return await self._run(partial(self.backend.delete_stream, stream_id, expected, tombstone))
+
+    async def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
+        return await self._run(partial(self.backend.stream_deletion, stream_id))
 
     async def close(self) -> None:
         if self._closed:

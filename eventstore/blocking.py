@@ -28,7 +28,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from .arguments import ManyAppend
 from .async_store import AsyncEventStore
+from .deletion import StreamDeletion
 from .encoding import MAX_EVENT_BYTES
 from .events import (
     ANY,
@@ -41,6 +43,7 @@ from .events import (
     StreamInfo,
 )
 from .log_status import LogStatus
+from .query import AppendCondition, Query, QueryResult
 from .snapshot import Snapshot
 
 T = TypeVar("T")
@@ -104,14 +107,22 @@ class BlockingEventStore:
         return iter(self._wait(collect()))
 
     def append(
-        self, stream_id: str, events: Sequence[NewEvent], expected_version: ExpectedVersion = ANY
+        self,
+        stream_id: str,
+        events: Sequence[NewEvent],
+        expected_version: ExpectedVersion = ANY,
+        *,
+        condition: AppendCondition | None = None,
     ) -> AppendResult:
-        return self._wait(self.store.append(stream_id, events, expected_version))
+        return self._wait(
+            self.store.append(stream_id, events, expected_version, condition=condition)
+        )
 
-    def append_many(
-        self, appends: Sequence[tuple[str, Sequence[NewEvent], ExpectedVersion]]
-    ) -> list[AppendResult]:
+    def append_many(self, appends: Sequence[ManyAppend]) -> list[AppendResult]:
         return self._wait(self.store.append_many(appends))
+
+    def read_query(self, query: Query, after: int = 0, limit: int | None = None) -> QueryResult:
+        return self._wait(self.store.read_query(query, after, limit))
 
     def read_stream(
         self,
@@ -186,6 +197,16 @@ class BlockingEventStore:
 
     def load_snapshot(self, stream_id: str) -> Snapshot | None:
         return self._wait(self.store.load_snapshot(stream_id))
+
+    def delete_stream(
+        self, stream_id: str, expected_version: ExpectedVersion = ANY, *, tombstone: bool = False
+    ) -> StreamDeletion:
+        return self._wait(
+            self.store.delete_stream(stream_id, expected_version, tombstone=tombstone)
+        )
+
+    def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
+        return self._wait(self.store.stream_deletion(stream_id))
 
     def forget(self, subject: str) -> int:
         return self._wait(self.store.forget(subject))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -57,6 +57,8 @@ class PreparedEvent(NamedTuple):
     """The metadata as JSON (an object)."""
     recorded_at: datetime | None
     """The time given to keep (in UTC), or None for the time of the append."""
+    tags: tuple[str, ...]
+    """Checked, sorted, each once."""
 
 
 def check_name(what: str, value: object) -> str:
@@ -127,6 +129,26 @@ def _refuse_unprintable(what: str, name: str) -> None:
         raise InvalidEvent(f"{what} must not begin or end with whitespace: {name!r}")
     # Otherwise printable enough: format characters (emoji joiners), or
     # whitespace such as a no-break space inside the name.
+
+
+MAX_TAGS = 100
+"""Most tags an event, or a query item, may carry."""
+
+
+def check_tags(where: str, tags: object) -> tuple[str, ...]:
+    """`tags` as the store keeps them: each checked as a new name, sorted, each once.
+
+    A set of tags has no order; sorting makes equal sets equal tuples, which
+    reads return and exports write alike on every backend.
+    """
+    if isinstance(tags, str | bytes) or not isinstance(tags, Iterable):
+        raise InvalidEvent(
+            f"{where}: tags must be a list or set of str, not {type(tags).__name__}: {tags!r:.80}"
+        )
+    checked = {check_new_name(f"{where}: a tag", tag) for tag in tags}
+    if len(checked) > MAX_TAGS:
+        raise InvalidEvent(f"{where}: {len(checked)} tags; the limit is {MAX_TAGS}")
+    return tuple(sorted(checked))
 
 
 def check_expected_version(stream_id: str, expected: object) -> int | StreamState:
@@ -209,6 +231,7 @@ class PreparedBatch:
         types: set[str] = set()  # names already checked: a batch repeats a few
         ids: list[uuid.UUID] = []
         timed = False
+        tags: list[tuple[str, ...]] | None = None  # until an event has some
         for index, event in enumerate(events):
             if type(event) is not NewEvent and not isinstance(event, NewEvent):
                 raise InvalidEvent(
@@ -231,17 +254,31 @@ class PreparedBatch:
             if event.recorded_at is not None:
                 _check_recorded_at(stream_id, index, event)
                 timed = True
+            if event.tags:
+                if tags is None:
+                    tags = [()] * index
+                tags.append(check_tags(_where(stream_id, index, event), event.tags))
+            elif tags is not None:
+                tags.append(())
         self.stream_id = stream_id
         self.ids = ids
         """The events' ids, in order."""
         self.timed = timed
         """Some event has a `recorded_at` of its own (an import's): the backend keeps it."""
+        self.tags = tags
+        """Each event's tags, checked and sorted; None when no event has any."""
         self._events = events
         self._encoded: list[PreparedEvent] = []
         self._max_event_bytes = max_event_bytes
 
     def __len__(self) -> int:
         return len(self._events)
+
+    @property
+    def annotated(self) -> bool:
+        """Some event has a `recorded_at` or tags of its own, which a backend that writes
+        them only when given must be given."""
+        return self.timed or self.tags is not None
 
     @property
     def events(self) -> Sequence[NewEvent]:
@@ -260,6 +297,7 @@ class PreparedBatch:
         done = self._encoded
         stream_id = self.stream_id
         most = self._max_event_bytes
+        tags = self.tags
         for index in range(len(done), min(stop, len(self._events))):
             event = self._events[index]
             try:
@@ -281,7 +319,17 @@ class PreparedBatch:
             if recorded_at is not None:
                 recorded_at = recorded_at.astimezone(UTC)
             done.append(
-                _new_prepared(PreparedEvent, (event.id, event.type, data, metadata, recorded_at))
+                _new_prepared(
+                    PreparedEvent,
+                    (
+                        event.id,
+                        event.type,
+                        data,
+                        metadata,
+                        recorded_at,
+                        tags[index] if tags else (),
+                    ),
+                )
             )
         return done[start:stop]
 

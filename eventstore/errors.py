@@ -4,10 +4,12 @@
 
     EventStoreError
     ├── WrongExpectedVersion        the stream is not at the version the caller expected
+    ├── AppendConditionFailed       an event matching the append's condition came after it
     ├── DuplicateEventId (ValueError)   an event id already stored, reused in another way
     ├── InvalidEvent (ValueError)       a name, payload or argument the store refuses
     ├── UnsupportedStoreURL (ValueError)
     ├── UnreadablePersonalData          sealed personal fields that neither open nor are forgotten
+    ├── StreamTombstoned            the stream was deleted for ever: no append is taken
     └── StoreUnavailable (ConnectionError)  the database could not be reached
         ├── PoolExhausted                   no pooled connection came free in time
         └── AppendOutcomeUnknown            the connection broke after an append was sent
@@ -41,6 +43,31 @@ class WrongExpectedVersion(EventStoreError):
     def __reduce__(self) -> tuple[type[WrongExpectedVersion], tuple[str, object, int]]:
         # Keeps the error intact across process boundaries (multiprocessing).
         return (type(self), (self.stream_id, self.expected, self.actual))
+
+
+class AppendConditionFailed(EventStoreError):
+    """An event matching the append's condition was stored after the position it names.
+
+    Nothing of the append was written: read again, decide again.
+    """
+
+    def __init__(self, stream_id: str, query: object, after: int | None, position: int) -> None:
+        self.stream_id = stream_id
+        self.query = query
+        """The condition's `Query`."""
+        self.after = after
+        """The condition's `after`: where the decision had read up to."""
+        self.position = position
+        """The first position after `after` holding an event that matches `query`."""
+        super().__init__(
+            f"Append condition failed: the event at position {position} matches {query!r}, "
+            f"stored after position {after} (stream: {stream_id!r}); nothing was written"
+        )
+
+    def __reduce__(
+        self,
+    ) -> tuple[type[AppendConditionFailed], tuple[str, object, int | None, int]]:
+        return (type(self), (self.stream_id, self.query, self.after, self.position))
 
 
 class DuplicateEventId(EventStoreError, ValueError):
@@ -133,3 +160,20 @@ class AppendOutcomeUnknown(StoreUnavailable):
 
     def __reduce__(self) -> tuple[type[AppendOutcomeUnknown], tuple[str, str]]:
         return (type(self), (self.stream_id, self.detail))
+
+
+class StreamTombstoned(EventStoreError):
+    """The stream was deleted with a tombstone: it can never be written again.
+
+    Nothing of the append (or of the `append_many` it was part of) was written.
+    """
+
+    def __init__(self, stream_id: str) -> None:
+        self.stream_id = stream_id
+        super().__init__(
+            f"stream {stream_id!r} is tombstoned: it can never be written again; "
+            "nothing was written"
+        )
+
+    def __reduce__(self) -> tuple[type[StreamTombstoned], tuple[str]]:
+        return (type(self), (self.stream_id,))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -54,6 +55,10 @@ class NewEvent:
     recorded_at: datetime | None = None
     """When the event was recorded, timezone-aware: None (the usual) for when the store
     writes it. Given by an import, which keeps the time an event was first written."""
+    tags: Sequence[str] = ()
+    """Names of what the event concerns beyond its stream (`course:c1`, `student:s7`), which
+    queries and append conditions select events by (`Query`, `AppendCondition`). A set:
+    the store keeps each once, sorted."""
 
 
 class EncodedEvent(NamedTuple):
@@ -97,6 +102,10 @@ class EncodedRecord(NamedTuple):
     recorded_at: str
     """ISO 8601 in UTC with microseconds, `2026-11-23T21:52:16.625876+00:00`
     (what `recorded_at_text` makes of a datetime)."""
+    tags: tuple[str, ...] = ()
+    """Its tags, sorted, as `RecordedEvent.tags`: the one field given decoded, because
+    the backends store them in forms of their own (an array, JSON text) and an untagged
+    event, the usual, costs nothing this way (the same empty tuple)."""
 
 
 def recorded_at_text(moment: datetime) -> str:
@@ -124,6 +133,8 @@ class RecordedEvent:
     """The decoded metadata."""
     recorded_at: datetime
     """When the store wrote it, timezone-aware (UTC)."""
+    tags: tuple[str, ...] = ()
+    """Its tags, sorted."""
 
     @property
     def category(self) -> str:

@@ -13,7 +13,6 @@ they are recycled or expire: keep the keys in a database of their own
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
@@ -23,6 +22,7 @@ from psycopg import sql
 from .errors import StoreUnavailable
 from .keys import DataKey, KeyTable, new_key
 from .keys_sql import KEYS
+from .postgres.connections import ConnectionPool
 
 T = TypeVar("T")
 
@@ -34,32 +34,22 @@ class PostgresKeyTable(KeyTable):
 
         self.target = PostgresTarget.from_url(url)
         self.url = redacted(url)
-        self._lock = threading.Lock()
-        self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
+        # Connections of its own, on the store's pool rules (a connection the server
+        # ended while idle is not lent again), opened as first needed.
+        self._pool = ConnectionPool(self.target)
         self._made = False
 
     def _run(self, work: Callable[[psycopg.Connection[Any], bool], T]) -> T:
-        """`work` on the table's connection, and once more on a new one when the old one
-        turns out broken (the server restarted, or ended the idle connection): `work`'s
-        statements are safe to repeat, and it is told when it is the repeat."""
-        with self._lock:
-            for again in (False, True):
-                try:
-                    if self._conn is None or self._conn.closed:
-                        self._conn = psycopg.connect(
-                            self.target.conninfo,
-                            autocommit=True,
-                            options=self.target.options(),
-                            connect_timeout=10,
-                        )
-                    return work(self._conn, again)
-                except psycopg.Error as error:
-                    broken = self._conn is not None and self._conn.broken
-                    if broken:
-                        self._conn = None
-                    if not (broken and not again):
-                        raise StoreUnavailable(f"key store {self.url}: {error}") from error
-            raise AssertionError("unreachable: the second try returns or raises")
+        """`work` on a pooled connection, and once more on a new one when that one broke
+        under it (the server restarted): `work`'s statements are safe to repeat, and it is
+        told when it is the repeat."""
+        try:
+            try:
+                return self._pool.run(lambda conn: work(conn, False))
+            except psycopg.OperationalError:
+                return self._pool.run(lambda conn: work(conn, True))
+        except psycopg.Error as error:
+            raise StoreUnavailable(f"key store {self.url}: {error}") from error
 
     def _table(self) -> sql.Composable:
         return sql.Identifier(KEYS)
@@ -192,7 +182,7 @@ class PostgresKeyTable(KeyTable):
         self._made = True
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        # Connections released, the table still usable: a key store given to several
+        # stores is closed by each (`Shredder.close`) and connects again when used.
+        closing, self._pool = self._pool, ConnectionPool(self.target)
+        closing.close()

@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 import orjson
 
 from .arguments import AppendCall
+from .deletion import StreamDeletion, check_delete, refuse_tombstoned, visible_version
 from .encoding import PreparedBatch, PreparedEvent, decode
-from .errors import WrongExpectedVersion
+from .errors import AppendConditionFailed, WrongExpectedVersion
 from .events import (
     ANY,
     EVENT_VERSION,
@@ -24,6 +25,7 @@ from .events import (
 )
 from .idempotency import StoredId, resolve_stored_appends
 from .port import Backend
+from .query import AppendCondition
 from .snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 
 
@@ -35,6 +37,7 @@ class MemoryBackend(Backend):
         self._streams: dict[str, list[RecordedEvent]] = {}
         self._by_id: dict[object, RecordedEvent] = {}
         self._snapshots: dict[str, Snapshot] = {}
+        self._deleted: dict[str, StreamDeletion] = {}
 
     def append(
         self,
@@ -42,12 +45,15 @@ class MemoryBackend(Backend):
         category: str,
         batch: PreparedBatch,
         expected: int | StreamState,
+        condition: AppendCondition | None = None,
     ) -> AppendResult:
-        return self.append_many([AppendCall(stream_id, category, batch, expected)])[0]
+        return self.append_many([AppendCall(stream_id, category, batch, expected, condition)])[0]
 
     def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
         encoded = [call.batch.all() for call in calls]  # may refuse an event: before any change
         with self._lock:
+            for call in calls:  # before a retry is recognised: a tombstone takes nothing
+                refuse_tombstoned(call.stream_id, self._deleted.get(call.stream_id))
             stored = [
                 StoredId(e.id, e.stream_id, e.version, e.position)
                 for call in calls
@@ -60,16 +66,25 @@ class MemoryBackend(Backend):
             if retry is not None:
                 return retry
             for call in calls:
-                actual = len(self._streams.get(call.stream_id, ()))
+                actual = self._version(call.stream_id)
                 expected = call.expected
                 if expected is not ANY and actual != (0 if expected is NO_STREAM else expected):
                     raise WrongExpectedVersion(call.stream_id, expected, actual)
+            for call in calls:
+                if call.condition is not None:
+                    self._check(call.stream_id, call.condition)
             results = [
                 self._record(call.stream_id, events)
                 for call, events in zip(calls, encoded, strict=True)
             ]
             self._appended.notify_all()
             return results
+
+    def _check(self, stream_id: str, condition: AppendCondition) -> None:
+        query = condition.fail_if_events_match
+        for event in self._log[condition.after or 0 :]:
+            if query.matches(event.type, event.tags):
+                raise AppendConditionFailed(stream_id, query, condition.after, event.position)
 
     def _record(self, stream_id: str, events: Sequence[PreparedEvent]) -> AppendResult:
         stream = self._streams.setdefault(stream_id, [])
@@ -84,6 +99,7 @@ class MemoryBackend(Backend):
                 data=decode(event.data),
                 metadata=decode(event.metadata),
                 recorded_at=event.recorded_at or now,
+                tags=event.tags,
             )
             for offset, event in enumerate(events, start=1)
         ]
@@ -99,16 +115,19 @@ class MemoryBackend(Backend):
     ) -> Iterator[RecordedEvent]:
         with self._lock:
             stream = list(self._streams.get(stream_id, ()))
+            hidden = self._hidden(stream_id)
         if backwards:
             end = len(stream) if from_version is None else min(from_version, len(stream))
             selected = stream[:end][::-1]
         else:
             selected = stream[max((from_version or 1) - 1, 0) :]
-        return iter(selected[:limit])
+        return iter([event for event in selected if event.version > hidden][:limit])
 
     def read_stream_encoded(self, stream_id: str, *, from_version: int) -> Iterator[EncodedEvent]:
         with self._lock:
-            stream = self._streams.get(stream_id, [])[from_version - 1 :]
+            hidden = self._hidden(stream_id)
+            tail = self._streams.get(stream_id, [])[from_version - 1 :]
+            stream = [event for event in tail if event.version > hidden]
         for event in stream:
             metadata = event.metadata
             stored = orjson.dumps(metadata[EVENT_VERSION]) if EVENT_VERSION in metadata else None
@@ -141,16 +160,41 @@ class MemoryBackend(Backend):
 
     def stream_version(self, stream_id: str) -> int:
         with self._lock:
-            return len(self._streams.get(stream_id, ()))
+            return self._version(stream_id)
+
+    def _version(self, stream_id: str) -> int:
+        """The version reads show (the caller holds the lock)."""
+        stored = len(self._streams.get(stream_id, ()))
+        return visible_version(self._deleted.get(stream_id), stored)
+
+    def _hidden(self, stream_id: str) -> int:
+        """Versions up to this are deleted (the caller holds the lock)."""
+        deletion = self._deleted.get(stream_id)
+        return 0 if deletion is None else deletion.version
+
+    def delete_stream(
+        self, stream_id: str, expected: int | StreamState, tombstone: bool
+    ) -> StreamDeletion:
+        with self._lock:
+            stored = len(self._streams.get(stream_id, ()))
+            check_delete(stream_id, expected, self._deleted.get(stream_id), stored)
+            deletion = StreamDeletion(stream_id, stored, tombstone, datetime.now(UTC))
+            self._deleted[stream_id] = deletion
+            return deletion
+
+    def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
+        with self._lock:
+            return self._deleted.get(stream_id)
 
     def list_streams(
         self, *, category: str | None, after: str | None, limit: int | None
     ) -> Iterator[StreamInfo]:
         with self._lock:
             infos = sorted(
-                (StreamInfo(stream_id, len(events)) for stream_id, events in self._streams.items()),
+                (StreamInfo(stream_id, self._version(stream_id)) for stream_id in self._streams),
                 key=lambda info: info.stream_id,
             )
+        infos = [info for info in infos if info.version]  # deleted, not written since
         if after is not None:
             infos = infos[bisect.bisect_right([i.stream_id for i in infos], after) :]
         if category is not None:
@@ -159,7 +203,7 @@ class MemoryBackend(Backend):
 
     def save_snapshot(self, snapshot: PreparedSnapshot) -> None:
         with self._lock:
-            actual = len(self._streams.get(snapshot.stream_id, ()))
+            actual = self._version(snapshot.stream_id)
             if snapshot.version > actual:
                 raise beyond_the_stream(snapshot.stream_id, snapshot.version, actual)
             kept = self._snapshots.get(snapshot.stream_id)
@@ -175,7 +219,8 @@ class MemoryBackend(Backend):
 
     def load_snapshot(self, stream_id: str) -> Snapshot | None:
         with self._lock:
-            return self._snapshots.get(stream_id)
+            kept = self._snapshots.get(stream_id)
+            return kept if kept is None or kept.version > self._hidden(stream_id) else None
 
     def close(self) -> None:
         pass

@@ -14,7 +14,9 @@ from collections.abc import Iterator, Sequence
 import orjson
 
 from .arguments import AppendCall
+from .deletion import StreamDeletion
 from .encoding import PreparedBatch
+from .errors import InvalidEvent
 from .events import (
     AppendResult,
     EncodedEvent,
@@ -25,6 +27,7 @@ from .events import (
     recorded_at_text,
 )
 from .log_status import LogStatus
+from .query import AppendCondition, Query, QueryResult, covered
 from .snapshot import PreparedSnapshot, Snapshot
 
 POLL_CEILING = 0.05
@@ -41,8 +44,10 @@ class Backend(abc.ABC):
         category: str,
         batch: PreparedBatch,
         expected: int | StreamState,
+        condition: AppendCondition | None = None,
     ) -> AppendResult:
-        """Append all of `batch` or none, checking `expected` in the same transaction.
+        """Append all of `batch` or none, checking `expected` and `condition` in the same
+        transaction.
 
         `batch.encoded` may raise `InvalidEvent`: ask for all of it before
         writing, or roll back what was written when it raises.
@@ -83,6 +88,21 @@ class Backend(abc.ABC):
         a reader pass an event it has not been shown (see `schema.py`).
         """
 
+    def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
+        """Events matching `query` with position > `after`, in position order, up to the
+        high-water mark, and the position the read covered.
+
+        This default filters the whole log; a backend with an index on tags does better.
+        """
+        head = self.high_water_mark()
+        found: list[RecordedEvent] = []
+        for event in self.read_all(after=after, limit=None, categories=None, types=None):
+            if event.position > head or (limit is not None and len(found) >= limit):
+                break
+            if query.matches(event.type, event.tags):
+                found.append(event)
+        return covered(found, limit, head, after)
+
     @abc.abstractmethod
     def read_stream_encoded(self, stream_id: str, *, from_version: int) -> Iterator[EncodedEvent]:
         """The events of one stream from `from_version` on, their JSON not decoded."""
@@ -113,6 +133,7 @@ class Backend(abc.ABC):
                 orjson.dumps(event.data).decode(),
                 orjson.dumps(event.metadata).decode(),
                 recorded_at_text(event.recorded_at),
+                event.tags,
             )
 
     @abc.abstractmethod
@@ -156,6 +177,17 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def load_snapshot(self, stream_id: str) -> Snapshot | None:
         """The stream's newest snapshot, or None."""
+
+    def delete_stream(
+        self, stream_id: str, expected: int | StreamState, tombstone: bool
+    ) -> StreamDeletion:
+        """Delete the stream (see `deletion.py`) if reads show it at `expected`, atomically
+        with appends; raise `StreamTombstoned` if it is a tombstone already."""
+        raise InvalidEvent(f"{type(self).__name__} cannot delete streams")
+
+    def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
+        """The stream's deletion, None if it was never deleted."""
+        return None
 
     def wait_for_events(self, after: int, timeout: float) -> bool:
         """Block until the high-water mark passes `after`; False if `timeout` ran out first.

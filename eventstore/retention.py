@@ -8,7 +8,8 @@ caller (`eventcraft.operations.retention`) first extends the Parquet
 archive with the whole log up to `up_to`, removed events and kept ones, so
 that the archive up to the store's `low_water_mark()` followed by the store
 after it is the whole log: rebuilds and replays read it that way and give
-what they gave before.
+what they gave before. Every run also removes the events of deleted streams
+(`deletion.py`, soft or tombstoned) up to `up_to`: the rule `DELETED_RULE`.
 
 The global log's rules hold across it. Positions are never reused: a
 stream's newest event is never removed (a stream keeps its version, and the
@@ -85,8 +86,16 @@ class RetentionRun:
     finished_at: datetime
 
 
-def rules_text(policies: Sequence[RetentionPolicy], truncations: Sequence[Truncation]) -> str:
-    """The rules of a run as one line of text, for its record and for people."""
+DELETED_RULE = "deleted streams: all but each one's newest event"
+"""The rule every run applies besides its own: a deleted stream's events go, but its newest,
+which stays hidden so that its versions (and SQLite's positions) go on from it."""
+
+
+def rules_text(
+    policies: Sequence[RetentionPolicy], truncations: Sequence[Truncation], deleted: int = 0
+) -> str:
+    """The rules of a run as one line of text, for its record and for people; with
+    `DELETED_RULE` when the run removed `deleted` events of deleted streams."""
     parts = []
     for policy in policies:
         limits = []
@@ -96,6 +105,8 @@ def rules_text(policies: Sequence[RetentionPolicy], truncations: Sequence[Trunca
             limits.append(f"beyond the newest {policy.max_count} of a stream")
         parts.append(f"{policy.category}: {' or '.join(limits)}")
     parts += [f"{t.stream_id}: before version {t.before_version}" for t in truncations]
+    if deleted:
+        parts.append(DELETED_RULE)
     return "; ".join(parts)
 
 
@@ -118,8 +129,8 @@ class Retention(abc.ABC):
         up_to: int,
         now: datetime,
     ) -> list[int]:
-        """How many events each rule (policies, then truncations) would remove now; an
-        event two rules name counts for each."""
+        """How many events each rule (policies, then truncations, then `DELETED_RULE`)
+        would remove now; an event two rules name counts for each."""
 
     @abc.abstractmethod
     def remove(
@@ -131,9 +142,9 @@ class Retention(abc.ABC):
         now: datetime,
         pace: float = 1.0,
     ) -> RetentionRun:
-        """Remove what the rules name at or below `up_to`, and record the run, in one
-        transaction. The caller has archived the log up to `up_to` first. With `pace`
-        below 1, PostgreSQL removes a window of positions at a time and rests between
+        """Remove what the rules (and `DELETED_RULE`) name at or below `up_to`, and record
+        the run, in one transaction. The caller has archived the log up to `up_to` first.
+        With `pace` below 1, PostgreSQL removes a window of positions at a time and rests between
         them, working that fraction of the time (SQLite, whose run holds the only write
         lock, never rests: appends would wait the longer)."""
 

@@ -15,7 +15,6 @@ rule (`schema.py`), which it never holds back.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -23,6 +22,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
+from .deletion_sql import DELETED_STREAMS
 from .errors import StoreUnavailable
 from .retention import (
     Retention,
@@ -33,7 +33,7 @@ from .retention import (
     rest,
     rules_text,
 )
-from .schema import APPEND_ONLY_SQLSTATE, EVENTS
+from .schema import APPEND_ONLY_SQLSTATE, EVENTS, TAGS
 
 RUNS = "eventcraft_retention_runs"
 SETTING = "eventcraft.retention"
@@ -74,6 +74,20 @@ _BY_TRUNCATION = (
     f"AND {_NOT_NEWEST}"
 )
 
+# A deleted stream's events up to its deletion, but its newest (deletion.py).
+_BY_DELETION = (
+    f"FROM {EVENTS} AS e JOIN {DELETED_STREAMS} AS d ON d.stream_id = e.stream_id "
+    f"WHERE e.version <= d.version AND e.position <= %s AND {_NOT_NEWEST}"
+)
+
+# The tag rows (schema_tags.py) of the events a run removed, whichever rule removed them,
+# in the run's transaction: a query or an append condition must not find an event the log
+# no longer holds. One pass over the tag rows up to the mark, each probing the events' key.
+_UNTAG = (
+    f"DELETE FROM {TAGS} WHERE position <= %s AND NOT EXISTS "
+    f"(SELECT 1 FROM {EVENTS} AS e WHERE e.position = {TAGS}.position)"
+)
+
 
 WINDOW = 100_000
 """Positions a paced run removes per statement, resting between them."""
@@ -90,25 +104,17 @@ class PostgresRetention(Retention):
     def __init__(self, url: str) -> None:
         from .arguments import redacted
         from .postgres import PostgresTarget
+        from .postgres.connections import ConnectionPool
 
         self.target = PostgresTarget.from_url(url)
         self.url = redacted(url)
-        self._lock = threading.Lock()
-        self._conn: psycopg.Connection[tuple[Any, ...]] | None = None
+        self._pool = ConnectionPool(self.target)  # connections of its own, opened as needed
 
     def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
-        with self._lock:
-            try:
-                if self._conn is None or self._conn.closed or self._conn.broken:
-                    self._conn = psycopg.connect(
-                        self.target.conninfo,
-                        autocommit=True,
-                        options=self.target.options(),
-                        connect_timeout=10,
-                    )
-                return work(self._conn)
-            except psycopg.Error as error:
-                raise StoreUnavailable(f"retention of {self.url}: {error}") from error
+        try:
+            return self._pool.run(work)
+        except psycopg.Error as error:
+            raise StoreUnavailable(f"retention of {self.url}: {error}") from error
 
     def low_water_mark(self) -> int:
         def work(conn: psycopg.Connection[Any]) -> int:
@@ -147,6 +153,8 @@ class PostgresRetention(Retention):
                 parameters = (cut.stream_id, cut.before_version, up_to)
                 row = conn.execute(f"SELECT count(*) {_BY_TRUNCATION}", parameters).fetchone()
                 counts.append(int(row[0]) if row else 0)
+            row = conn.execute(f"SELECT count(*) {_BY_DELETION}", (up_to,)).fetchone()
+            counts.append(int(row[0]) if row else 0)
             return counts
 
         return self._run(work)
@@ -199,7 +207,13 @@ class PostgresRetention(Retention):
                         (cut.stream_id, cut.before_version, up_to),
                     )
                     removed += deleted.rowcount
-                rules = rules_text(policies, truncations)
+                of_deleted = conn.execute(
+                    f"DELETE FROM {EVENTS} WHERE position IN (SELECT e.position {_BY_DELETION})",
+                    (up_to,),
+                ).rowcount
+                removed += of_deleted
+                conn.execute(_UNTAG, (up_to,))
+                rules = rules_text(policies, truncations, of_deleted)
                 row = conn.execute(
                     f"INSERT INTO {RUNS} (up_to, removed, archive, rules, finished_at) "
                     f"SELECT greatest(%s, coalesce(max(up_to), 0)), %s, %s, %s, %s FROM {RUNS} "
@@ -212,10 +226,7 @@ class PostgresRetention(Retention):
         return self._run(work)
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._pool.close()
 
 
 def _installed(conn: psycopg.Connection[Any]) -> bool:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
+from .deletion_sql import DELETED_STREAMS
 from .errors import StoreUnavailable
 from .events import recorded_at_text
 from .retention import (
@@ -25,7 +26,7 @@ from .retention import (
     check_pace,
     rules_text,
 )
-from .schema import EVENTS
+from .schema import EVENTS, TAGS
 
 RUNS = "eventcraft_retention_runs"
 ACTIVE = "eventcraft_retention_active"
@@ -52,6 +53,21 @@ _BY_POLICY = (
 _BY_TRUNCATION = (
     f"FROM {EVENTS} AS e WHERE e.stream_id = ? AND e.version < ? AND e.position <= ? "
     f"AND {_NOT_NEWEST}"
+)
+
+# A deleted stream's events up to its deletion, but its newest (deletion.py).
+_BY_DELETION = (
+    f"FROM {EVENTS} AS e WHERE e.stream_id IN (SELECT stream_id FROM {DELETED_STREAMS}) "
+    f"AND e.version <= (SELECT d.version FROM {DELETED_STREAMS} d "
+    f"WHERE d.stream_id = e.stream_id) AND e.position <= ? AND {_NOT_NEWEST}"
+)
+
+# The tag rows (schema_tags.py) of the events a run removed, whichever rule removed them,
+# in the run's transaction: a query or an append condition must not find an event the log
+# no longer holds. One pass over the tag rows up to the mark, each probing the events' key.
+_UNTAG = (
+    f"DELETE FROM {TAGS} WHERE position <= ? AND NOT EXISTS "
+    f"(SELECT 1 FROM {EVENTS} AS e WHERE e.position = {TAGS}.position)"
 )
 
 
@@ -119,6 +135,7 @@ class SQLiteRetention(Retention):
                 counts.append(
                     conn.execute(f"SELECT count(*) {_BY_TRUNCATION}", parameters).fetchone()[0]
                 )
+            counts.append(conn.execute(f"SELECT count(*) {_BY_DELETION}", (up_to,)).fetchone()[0])
             return counts
 
         return self._run(work)
@@ -160,10 +177,16 @@ class SQLiteRetention(Retention):
                         f"(SELECT e.position {_BY_TRUNCATION})",
                         (cut.stream_id, cut.before_version, up_to),
                     ).rowcount
+                deleted = conn.execute(
+                    f"DELETE FROM {EVENTS} WHERE position IN (SELECT e.position {_BY_DELETION})",
+                    (up_to,),
+                ).rowcount
+                removed += deleted
+                conn.execute(_UNTAG, (up_to,))
                 conn.execute(f"DELETE FROM {ACTIVE}")
                 (mark,) = conn.execute(f"SELECT coalesce(max(up_to), 0) FROM {RUNS}").fetchone()
                 finished = recorded_at_text(now)
-                rules = rules_text(policies, truncations)
+                rules = rules_text(policies, truncations, deleted)
                 cursor = conn.execute(
                     f"INSERT INTO {RUNS} (up_to, removed, archive, rules, finished_at) "
                     "VALUES (?, ?, ?, ?, ?)",

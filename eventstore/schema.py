@@ -87,7 +87,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine.interfaces import Dialect
 from sqlalchemy.schema import CreateIndex, CreateSequence, CreateTable
 
+from .deletion_sql import DELETED_STREAMS, STREAM_TOMBSTONED_SQLSTATE
+
 EVENTS = "eventcraft_events"
+TAGS = "eventcraft_tags"
 STREAMS = "eventcraft_streams"
 SNAPSHOTS = "eventcraft_snapshots"
 POSITION_SEQUENCE = "eventcraft_position_seq"
@@ -116,6 +119,9 @@ ROWID_IN_INDEX = ".position"
 index by position as well, which SQLite's index entries carry already (their rowid)."""
 STREAMS_WITH_ROWID = f"{STREAMS}.rowid"
 """In `ddl`'s `existing`: a SQLite store made before keeps its streams in a rowid table."""
+TAGGED = f"{EVENTS}.tags"
+"""In `ddl`'s `existing`: the events table has its tags column (stores made before have
+not: opening one adds it, empty)."""
 TEXT_IDS = f"{EVENTS}.id text"
 """In `ddl`'s `existing`: a SQLite store made before holds its ids as 32 characters of
 hexadecimal text; rows appended since hold 16 bytes, and the old ones keep their text."""
@@ -123,7 +129,9 @@ hexadecimal text; rows appended since hold 16 bytes, and the old ones keep their
 APPEND_GROUP = "eventcraft_append_group"
 """In `ddl`'s `existing`: the store has this release's function that writes a group of
 appends (its source holds `APPEND_GROUP_MARK`)."""
-APPEND_GROUP_MARK = "eventcraft_insert_events"
+APPEND_GROUP_MARK = "eventcraft_lock_for"
+APPEND_GROUP_SIGNATURE = f"{APPEND_GROUP}(text, text)"
+_EARLIER_APPEND_GROUP = f"{APPEND_GROUP}(text)"
 
 APPEND_AT_ANY = -1
 """The append function's expected version for ANY (0 is no stream, n is version n)."""
@@ -131,6 +139,8 @@ WRONG_EXPECTED_VERSION_SQLSTATE = "EC001"
 """Raised by the PostgreSQL append function; the error's DETAIL is the actual version."""
 APPEND_ONLY_SQLSTATE = "EC002"
 """Raised by the triggers that refuse updates and deletes of events."""
+CONDITION_FAILED_SQLSTATE = "EC003"
+"""An append's condition met a matching event; the DETAIL is its position."""
 
 metadata = sa.MetaData()
 
@@ -146,6 +156,8 @@ _name = sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
 # 16 bytes on SQLite, where a UUID would be 32 characters of text (stores made
 # before hold such text ids still: `TEXT_IDS`).
 _uuid = sa.Uuid().with_variant(sa.LargeBinary(16), "sqlite")
+# NULL for an event without tags, which costs a row nothing on either backend.
+_tags = sa.Text().with_variant(postgresql.ARRAY(sa.Text()), "postgresql")
 
 events = sa.Table(
     EVENTS,
@@ -160,6 +172,8 @@ events = sa.Table(
     sa.Column("metadata", _json, nullable=False),
     sa.Column("recorded_at", _timestamp, nullable=False),
     sa.Column("category", _name, nullable=False),
+    # Sorted, each once: a text[] on PostgreSQL, a JSON array on SQLite.
+    sa.Column("tags", _tags, nullable=True),
     sa.UniqueConstraint("stream_id", "version", name=f"{EVENTS}_stream_version"),
     sa.UniqueConstraint("id", name=f"{EVENTS}_id"),
 )
@@ -169,6 +183,18 @@ events = sa.Table(
 # by category and by type, each a walk of one index range in position order.
 sa.Index(f"{EVENTS}_category_position", events.c.category, events.c.position)
 sa.Index(f"{EVENTS}_type_position", events.c.type, events.c.position)
+
+# A row per tag of an event: what queries by tag and append conditions walk, a tag's
+# events in position order (schema_tags.py). The type is here so that an item's types
+# filter its tag's rows without visiting the events.
+tags = sa.Table(
+    TAGS,
+    metadata,
+    sa.Column("tag", _name, primary_key=True),
+    sa.Column("position", _big_int, primary_key=True, autoincrement=False),
+    sa.Column("type", sa.Text, nullable=False),
+    sqlite_with_rowid=False,
+)
 
 # The catalogue of streams, for listing them: a row from a stream's first
 # event on. A stream's version is its last event's, read from the events.
@@ -258,6 +284,7 @@ DECLARE
     base bigint := p_expected;
     positions bigint[];
 BEGIN
+    base := eventcraft_deletion_base(p_stream, base);  -- deleted streams: deletion_postgres.py
     IF base < 0 THEN
         base := eventcraft_stream_version(p_stream);
     ELSIF base > 0
@@ -266,22 +293,40 @@ BEGIN
             ERRCODE = '{WRONG_EXPECTED_VERSION_SQLSTATE}',
             MESSAGE = 'wrong expected version',
             DETAIL = eventcraft_stream_version(p_stream);
+    ELSIF base = 0 AND EXISTS (SELECT FROM {STREAMS} WHERE stream_id = p_stream) THEN
+        -- Not new: the unique index alone would take version 1 again once retention
+        -- removed it (a stream's newest event stays, and with it its row here).
+        RAISE EXCEPTION USING
+            ERRCODE = '{WRONG_EXPECTED_VERSION_SQLSTATE}',
+            MESSAGE = 'wrong expected version',
+            DETAIL = eventcraft_stream_version(p_stream);
     END IF;
     IF n = 1 THEN
         INSERT INTO {EVENTS}
-            (position, stream_id, version, id, type, data, metadata, recorded_at, category)
+            (position, stream_id, version, id, type, data, metadata, recorded_at, category, tags)
         VALUES (nextval('{POSITION_SEQUENCE}'), p_stream, base + 1, (p_batch->0->>'id')::uuid,
                 p_batch->0->>'type', p_batch->0->'data', p_batch->0->'metadata',
-                coalesce((p_batch->0->>'recorded_at')::timestamptz, now()), p_category)
+                coalesce((p_batch->0->>'recorded_at')::timestamptz, now()), p_category,
+                CASE WHEN p_batch->0 ? 'tags'
+                    THEN ARRAY(SELECT jsonb_array_elements_text(p_batch->0->'tags')) END)
         RETURNING ARRAY[position] INTO positions;
     ELSE
         positions := ARRAY(SELECT nextval('{POSITION_SEQUENCE}') FROM generate_series(1, n));
         INSERT INTO {EVENTS}
-            (position, stream_id, version, id, type, data, metadata, recorded_at, category)
+            (position, stream_id, version, id, type, data, metadata, recorded_at, category, tags)
         SELECT positions[e.i], p_stream, base + e.i, (e.event->>'id')::uuid,
                e.event->>'type', e.event->'data', e.event->'metadata',
-               coalesce((e.event->>'recorded_at')::timestamptz, now()), p_category
+               coalesce((e.event->>'recorded_at')::timestamptz, now()), p_category,
+               CASE WHEN e.event ? 'tags'
+                   THEN ARRAY(SELECT jsonb_array_elements_text(e.event->'tags')) END
         FROM jsonb_array_elements(p_batch) WITH ORDINALITY AS e(event, i);
+    END IF;
+    -- Only tagged events carry the key (postgres/statements.py, batch_json).
+    IF p_batch @? '$[*].tags' THEN
+        INSERT INTO {TAGS} (tag, position, type)
+        SELECT t.tag, positions[e.i], e.event->>'type'
+        FROM jsonb_array_elements(p_batch) WITH ORDINALITY AS e(event, i),
+             jsonb_array_elements_text(e.event->'tags') AS t(tag);
     END IF;
     IF base = 0 THEN
         INSERT INTO {STREAMS} (stream_id, category) VALUES (p_stream, p_category)
@@ -292,17 +337,23 @@ END
 $$"""
 
 _POSTGRES_APPEND_GROUP = f"""
-CREATE OR REPLACE FUNCTION {APPEND_GROUP}(p_members text) RETURNS text
+CREATE OR REPLACE FUNCTION {APPEND_GROUP}(p_members text, p_locks text) RETURNS text
 LANGUAGE plpgsql AS $$
 -- Several appends in one transaction, one commit (eventstore/grouping.py).
 -- p_members: a JSON array of members, each an array of appends, each append
--- [stream, category, expected, events] as eventcraft_append takes them.
--- Each member commits or fails alone: it runs in a subtransaction of its
--- own, rolled back when one of its appends is refused. Returns a line per
--- member: its appends' results (eventcraft_append's) separated by commas,
--- or, when refused, "!", the error's SQLSTATE, the index of the append
--- refused, and the stream's actual version or the constraint violated.
--- Any other error fails the whole group, as it would a lone append.
+-- [stream, category, expected, events] as eventcraft_append takes them, and
+-- for a conditional append a fifth element, its condition {{"q": query,
+-- "a": after}} (schema_tags.py). Each member commits or fails alone: it runs
+-- in a subtransaction of its own, rolled back when one of its appends is
+-- refused. Returns a line per member: its appends' results (eventcraft_append's)
+-- separated by commas, or, when refused, "!", the error's SQLSTATE, the index
+-- of the append refused, and the stream's actual version, the position that
+-- failed its condition, or the constraint violated. Any other error fails the
+-- whole group, as it would a lone append.
+--
+-- p_locks (NULL when no member writes tags or has a condition): the tag locks,
+-- taken before anything else (eventcraft_lock_for): a condition is checked
+-- once they are held, and every writer of an event it could match waits.
 --
 -- The ordering rule (eventstore/schema.py): the append lock and the xid come
 -- first; then every append's rows carry the xid of a subtransaction that
@@ -314,16 +365,37 @@ DECLARE
     answers text[] := '{{}}';
     results text[];
     which int;
+    found bigint;
     code text;
     detail text;
     violated text;
 BEGIN
+    IF p_locks IS NOT NULL THEN
+        PERFORM eventcraft_lock_for(p_locks::jsonb);
+    END IF;
     PERFORM pg_advisory_xact_lock_shared({LOG_LOCK_KEY});
     PERFORM pg_current_xact_id();
     FOR member IN SELECT value FROM jsonb_array_elements(p_members::jsonb) LOOP
         results := '{{}}';
         which := 0;
         BEGIN
+            IF p_locks IS NOT NULL THEN
+                -- Every condition of a member first: each reads the store as it
+                -- was before the member, whose own events do not refuse it.
+                FOR one IN SELECT value FROM jsonb_array_elements(member) LOOP
+                    IF jsonb_array_length(one) > 4 THEN
+                        found := eventcraft_first_match(one->4->'q', (one->4->>'a')::bigint);
+                        IF found IS NOT NULL THEN
+                            RAISE EXCEPTION USING
+                                ERRCODE = '{CONDITION_FAILED_SQLSTATE}',
+                                MESSAGE = 'append condition failed',
+                                DETAIL = found;
+                        END IF;
+                    END IF;
+                    which := which + 1;
+                END LOOP;
+                which := 0;
+            END IF;
             IF jsonb_array_length(member) = 1 THEN
                 one := member->0;
                 results := ARRAY[eventcraft_insert_events(
@@ -340,7 +412,9 @@ BEGIN
                 END LOOP;
             END IF;
             answers := answers || array_to_string(results, ',');
-        EXCEPTION WHEN SQLSTATE '{WRONG_EXPECTED_VERSION_SQLSTATE}' OR unique_violation THEN
+        EXCEPTION WHEN SQLSTATE '{WRONG_EXPECTED_VERSION_SQLSTATE}'
+            OR SQLSTATE '{CONDITION_FAILED_SQLSTATE}' OR SQLSTATE '{STREAM_TOMBSTONED_SQLSTATE}'
+            OR unique_violation THEN
             GET STACKED DIAGNOSTICS
                 code = RETURNED_SQLSTATE, detail = PG_EXCEPTION_DETAIL, violated = CONSTRAINT_NAME;
             IF violated = '{EVENTS}_stream_version' THEN
@@ -417,15 +491,33 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
         if postgres:
             statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_NOTIFY_FUNCTION}() CASCADE")
             statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_APPEND}")
+    if not fresh and TAGGED not in existing:
+        statements.append(
+            f"ALTER TABLE {EVENTS} ADD COLUMN tags {'text[]' if postgres else 'TEXT'}"
+        )
     append_current = APPEND_IS_CURRENT in existing and not fresh
     if postgres and not (append_current and APPEND_GROUP in existing):
         # An older store gets this release's append functions (the append lock, times
-        # kept, groups of appends), which share eventcraft_insert_events.
+        # kept, groups of appends, tags), which share eventcraft_insert_events.
         statements += [_POSTGRES_STREAM_VERSION, _POSTGRES_INSERT_EVENTS]
     if postgres and not append_current:
         statements.append(_POSTGRES_APPEND)
     if postgres and APPEND_GROUP not in existing:
-        statements.append(_POSTGRES_APPEND_GROUP)
+        from . import schema_tags  # it builds on this module's names
+
+        statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_APPEND_GROUP}")
+        statements += [*schema_tags.FUNCTIONS, _POSTGRES_APPEND_GROUP]
+    if DELETED_STREAMS not in existing:
+        # Deleted streams: their table and functions, and in a store made before, the
+        # append functions that check them (deletion_postgres.py).
+        from . import deletion_postgres, deletion_sql
+
+        if postgres:
+            statements += deletion_postgres.ddl()
+            if append_current and APPEND_GROUP in existing:
+                statements += [_POSTGRES_INSERT_EVENTS, _POSTGRES_APPEND_GROUP]
+        else:
+            statements.append(deletion_sql.SQLITE_TABLE)
     if fresh:
         statements += _POSTGRES_APPEND_ONLY if postgres else _SQLITE_TRIGGERS
     return statements
@@ -464,4 +556,4 @@ def _sqlite_upgrades(existing: frozenset[str]) -> list[str]:
     return statements
 
 
-TABLES = frozenset(table.name for table in metadata.sorted_tables)
+TABLES = frozenset(table.name for table in metadata.sorted_tables) | {DELETED_STREAMS}

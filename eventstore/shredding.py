@@ -312,6 +312,7 @@ def _recorded(event: RecordedEvent, data: dict[str, Any]) -> RecordedEvent:
         data,
         event.metadata,
         event.recorded_at,
+        event.tags,
     )
 
 

@@ -21,11 +21,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import schema
+from . import deletion_sql, schema, sqlite_query
 from . import sqlite_statements as sql
 from .arguments import AppendCall
+from .deletion import StreamDeletion
 from .encoding import PreparedBatch, decode
-from .errors import EventStoreError, StoreUnavailable, WrongExpectedVersion
+from .errors import (
+    AppendConditionFailed,
+    EventStoreError,
+    StoreUnavailable,
+    StreamTombstoned,
+    WrongExpectedVersion,
+)
 from .events import (
     ANY,
     NO_STREAM,
@@ -40,9 +47,17 @@ from .grouping import GroupCommit
 from .idempotency import StoredId, resolve_stored_appends
 from .paging import Row, paged
 from .port import Backend
+from .query import AppendCondition, Query, QueryResult, covered
 from .snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 from .sqlite_options import SQLiteTarget
-from .sqlite_rows import encoded_page, event_id, event_rows, id_forms, recorded_page
+from .sqlite_rows import (
+    encoded_page,
+    event_id,
+    event_rows,
+    id_forms,
+    recorded_page,
+    tag_rows,
+)
 
 PAGE = 1000
 """Rows a read fetches under the connection lock before yielding them."""
@@ -101,8 +116,9 @@ class SQLiteBackend(Backend):
         category: str,
         batch: PreparedBatch,
         expected: int | StreamState,
+        condition: AppendCondition | None = None,
     ) -> AppendResult:
-        return self.append_many([AppendCall(stream_id, category, batch, expected)])[0]
+        return self.append_many([AppendCall(stream_id, category, batch, expected, condition)])[0]
 
     def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
         # Encoded on the caller's thread, before it joins a group: an event that cannot
@@ -149,8 +165,15 @@ class SQLiteBackend(Backend):
                     if not alone:
                         conn.execute("SAVEPOINT member")
                     try:
+                        for call in member:  # each against the store before the member
+                            self._check(call)
                         written.append([self._write(call) for call in member])
-                    except (WrongExpectedVersion, sqlite3.IntegrityError) as error:
+                    except (
+                        WrongExpectedVersion,
+                        AppendConditionFailed,
+                        StreamTombstoned,
+                        sqlite3.IntegrityError,
+                    ) as error:
                         written.append(error)
                         conn.execute("ROLLBACK" if alone else "ROLLBACK TO member")
                         if alone:
@@ -166,26 +189,45 @@ class SQLiteBackend(Backend):
     def _write(self, call: AppendCall) -> AppendResult:
         """Insert one append's rows in the open transaction, or raise its refusal."""
         conn = self._conn
-        stream_id, category, batch, expected = call
+        stream_id, category, batch, expected, _ = call
         events = batch.all()
-        row = conn.execute(sql.STREAM_VERSION, (stream_id,)).fetchone()
-        actual = row[0] if row else 0
-        if expected is not ANY and actual != (0 if expected is NO_STREAM else expected):
-            raise WrongExpectedVersion(stream_id, expected, actual)
+        shown, actual = deletion_sql.sqlite_append_versions(conn, stream_id)  # deleted streams
+        if expected is not ANY and shown != (0 if expected is NO_STREAM else expected):
+            raise WrongExpectedVersion(stream_id, expected, shown)
         if self._text_ids:
             self._refuse_stored_text_ids(batch.ids)
         first = conn.execute(sql.NEXT_POSITION).fetchone()[0]
         conn.executemany(
             sql.INSERT_EVENT, event_rows(stream_id, category, events, actual, first, batch.timed)
         )
+        if batch.tags is not None:
+            conn.executemany(sql.INSERT_TAG, tag_rows(events, first))
         if actual == 0:
             conn.execute(sql.INSERT_STREAM, (stream_id, category))
         return AppendResult(actual + len(events), tuple(range(first, first + len(events))))
+
+    def _check(self, call: AppendCall) -> None:
+        """Raise `AppendConditionFailed` if an event matching `call`'s condition is stored
+        after its position; in the open write transaction, which no other writer can
+        enter until it ends."""
+        condition = call.condition
+        if condition is None:
+            return
+        statement, params = sqlite_query.first_match(
+            condition.fail_if_events_match, condition.after
+        )
+        found = self._conn.execute(statement, params).fetchone()[0]
+        if found is not None:
+            raise AppendConditionFailed(
+                call.stream_id, condition.fail_if_events_match, condition.after, found
+            )
 
     def _settled(
         self, member: Sequence[AppendCall], error: Exception
     ) -> list[AppendResult] | BaseException:
         """A refused member's original results if it is a retry; otherwise its error."""
+        if isinstance(error, StreamTombstoned):
+            return error  # even a retry: the stream takes nothing any more
         ids = [id for call in member for id in call.batch.ids]
         try:
             stored = self._guard(lambda: self._stored(ids))
@@ -256,6 +298,12 @@ class SQLiteBackend(Backend):
     ) -> Iterator[RecordedEvent]:
         query, params = sql.read_all_query(self.high_water_mark(), categories, types)
         return self._pages(query, params, after, _position, limit, recorded_page)
+
+    def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
+        head = self.high_water_mark()
+        statement, params = sqlite_query.read_query(query, head)
+        found = list(self._pages(statement, params, after, _position, limit, recorded_page))
+        return covered(found, limit, head, after)
 
     def read_all_encoded(
         self,
@@ -332,6 +380,26 @@ class SQLiteBackend(Backend):
             if snapshot.version > actual:
                 raise beyond_the_stream(snapshot.stream_id, snapshot.version, actual)
             self._conn.execute(sql.SAVE_SNAPSHOT, row)
+
+    def delete_stream(
+        self, stream_id: str, expected: int | StreamState, tombstone: bool
+    ) -> StreamDeletion:
+        def delete() -> StreamDeletion:
+            with self._lock:
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    deleted = deletion_sql.sqlite_delete(self._conn, stream_id, expected, tombstone)
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
+                return deleted
+
+        return self._guard(delete)
+
+    def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
+        with self._lock:
+            return self._guard(lambda: deletion_sql.sqlite_deletion(self._conn, stream_id))
 
     def load_snapshot(self, stream_id: str) -> Snapshot | None:
         rows = self._guard(lambda: self._fetch(sql.LOAD_SNAPSHOT, (stream_id,)))

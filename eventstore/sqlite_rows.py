@@ -28,6 +28,7 @@ _from_bytes = int.from_bytes
 _UUID = uuid.UUID
 _UNKNOWN = uuid.SafeUUID.unknown
 _loads = orjson.loads
+_dumps = orjson.dumps
 _moment = datetime.fromisoformat
 
 
@@ -73,17 +74,33 @@ def event_rows(
             event.metadata.decode(),
             event.recorded_at.isoformat() if timed and event.recorded_at else now,
             category,
+            _dumps(event.tags).decode() if event.tags else None,
         )
         for offset, event in enumerate(events)
     ]
 
 
+def tag_rows(events: Sequence[PreparedEvent], first: int) -> list[tuple[str, int, str]]:
+    """The rows of `eventcraft_tags` for an append whose first position is `first`."""
+    return [
+        (tag, first + offset, event.type)
+        for offset, event in enumerate(events)
+        for tag in event.tags
+    ]
+
+
+def _tags(stored: str | None) -> tuple[str, ...]:
+    return () if stored is None else tuple(_loads(stored))
+
+
 def recorded_page(rows: Sequence[Row]) -> list[RecordedEvent]:
     """Events of rows of (id, stream_id, version, position, type, data, metadata,
-    recorded_at)."""
+    recorded_at, tags)."""
     if not rows:
         return []
-    ids, streams, versions, positions, types, data, metadata, moments = zip(*rows, strict=True)
+    ids, streams, versions, positions, types, data, metadata, moments, tags = zip(
+        *rows, strict=True
+    )
     return list(
         map(
             RecordedEvent,
@@ -95,12 +112,14 @@ def recorded_page(rows: Sequence[Row]) -> list[RecordedEvent]:
             map(_loads, data),
             map(_loads, metadata),
             map(_moment, moments),
+            map(_tags, tags),
         )
     )
 
 
 def encoded_page(rows: Sequence[Row]) -> list[EncodedRecord]:
-    """`EncodedRecord`s of the same rows: the id and the time as text, the JSON as stored."""
+    """`EncodedRecord`s of the same rows: the id and the time as text, the JSON as stored,
+    the tags decoded (those of an untagged event are NULL: nothing to decode)."""
     return [
         EncodedRecord(
             position,
@@ -111,6 +130,7 @@ def encoded_page(rows: Sequence[Row]) -> list[EncodedRecord]:
             data,
             metadata,
             recorded_at_text(_moment(moment)),
+            _tags(tags),
         )
-        for stored, stream_id, version, position, type_, data, metadata, moment in rows
+        for stored, stream_id, version, position, type_, data, metadata, moment, tags in rows
     ]

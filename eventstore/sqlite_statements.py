@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import schema
+from . import deletion_sql, schema
 from .events import EVENT_VERSION
 
 E = schema.EVENTS
 S = schema.STREAMS
-COLUMNS = "id, stream_id, version, position, type, data, metadata, recorded_at"
+COLUMNS = "id, stream_id, version, position, type, data, metadata, recorded_at, tags"
 
 EXISTING = (
     "SELECT name FROM sqlite_master WHERE type = 'table' "
@@ -24,7 +24,8 @@ EXISTING = (
     "UNION ALL SELECT :streams_with_rowid FROM sqlite_master "
     "WHERE type = 'table' AND name = :streams AND sql NOT LIKE '%WITHOUT ROWID%' "
     "UNION ALL SELECT :text_ids FROM pragma_table_info(:events) "
-    "WHERE name = 'id' AND upper(type) <> 'BLOB'"
+    "WHERE name = 'id' AND upper(type) <> 'BLOB' "
+    "UNION ALL SELECT :tagged FROM pragma_table_info(:events) WHERE name = 'tags'"
 )
 """What `schema.ddl` needs to know of the store found: its tables, and what an earlier
 release laid out otherwise."""
@@ -35,16 +36,20 @@ EXISTING_NAMES = {
     "rowid_in_index": schema.ROWID_IN_INDEX,
     "streams_with_rowid": schema.STREAMS_WITH_ROWID,
     "text_ids": schema.TEXT_IDS,
+    "tagged": schema.TAGGED,
 }
 
 EVENT_BY_ID = f"SELECT {COLUMNS} FROM {E} WHERE id IN (?, ?)"
 """An event by its id's bytes or, in an older row, its text."""
-STREAM_VERSION = f"SELECT coalesce(max(version), 0) FROM {E} WHERE stream_id = ?"
+STREAM_VERSION = deletion_sql.stream_version("?")
+"""The version reads show: 0 for a deleted stream not written since."""
+_DELETED = deletion_sql.deleted_version(":stream")
 NEXT_POSITION = f"SELECT coalesce(max(position), 0) + 1 FROM {E}"
 INSERT_EVENT = (
     f"INSERT INTO {E} (position, stream_id, version, id, type, data, metadata, recorded_at, "
-    "category) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "category, tags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+INSERT_TAG = f"INSERT INTO {schema.TAGS} (tag, position, type) VALUES (?, ?, ?)"
 INSERT_STREAM = f"INSERT INTO {S} (stream_id, category) VALUES (?, ?)"
 HEAD = f"SELECT coalesce(max(position), 0) FROM {E}"
 SAVE_SNAPSHOT = (
@@ -56,19 +61,20 @@ SAVE_SNAPSHOT = (
 )
 LOAD_SNAPSHOT = (
     "SELECT stream_id, version, type, schema_version, data, recorded_at "
-    f"FROM {schema.SNAPSHOTS} WHERE stream_id = ?"
+    f"FROM {schema.SNAPSHOTS} WHERE stream_id = ? AND {deletion_sql.SNAPSHOT_SHOWN}"
 )
 READ_STREAM_FORWARDS = (
-    f"SELECT {COLUMNS} FROM {E} WHERE stream_id = :stream AND version >= :start "
-    "ORDER BY version LIMIT :count"
+    f"SELECT {COLUMNS} FROM {E} WHERE stream_id = :stream AND version > {_DELETED} "
+    "AND version >= :start ORDER BY version LIMIT :count"
 )
 READ_STREAM_BACKWARDS = (
-    f"SELECT {COLUMNS} FROM {E} WHERE stream_id = :stream AND version <= :start "
-    "ORDER BY version DESC LIMIT :count"
+    f"SELECT {COLUMNS} FROM {E} WHERE stream_id = :stream AND version > {_DELETED} "
+    "AND version <= :start ORDER BY version DESC LIMIT :count"
 )
 READ_STREAM_ENCODED = (
     f"SELECT version, type, data, metadata -> '$.{EVENT_VERSION}' FROM {E} "
-    "WHERE stream_id = :stream AND version >= :start ORDER BY version LIMIT :count"
+    f"WHERE stream_id = :stream AND version > {_DELETED} AND version >= :start "
+    "ORDER BY version LIMIT :count"
 )
 
 
@@ -123,7 +129,7 @@ def list_streams_query(
 ) -> tuple[str, tuple[Any, ...]]:
     query = (
         f"SELECT stream_id, (SELECT max(version) FROM {E} e WHERE e.stream_id = s.stream_id) "
-        f"FROM {S} s WHERE stream_id > ?"
+        f"FROM {S} s WHERE stream_id > ? AND {deletion_sql.listed('s')}"
     )
     params: list[Any] = [after or ""]
     if category is not None:

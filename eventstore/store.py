@@ -10,8 +10,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from . import arguments, telemetry
+from .arguments import ManyAppend
+from .deletion import StreamDeletion
 from .encoding import MAX_EVENT_BYTES, check_max_event_bytes
-from .errors import EventStoreError, InvalidEvent, UnsupportedStoreURL
 from .events import (
     ANY,
     AppendResult,
@@ -25,6 +26,7 @@ from .events import (
 from .keys import KeyStore
 from .log_status import LogStatus
 from .port import Backend
+from .query import AppendCondition, Query, QueryResult
 from .retention import Retention, retention_for
 from .shredding import Shredder
 from .snapshot import Snapshot
@@ -84,7 +86,8 @@ class EventStore:
         sealed, as stored: for copies of the log that must stay erasable.
         """
         check_max_event_bytes(max_event_bytes)
-        backend = _open_backend(url, group_commit=group_commit)
+        with arguments.opening(url):
+            backend = backend_for(url, group_commit=group_commit)
         return cls(backend, url, max_event_bytes=max_event_bytes, keys=keys, sealed=sealed)
 
     def append(
@@ -92,33 +95,42 @@ class EventStore:
         stream_id: str,
         events: Sequence[NewEvent],
         expected_version: ExpectedVersion = ANY,
+        *,
+        condition: AppendCondition | None = None,
     ) -> AppendResult:
         """Append `events` to `stream_id` atomically, if the stream is at `expected_version`.
 
         Raises `WrongExpectedVersion` (nothing written) when it is not. Sending
         the same batch again (same event ids) writes nothing and returns the
         first result, so a caller may retry until it gets an answer.
+
+        With a `condition`, raises `AppendConditionFailed` (nothing written) when
+        an event matching its query was stored after its position: the check of
+        a decision made on `read_query`'s result. Only writers of matching events
+        wait for each other.
         """
         traced = telemetry.appending(stream_id, events, expected_version)
         if traced is None:
-            call = arguments.append_call(stream_id, events, expected_version, self.max_event_bytes)
+            call = arguments.append_call(
+                stream_id, events, expected_version, self.max_event_bytes, condition
+            )
             self._shredder.seal_batch(call.batch)
             return self._backend.append(*call)
         with traced:
             call = arguments.append_call(
-                stream_id, traced.events, expected_version, self.max_event_bytes
+                stream_id, traced.events, expected_version, self.max_event_bytes, condition
             )
             self._shredder.seal_batch(call.batch)
             return traced.done(self._backend.append(*call))
 
-    def append_many(
-        self, appends: Sequence[tuple[str, Sequence[NewEvent], ExpectedVersion]]
-    ) -> list[AppendResult]:
+    def append_many(self, appends: Sequence[ManyAppend]) -> list[AppendResult]:
         """Append to several streams atomically: every append or none.
 
-        `appends` are `(stream_id, events, expected_version)` tuples, each
-        stream at most once. Each append checks its own version; when one is
-        refused, `WrongExpectedVersion` names its stream and nothing is written.
+        `appends` are `(stream_id, events, expected_version)` tuples, or
+        `(stream_id, events, expected_version, condition)`, each stream at most
+        once. Each append checks its own version and condition, against the store
+        as it was before the call; when one is refused, `WrongExpectedVersion`
+        (or `AppendConditionFailed`) names its stream and nothing is written.
         Sending the same call again (same event ids) writes nothing and
         returns the first results. Returns each append's result, in order.
         """
@@ -179,6 +191,19 @@ class EventStore:
                 after=call.after, limit=call.limit, categories=call.categories, types=call.types
             )
         )
+
+    def read_query(self, query: Query, after: int = 0, limit: int | None = None) -> QueryResult:
+        """The events matching `query` with position > `after`, in position order, and the
+        position the read covered: `head`, the `after` of the `AppendCondition` for a
+        decision made on these events.
+
+        Stops at the high-water mark, or at the `limit`-th event (then `head` is its
+        position): every matching event up to `head` is in the result.
+        """
+        query, after, limit = arguments.read_query_call(query, after, limit)
+        telemetry.count_read("query")
+        found = self._backend.read_query(query, after=after, limit=limit)
+        return QueryResult(list(self._shredder.opened(iter(found.events))), found.head)
 
     def read_all_encoded(
         self,
@@ -269,6 +294,25 @@ class EventStore:
             self._backend.load_snapshot(arguments.stream_id_call(stream_id))
         )
 
+    def delete_stream(
+        self, stream_id: str, expected_version: ExpectedVersion = ANY, *, tombstone: bool = False
+    ) -> StreamDeletion:
+        """Delete `stream_id` if it is at `expected_version`: reads no longer show it, the
+        global log keeps its events until retention removes them (archived first).
+
+        An append brings a deleted stream back, its versions going on after the last
+        one deleted; with `tombstone`, the stream can never be written again
+        (`StreamTombstoned`). Raises `WrongExpectedVersion` (nothing deleted) when the
+        stream is not at `expected_version`. See `eventstore/deletion.py`.
+        """
+        return self._backend.delete_stream(
+            *arguments.delete_stream_call(stream_id, expected_version, tombstone)
+        )
+
+    def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
+        """How `stream_id` was deleted, None if it never was."""
+        return self._backend.stream_deletion(arguments.stream_id_call(stream_id))
+
     @property
     def retention(self) -> Retention:
         """The store's retention: its runs, and removing events by rules (`retention.py`).
@@ -318,17 +362,6 @@ class EventStore:
 
     def __repr__(self) -> str:
         return f"EventStore.open({arguments.redacted(self.url)!r})"
-
-
-def _open_backend(url: str, *, group_commit: bool = True) -> Backend:
-    """The backend for `url`, its driver's and the OS's errors raised as `StoreUnavailable`."""
-    try:
-        return backend_for(url, group_commit=group_commit)
-    except (InvalidEvent, UnsupportedStoreURL):
-        raise
-    except (EventStoreError, OSError) as error:
-        raised = arguments.unavailable(url, error)
-        raise raised from raised.__cause__
 
 
 def backend_for(url: str, *, group_commit: bool = True) -> Backend:

@@ -32,10 +32,12 @@ from .events import (
     recorded_at_text,
 )
 from .store import EventStore
+from .testing_deletion import DeletionConformance
 from .testing_import import ImportConformance
 from .testing_input import InputConformance
 from .testing_many import AppendManyConformance
 from .testing_personal import PersonalConformance
+from .testing_query import QueryConformance
 from .testing_snapshots import SnapshotConformance
 from .testing_waiting import WaitingConformance
 
@@ -63,9 +65,11 @@ class _Placed(BaseModel):
 
 class EventStoreConformance(
     AppendManyConformance,
+    DeletionConformance,
     ImportConformance,
     InputConformance,
     PersonalConformance,
+    QueryConformance,
     SnapshotConformance,
     WaitingConformance,
 ):
@@ -354,7 +358,10 @@ class EventStoreConformance(
         ]
 
     def test_the_log_reads_encoded_as_it_reads_decoded(self, store: EventStore) -> None:
-        store.append("order-1", [NewEvent("Placed", {"b": [1, 2.5, None], "a": 'é\\"\t'})])
+        tags = ["customer:ann", 'odd:\\"é, {x}']  # what COPY and arrays escape or quote
+        store.append(
+            "order-1", [NewEvent("Placed", {"b": [1, 2.5, None], "a": 'é\\"\t'}, tags=tags)]
+        )
         store.append("invoice-1", [NewEvent("Sent", {}, {"correlation_id": "c-1"})])
         store.append("order-2", events("Placed", "Shipped", total=3))
         decoded = list(store.read_all())
@@ -370,7 +377,9 @@ class EventStoreConformance(
             assert orjson.loads(record.data) == event.data
             assert orjson.loads(record.metadata) == event.metadata
             assert record.recorded_at == recorded_at_text(event.recorded_at)
+            assert record.tags == event.tags
         last = decoded[-1].position
+        assert [r.tags for r in encoded] == [tuple(sorted(tags)), (), (), ()]
         assert [r.position for r in store.read_all_encoded(decoded[0].position, last - 1)] == [
             e.position for e in decoded[1:-1]
         ]

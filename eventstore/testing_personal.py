@@ -18,6 +18,7 @@ from .envelope import MARK
 from .errors import InvalidEvent
 from .events import NewEvent
 from .personal import FORGOTTEN, Personal
+from .query import Query, QueryItem
 from .store import EventStore
 
 
@@ -81,6 +82,20 @@ class PersonalConformance:
             {"customer_id": "c1", "name": "Ada Lovelace", "age": 36, "plan": "gold"},
             {"address": "12 St James's Square"},
         ]
+
+    def test_an_event_with_personal_fields_keeps_its_tags_through_every_read(
+        self, store: EventStore
+    ) -> None:
+        registered = Registered(customer_id="c1", name="Ada Lovelace", age=36, plan="gold")
+        event = NewEvent("Registered", registered, tags=["plan:gold", "customer:c1"])
+        store.append("customer-1", [event])
+        found = store.read_event(event.id)
+        assert found is not None and found.data["name"] == "Ada Lovelace"
+        tags = ("customer:c1", "plan:gold")
+        read = [*store.read_stream("customer-1"), *store.read_all(), found]
+        assert [e.tags for e in read] == [tags] * 3
+        assert [r.tags for r in store.read_all_encoded()] == [tags]
+        assert store.read_query(Query([QueryItem(tags=["plan:gold"])])).events == [found]
 
     def test_a_forgotten_subject_reads_as_its_replacement_everywhere(
         self, store: EventStore

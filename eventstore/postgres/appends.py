@@ -42,6 +42,7 @@ from .group import (
     stored_ids_param,
 )
 from .statements import ANY_TRIES, PART, batch_json
+from .tag_locks import group_locks, plain
 from .wire import GROUP_CALL, append_and_notify, append_in_parts, finish_outstanding
 
 
@@ -55,7 +56,7 @@ class Appends:
         self._groups = GroupCommit(self._write_group) if group_commit else None
 
     def append(self, call: AppendCall) -> AppendResult:
-        if self._groups is None or len(call.batch) > PART:
+        if plain(call) and (self._groups is None or len(call.batch) > PART):
             # A large batch is sent in parts, encoded while the server writes: alone.
             return self._append_alone(call)
         return self.append_many((call,))[0]
@@ -76,24 +77,25 @@ class Appends:
     def _write_group(self, members: Sequence[Member]) -> list[list[AppendResult] | BaseException]:
         """Each member's results or error, the members (their events encoded) written in
         one transaction."""
-        if len(members) == 1 and len(members[0]) == 1:
+        if len(members) == 1 and len(members[0]) == 1 and plain(members[0][0]):
             try:  # a lone append goes exactly as it would ungrouped
                 return [[self._append_alone(members[0][0])]]
             except EventStoreError as error:
                 return [error]
         order = lock_order(members)
         ordered = [members[index] for index in order]
-        sent = self._send_group(ordered, group_param([_member_json(m) for m in ordered]))
+        params = (group_param([_member_json(m) for m in ordered]), group_locks(ordered))
+        sent = self._send_group(ordered, params)
         return restored(order, sent)
 
     def _send_group(
-        self, members: Sequence[Member], param: bytes
+        self, members: Sequence[Member], params: tuple[bytes, bytes | None]
     ) -> list[list[AppendResult] | BaseException]:
         """Send the group, once more on a new connection if the first one broke (a member
         that did commit is then recognised by its event ids)."""
 
         def attempt(conn: psycopg.Connection[Any]) -> list[list[AppendResult] | BaseException]:
-            text = append_and_notify(conn, (param,), self._notify, GROUP_CALL)
+            text = append_and_notify(conn, params, self._notify, GROUP_CALL)
             answers = group_answers(text, len(members))
             return [
                 self._settle(conn, member, answer)
@@ -131,8 +133,8 @@ class Appends:
             outcome = self._settled(conn, member, answer)
             if outcome is not None:
                 return outcome
-            param = group_param([_member_json(member)])
-            text = append_and_notify(conn, (param,), self._notify, GROUP_CALL)
+            params = (group_param([_member_json(member)]), group_locks([member]))
+            text = append_and_notify(conn, params, self._notify, GROUP_CALL)
             (answer,) = group_answers(text, 1)
         return lost_races(member[0].stream_id)
 
@@ -145,12 +147,12 @@ class Appends:
         return settled(member, refusal, [StoredId(*row) for row in rows])
 
     def _append_alone(self, call: AppendCall) -> AppendResult:
-        stream_id, _, batch, expected = call
+        stream_id, _, batch, expected, _ = call
         head = sql.append_head(*call[:2], expected)
         if len(batch) > PART:
             send = self._in_parts(head, batch)
         else:
-            params = (*head, batch_json(batch.all(), batch.timed))
+            params = (*head, batch_json(batch.all(), batch.annotated))
 
             def send(conn: psycopg.Connection[Any]) -> list[str]:
                 return [append_and_notify(conn, params, self._notify)]
@@ -183,7 +185,7 @@ class Appends:
         def part(index: int) -> tuple[bytes, int] | None:
             if index == len(parts) and index * PART < len(batch):
                 events = batch.encoded(index * PART, (index + 1) * PART)
-                parts.append((batch_json(events, batch.timed), len(events)))
+                parts.append((batch_json(events, batch.annotated), len(events)))
             return parts[index] if index < len(parts) else None
 
         return partial(append_in_parts, head=head, part=part, notify=self._notify)

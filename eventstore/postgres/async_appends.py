@@ -40,6 +40,7 @@ from .group import (
     restored,
 )
 from .statements import append_head, append_result
+from .tag_locks import group_locks, plain
 from .wire import APPEND_CALL, GROUP_CALL, REPLY_TIMEOUT, Prepared, _is_sync
 
 Conn = psycopg.AsyncConnection[Any]
@@ -142,7 +143,7 @@ async def send_members(
     transaction of its own (`wire.py` says why); its reply is left on the
     connection for `finish_outstanding` to read when the pool lends it again.
     """
-    if len(members) == 1 and len(members[0][0]) == 1:
+    if len(members) == 1 and len(members[0][0]) == 1 and plain(members[0][0][0]):
         (call,), (events,) = members[0]
         params = (*append_head(call.stream_id, call.category, call.expected), events)
         result = await _call(conn, APPEND_CALL, params, notify)
@@ -154,8 +155,11 @@ async def send_members(
         return [[append_result([result])]]
     order = lock_order([member for member, _ in members])
     ordered = [members[index] for index in order]
-    param = group_param([member_json(member, events) for member, events in ordered])
-    result = await _call(conn, GROUP_CALL, (param,), notify)
+    group = (
+        group_param([member_json(member, events) for member, events in ordered]),
+        group_locks([member for member, _ in ordered]),
+    )
+    result = await _call(conn, GROUP_CALL, group, notify)
     if isinstance(result, psycopg.errors.DeadlockDetected) and len(members) > 1:
         # Two groups waited for each other (members of several appends, which keep their
         # own order): this one was refused, whole. Its members go again one by one.
@@ -166,7 +170,7 @@ async def send_members(
 
 
 async def _call(
-    conn: Conn, statement: Prepared, params: Sequence[bytes], notify: bytes
+    conn: Conn, statement: Prepared, params: Sequence[bytes | None], notify: bytes
 ) -> str | psycopg.Error:
     """The text result of one call of `statement`, or the server's error."""
     if conn not in _prepared:
@@ -190,7 +194,7 @@ async def _prepare(conn: Conn) -> None:
 
 
 async def _exchange(
-    conn: Conn, statement: Prepared, params: Sequence[bytes], notify: bytes
+    conn: Conn, statement: Prepared, params: Sequence[bytes | None], notify: bytes
 ) -> str | psycopg.Error:
     pgconn = conn.pgconn
     # The last exchange's NOTIFY may still be unanswered: its reply is read after

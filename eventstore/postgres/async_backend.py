@@ -25,8 +25,10 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.rows import RowMaker
 
+from .. import deletion_postgres
 from ..arguments import AppendCall
 from ..async_port import AsyncBackend
+from ..deletion import StreamDeletion
 from ..encoding import PreparedBatch
 from ..errors import EventStoreError, StoreUnavailable
 from ..events import (
@@ -40,6 +42,7 @@ from ..events import (
 from ..idempotency import StoredId
 from ..log_status import LogStatus
 from ..paging import paged_async
+from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 from . import statements as sql
 from .async_appends import AppendQueue
@@ -50,6 +53,7 @@ from .connections import ConnectionPool, PostgresTarget
 from .group import Member, Refusal, lost_races, refusal_of, settled, stored_ids_param
 from .head import log_status_async, safe_head_async
 from .statements import ANY_TRIES, PAGE, PART
+from .tag_locks import plain
 from .wire import APPEND, notify_statement
 
 CLOSING = 30.0
@@ -93,10 +97,12 @@ class AsyncPostgresBackend(AsyncBackend):
         category: str,
         batch: PreparedBatch,
         expected: int | StreamState,
+        condition: AppendCondition | None = None,
     ) -> AppendResult:
-        if len(batch) > PART:
+        call = AppendCall(stream_id, category, batch, expected, condition)
+        if len(batch) > PART and plain(call):
             return await self._append_large(stream_id, category, batch, expected)
-        (result,) = await self.append_many([AppendCall(stream_id, category, batch, expected)])
+        (result,) = await self.append_many([call])
         return result
 
     async def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
@@ -181,7 +187,12 @@ class AsyncPostgresBackend(AsyncBackend):
         async with conn.transaction():
             for start in range(0, len(batch), PART):
                 events = batch.encoded(start, start + PART)
-                params = (stream, category, expected, sql.batch_json(events, batch.timed).decode())
+                params = (
+                    stream,
+                    category,
+                    expected,
+                    sql.batch_json(events, batch.annotated).decode(),
+                )
                 row = await (await conn.execute(APPEND, params, prepare=True)).fetchone()
                 assert row is not None
                 answers.append(str(row[0]))
@@ -230,6 +241,14 @@ class AsyncPostgresBackend(AsyncBackend):
             query, params, after, sql.position, limit, rows=sql.recorded_events, upto=head
         ):
             yield event
+
+    async def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
+        head = await self._safe_head(after)
+        params = sql.read_query_params(query, head)
+        pages = self._pages(
+            sql.READ_QUERY, params, after, sql.position, limit, rows=sql.recorded_events
+        )
+        return covered([event async for event in pages], limit, head, after)
 
     async def read_all_encoded(
         self,
@@ -300,6 +319,32 @@ class AsyncPostgresBackend(AsyncBackend):
             return Snapshot(*row) if row else None
 
         return await self._with_connection(load)
+
+    async def delete_stream(
+        self, stream_id: str, expected: int | StreamState, tombstone: bool
+    ) -> StreamDeletion:
+        params = (stream_id, sql.expected_code(expected), tombstone)
+
+        async def delete(conn: Conn) -> StreamDeletion | None:
+            try:
+                row = await (await conn.execute(deletion_postgres.DELETE, params)).fetchone()
+            except psycopg.DatabaseError as error:
+                refused = deletion_postgres.refusal(error, stream_id, expected)
+                if refused is None:
+                    raise
+                raise refused from error
+            return deletion_postgres.deletion(row)
+
+        deleted = await self._with_connection(delete)
+        assert deleted is not None
+        return deleted
+
+    async def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
+        async def find(conn: Conn) -> StreamDeletion | None:
+            cursor = await conn.execute(deletion_postgres.DELETION, (stream_id,))
+            return deletion_postgres.deletion(await cursor.fetchone())
+
+        return await self._with_connection(find)
 
     async def close(self) -> None:
         await self._appends.close()

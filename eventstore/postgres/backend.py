@@ -14,8 +14,9 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.rows import RowMaker
 
-from .. import schema
+from .. import deletion_postgres, schema
 from ..arguments import AppendCall
+from ..deletion import StreamDeletion
 from ..encoding import PreparedBatch
 from ..errors import (
     StoreUnavailable,
@@ -31,6 +32,7 @@ from ..events import (
 from ..log_status import LogStatus
 from ..paging import paged
 from ..port import Backend
+from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 from . import statements as sql
 from .appends import Appends
@@ -70,7 +72,9 @@ def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> Non
                 "to_regprocedure('eventcraft_append(text, text, bigint, text)') "
                 "AND prosrc LIKE ALL(%s) "
                 "UNION ALL SELECT %s FROM pg_proc WHERE oid = to_regprocedure(%s) "
-                "AND prosrc LIKE %s",
+                "AND prosrc LIKE %s "
+                "UNION ALL SELECT %s FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+                "AND attname = 'tags' AND NOT attisdropped",
                 (
                     sorted(schema.TABLES),
                     schema.EARLIER_LAYOUT,
@@ -78,8 +82,10 @@ def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> Non
                     schema.APPEND_IS_CURRENT,
                     [f"%{mark}%" for mark in schema.APPEND_CURRENT_MARKS],
                     schema.APPEND_GROUP,
-                    f"{schema.APPEND_GROUP}(text)",
+                    schema.APPEND_GROUP_SIGNATURE,
                     f"%{schema.APPEND_GROUP_MARK}%",
+                    schema.TAGGED,
+                    schema.EVENTS,
                 ),
             )
         )
@@ -105,8 +111,9 @@ class PostgresBackend(Backend):
         category: str,
         batch: PreparedBatch,
         expected: int | StreamState,
+        condition: AppendCondition | None = None,
     ) -> AppendResult:
-        return self._appends.append(AppendCall(stream_id, category, batch, expected))
+        return self._appends.append(AppendCall(stream_id, category, batch, expected, condition))
 
     def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
         return self._appends.append_many(calls)
@@ -149,6 +156,16 @@ class PostgresBackend(Backend):
         return self._pages(
             query, params, after, sql.position, limit, rows=sql.recorded_events, upto=head
         )
+
+    def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
+        head = self._safe_head(after)
+        params = sql.read_query_params(query, head)
+        found = list(
+            self._pages(
+                sql.READ_QUERY, params, after, sql.position, limit, rows=sql.recorded_events
+            )
+        )
+        return covered(found, limit, head, after)
 
     def read_all_encoded(
         self,
@@ -216,6 +233,33 @@ class PostgresBackend(Backend):
             return Snapshot(*row) if row else None
 
         return self._with_connection(load)
+
+    def delete_stream(
+        self, stream_id: str, expected: int | StreamState, tombstone: bool
+    ) -> StreamDeletion:
+        params = (stream_id, sql.expected_code(expected), tombstone)
+
+        def delete(conn: psycopg.Connection[Any]) -> StreamDeletion | None:
+            try:
+                row = conn.execute(deletion_postgres.DELETE, params).fetchone()
+            except psycopg.DatabaseError as error:
+                refused = deletion_postgres.refusal(error, stream_id, expected)
+                if refused is None:
+                    raise
+                raise refused from error
+            return deletion_postgres.deletion(row)
+
+        deleted = self._with_connection(delete)
+        assert deleted is not None
+        return deleted
+
+    def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
+        def find(conn: psycopg.Connection[Any]) -> StreamDeletion | None:
+            return deletion_postgres.deletion(
+                conn.execute(deletion_postgres.DELETION, (stream_id,)).fetchone()
+            )
+
+        return self._with_connection(find)
 
     def close(self) -> None:
         self._listener.close()

@@ -17,13 +17,16 @@ import psycopg
 
 from .. import schema
 from ..arguments import AppendCall
-from ..errors import EventStoreError, WrongExpectedVersion
+from ..deletion_sql import STREAM_TOMBSTONED_SQLSTATE
+from ..errors import (
+    AppendConditionFailed,
+    EventStoreError,
+    StreamTombstoned,
+    WrongExpectedVersion,
+)
 from ..events import ANY, AppendResult
 from ..idempotency import StoredId, resolve_stored_appends
-from .statements import ANY_TRIES, append_result, batch_json, expected_code
-
-GROUP = f"SELECT {schema.APPEND_GROUP}(%s)"
-"""The group function's call; its parameter is `group_json(...)` as text."""
+from .statements import ANY_TRIES, append_result, batch_json, expected_code, query_json
 
 Member = Sequence[AppendCall]
 T = TypeVar("T")
@@ -45,17 +48,28 @@ Answer = list[AppendResult] | Refusal
 def events_json(call: AppendCall) -> bytes:
     """One append's events as the append function takes them. An event that cannot be
     encoded raises `InvalidEvent`: encode before sending, for that caller alone."""
-    return batch_json(call.batch.all(), call.batch.timed)
+    return batch_json(call.batch.all(), call.batch.annotated)
 
 
 def member_json(member: Member, events: Sequence[bytes]) -> bytes:
     """One member as the group function takes it, with its appends' `events_json`."""
     return orjson.dumps(
-        [
-            [call.stream_id, call.category, expected_code(call.expected), orjson.Fragment(json)]
-            for call, json in zip(member, events, strict=True)
-        ]
+        [_append_json(call, json) for call, json in zip(member, events, strict=True)]
     )
+
+
+def _append_json(call: AppendCall, events: bytes) -> list[object]:
+    """[stream, category, expected, events], and a conditional append's condition."""
+    sent: list[object] = [
+        call.stream_id,
+        call.category,
+        expected_code(call.expected),
+        orjson.Fragment(events),
+    ]
+    if call.condition is not None:
+        query = call.condition.fail_if_events_match
+        sent.append({"q": query_json(query), "a": call.condition.after})
+    return sent
 
 
 def lock_order(members: Sequence[Member]) -> list[int]:
@@ -88,6 +102,8 @@ def refusal_of(error: psycopg.DatabaseError) -> Refusal | None:
         return Refusal(error.sqlstate, 0, error.diag.message_detail or "0")
     if isinstance(error, psycopg.errors.UniqueViolation):
         return Refusal(error.sqlstate or "23505", 0, error.diag.constraint_name or "")
+    if error.sqlstate == STREAM_TOMBSTONED_SQLSTATE:
+        return Refusal(error.sqlstate, 0, error.diag.message_detail or "")
     return None
 
 
@@ -119,6 +135,8 @@ def settled(
     None when it lost the race for a stream's next version at ANY and is
     worth sending again; otherwise the error to raise to its caller.
     """
+    if refusal.sqlstate == STREAM_TOMBSTONED_SQLSTATE:  # even a retry: it takes nothing now
+        return StreamTombstoned(member[refusal.which].stream_id)
     try:
         earlier = resolve_stored_appends(
             [(call.stream_id, call.batch.ids) for call in member], stored
@@ -128,6 +146,11 @@ def settled(
     if earlier is not None:
         return earlier
     call = member[refusal.which]
+    if refusal.sqlstate == schema.CONDITION_FAILED_SQLSTATE and call.condition is not None:
+        condition = call.condition
+        return AppendConditionFailed(
+            call.stream_id, condition.fail_if_events_match, condition.after, int(refusal.detail)
+        )
     if refusal.sqlstate == schema.WRONG_EXPECTED_VERSION_SQLSTATE:
         if call.expected is ANY:
             return None

@@ -16,7 +16,7 @@ import psycopg
 from psycopg.abc import Buffer
 from psycopg.rows import RowMaker
 
-from .. import schema
+from .. import deletion_sql, schema
 from ..encoding import PreparedEvent
 from ..errors import AppendOutcomeUnknown, EventStoreError
 from ..events import (
@@ -28,6 +28,7 @@ from ..events import (
     RecordedEvent,
     StreamState,
 )
+from ..query import Query
 
 PAGE = 2000
 """Rows a read fetches in one statement."""
@@ -43,18 +44,21 @@ R = TypeVar("R")
 
 E = schema.EVENTS
 S = schema.STREAMS
-COLUMNS = "id, stream_id, version, position, type, data::text, metadata::text, recorded_at"
+COLUMNS = "id, stream_id, version, position, type, data::text, metadata::text, recorded_at, tags"
 """What a read of events selects. The JSON comes as text (the same bytes jsonb's binary
 form carries, after a version byte) and `recorded_events` decodes it with one call of
 orjson each, where psycopg's jsonb loader would add a Python call per value."""
 
+_DELETED = deletion_sql.deleted_version("%(stream)s")
+"""A stream read shows its versions above this: those of a deleted stream are hidden."""
 STORED_IDS = f"SELECT id, stream_id, version, position FROM {E} WHERE id = ANY(%s)"
 EVENT_BY_ID = f"SELECT {COLUMNS} FROM {E} WHERE id = %s"
-STREAM_VERSION = f"SELECT coalesce(max(version), 0) FROM {E} WHERE stream_id = %s"
+STREAM_VERSION = deletion_sql.stream_version("%s")
 # Saves only if the stream has reached the version; returns the stream's
 # version, so the caller can tell a refusal from an older snapshot kept.
 SAVE_SNAPSHOT = f"""
-WITH stream AS (SELECT coalesce(max(version), 0) AS version FROM {E} WHERE stream_id = %(stream)s),
+WITH stream AS (SELECT coalesce(max(version), 0) AS version FROM {E} WHERE stream_id = %(stream)s
+    AND version > {_DELETED}),
 saved AS (
     INSERT INTO {schema.SNAPSHOTS} AS s
         (stream_id, version, type, schema_version, data, recorded_at)
@@ -69,20 +73,28 @@ SELECT version FROM stream
 """
 LOAD_SNAPSHOT = f"""
 SELECT stream_id, version, type, schema_version, data, recorded_at
-FROM {schema.SNAPSHOTS} WHERE stream_id = %s
+FROM {schema.SNAPSHOTS} WHERE stream_id = %s AND {deletion_sql.SNAPSHOT_SHOWN}
 """
 READ_STREAM_FORWARDS = (
-    f"SELECT {COLUMNS} FROM {E} WHERE stream_id = %(stream)s "
+    f"SELECT {COLUMNS} FROM {E} WHERE stream_id = %(stream)s AND version > {_DELETED} "
     "AND version >= %(start)s ORDER BY version LIMIT %(count)s"
 )
 READ_STREAM_BACKWARDS = (
-    f"SELECT {COLUMNS} FROM {E} WHERE stream_id = %(stream)s "
+    f"SELECT {COLUMNS} FROM {E} WHERE stream_id = %(stream)s AND version > {_DELETED} "
     "AND version <= %(start)s ORDER BY version DESC LIMIT %(count)s"
 )
 READ_STREAM_ENCODED = (
     f"SELECT version, type, data::text, (metadata->'{EVENT_VERSION}')::text FROM {E} "
-    "WHERE stream_id = %(stream)s AND version >= %(start)s ORDER BY version LIMIT %(count)s"
+    f"WHERE stream_id = %(stream)s AND version > {_DELETED} AND version >= %(start)s "
+    "ORDER BY version LIMIT %(count)s"
 )
+READ_QUERY = (
+    f"SELECT {COLUMNS} FROM (SELECT DISTINCT p FROM eventcraft_query_positions("
+    "%(query)s::jsonb, %(start)s, %(last)s, %(count)s) AS p ORDER BY p LIMIT %(count)s) AS q "
+    f"JOIN {E} ON position = q.p ORDER BY position"
+)
+"""A page of `read_query`: the events matching `query` (`group.query_json`) in
+(`start`, `last`]; schema_tags.py has the rule in SQL."""
 LAST_VERSION = 1 << 62
 """Where a backwards read without `from_version` starts."""
 
@@ -149,10 +161,20 @@ def copied_record(row: Buffer) -> EncodedRecord:
     fields = line[:-1].split("\t")  # a row ends in a newline; tabs inside are escaped
     if "\\" in line:
         fields = [_unescaped(field) for field in fields]
-    position, event_id, stream_id, version, type, data, metadata, recorded_at = fields
+    position, event_id, stream_id, version, type, data, metadata, recorded_at, tags = fields
     return _record(
         EncodedRecord,
-        (int(position), event_id, stream_id, int(version), type, data, metadata, recorded_at),
+        (
+            int(position),
+            event_id,
+            stream_id,
+            int(version),
+            type,
+            data,
+            metadata,
+            recorded_at,
+            tuple(_loads(tags)) if tags else (),
+        ),
     )
 
 
@@ -194,7 +216,9 @@ def read_all_encoded_query(
 
     COPY rather than SELECT: the rows arrive as one stream of text that
     psycopg splits in C, which makes a pass over the whole log several
-    times cheaper. The time is formatted here as `recorded_at_text` does.
+    times cheaper. The time is formatted here as `recorded_at_text` does, the tags as a
+    JSON array, and as an empty field when there are none: COPY's `\\N` for NULL would
+    send every untagged row through `_unescaped`.
     """
     filters = ""
     params: dict[str, Any] = {}
@@ -206,7 +230,8 @@ def read_all_encoded_query(
         params["types"] = list(types)
     moment = """to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"')"""
     query = (
-        f"COPY (SELECT position, id, stream_id, version, type, data, metadata, {moment} "
+        f"COPY (SELECT position, id, stream_id, version, type, data, metadata, {moment}, "
+        "coalesce(array_to_json(tags)::text, '') "
         f"FROM {E} WHERE position > %(start)s AND position <= %(end)s{filters} "
         "ORDER BY position) TO STDOUT"
     )
@@ -218,7 +243,7 @@ def list_streams_query(
 ) -> tuple[str, dict[str, Any]]:
     query = (
         f"SELECT stream_id, (SELECT max(version) FROM {E} e WHERE e.stream_id = s.stream_id) "
-        f"FROM {S} s WHERE stream_id > %(after)s"
+        f"FROM {S} s WHERE stream_id > %(after)s AND {deletion_sql.listed('s')}"
     )
     if category is not None:
         query += " AND category = %(category)s"
@@ -272,14 +297,15 @@ def store_error(error: psycopg.Error) -> EventStoreError:
     return EventStoreError(f"PostgreSQL event store: {error}")
 
 
-def batch_json(events: Sequence[PreparedEvent], timed: bool = False) -> bytes:
+def batch_json(events: Sequence[PreparedEvent], annotated: bool = False) -> bytes:
     """The events as the append function takes them: one JSON array.
 
-    `timed`: some event has a `recorded_at` of its own; only then is the key
-    sent (for those that have one), so the common append pays nothing for it.
+    `annotated` (`PreparedBatch.annotated`): some event has a `recorded_at` or tags
+    of its own; only then are those keys sent (for the events that have them), so
+    the common append pays nothing for them.
     """
-    if timed:
-        return orjson.dumps([_timed_event(event) for event in events])
+    if annotated:
+        return orjson.dumps([_annotated_event(event) for event in events])
     return orjson.dumps(
         [
             {
@@ -293,7 +319,7 @@ def batch_json(events: Sequence[PreparedEvent], timed: bool = False) -> bytes:
     )
 
 
-def _timed_event(event: PreparedEvent) -> dict[str, Any]:
+def _annotated_event(event: PreparedEvent) -> dict[str, Any]:
     sent: dict[str, Any] = {
         "id": event.id,
         "type": event.type,
@@ -302,6 +328,8 @@ def _timed_event(event: PreparedEvent) -> dict[str, Any]:
     }
     if event.recorded_at is not None:
         sent["recorded_at"] = event.recorded_at  # RFC 3339, with its offset
+    if event.tags:
+        sent["tags"] = event.tags
     return sent
 
 
@@ -311,9 +339,17 @@ def recorded_events(cursor: Any) -> RowMaker[RecordedEvent]:
 
 def _recorded_event(values: Sequence[Any]) -> RecordedEvent:
     """The event of a row of `COLUMNS`."""
-    id, stream_id, version, position, type, data, metadata, recorded_at = values
+    id, stream_id, version, position, type, data, metadata, recorded_at, tags = values
     return RecordedEvent(
-        id, stream_id, version, position, type, _loads(data), _loads(metadata), recorded_at
+        id,
+        stream_id,
+        version,
+        position,
+        type,
+        _loads(data),
+        _loads(metadata),
+        recorded_at,
+        () if tags is None else tuple(tags),
     )
 
 
@@ -347,3 +383,13 @@ def version_after(event: RecordedEvent | EncodedEvent) -> int:
 
 def version_before(event: RecordedEvent) -> int:
     return event.version - 1
+
+
+def query_json(query: Query) -> list[list[tuple[str, ...]]]:
+    """`query` as `eventcraft_query_positions` takes it: [[types], [tags]] per item."""
+    return [[item.types, item.tags] for item in query.items]
+
+
+def read_query_params(query: Query, last: int) -> dict[str, Any]:
+    """`READ_QUERY`'s parameters but `start` and `count`."""
+    return {"query": orjson.dumps(query_json(query)).decode(), "last": last}

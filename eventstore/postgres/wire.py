@@ -59,7 +59,7 @@ APPEND_CALL = Prepared(
 )
 GROUP_CALL = Prepared(
     b"eventcraft_append_group_call",
-    f"PREPARE eventcraft_append_group_call (text) AS SELECT {APPEND_GROUP}($1)",
+    f"PREPARE eventcraft_append_group_call (text, text) AS SELECT {APPEND_GROUP}($1, $2)",
 )
 
 
@@ -72,7 +72,7 @@ def notify_statement(conn: psycopg.Connection[Any]) -> bytes:
 
 def append_and_notify(
     conn: psycopg.Connection[Any],
-    params: Sequence[bytes],
+    params: Sequence[bytes | None],
     notify: bytes,
     statement: Prepared = APPEND_CALL,
 ) -> str:
@@ -88,7 +88,10 @@ def append_and_notify(
 
 
 def _append_once(
-    conn: psycopg.Connection[Any], params: Sequence[bytes], notify: bytes, statement: Prepared
+    conn: psycopg.Connection[Any],
+    params: Sequence[bytes | None],
+    notify: bytes,
+    statement: Prepared,
 ) -> str:
     try:
         result = _exchange(conn, params, notify, statement)
@@ -135,7 +138,10 @@ def finish_outstanding(conn: psycopg.Connection[Any]) -> None:
 
 
 def _exchange(
-    conn: psycopg.Connection[Any], params: Sequence[bytes], notify: bytes, statement: Prepared
+    conn: psycopg.Connection[Any],
+    params: Sequence[bytes | None],
+    notify: bytes,
+    statement: Prepared,
 ) -> pq.abc.PGresult:
     pgconn = conn.pgconn
     pgconn.enter_pipeline_mode()
@@ -220,8 +226,9 @@ def _append_in_parts(
         assert first is not None
         _send_part(conn, (stream, category, expected, first[0]))
         following = part(1)  # while the server writes the first part
-        if expected == b"%d" % APPEND_AT_ANY:
-            # At ANY, where the batch starts is known from the first reply only.
+        if expected in (b"%d" % APPEND_AT_ANY, b"0"):
+            # At ANY, where the batch starts is known from the first reply only; at no
+            # stream too, as a deleted stream's versions go on after its last one.
             answers.append(_answer(conn, skip=1))
             version = int(answers[0].split(" ", 1)[0])
         else:

@@ -229,8 +229,11 @@ def test_the_key_store_reconnects_when_the_server_ended_its_connection(pg_url: s
         _append_both(pg_url, "sync")
         assert _names_in(store)["c1"] == "Ada Lovelace"
         table: Any = store.keys.table
+        idle = [conn.info.backend_pid for conn in table._pool._idle]  # its pooled connections
+        assert idle
         with psycopg.connect(pg_url.split("?")[0], autocommit=True) as admin:
-            admin.execute("SELECT pg_terminate_backend(%s)", (table._conn.info.backend_pid,))
+            for pid in idle:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
         assert _names_in(store)["c1"] == "Ada Lovelace"  # read again, on a new connection
         assert store.forget("c1") == 1
         assert _names_in(store)["c1"] == FORGOTTEN

@@ -12,9 +12,7 @@ the log holds every successful append once, which the tailing reader saw once, i
 
 from __future__ import annotations
 
-import threading
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -23,7 +21,6 @@ from eventcraft.eventstore import (
     ANY,
     NO_STREAM,
     AppendResult,
-    BlockingEventStore,
     DuplicateEventId,
     EventStore,
     NewEvent,
@@ -31,6 +28,9 @@ from eventcraft.eventstore import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from . import workers
+from .concurrent_callers import new_store_url, run_callers
 
 STREAMS = ("acct-a", "acct-b", "acct-c")
 WRONG = 10_000  # a version no stream reaches here
@@ -106,29 +106,6 @@ def _run(store: EventStore, plan: list[tuple[Any, ...]], caller: Caller, n: int)
         caller.sent.append(sent)
 
 
-def _work(
-    store: EventStore,
-    start: threading.Barrier,
-    plan: list[tuple[Any, ...]],
-    caller: Caller,
-    n: int,
-) -> None:
-    start.wait()
-    _run(store, plan, caller, n)
-
-
-def _tail(store: EventStore, done: threading.Event, seen: list[uuid.UUID]) -> None:
-    last = 0
-    while True:
-        finished = done.is_set()  # read before the last look: nothing is missed after it
-        for event in store.read_all(after=last):
-            seen.append(event.id)
-            last = event.position
-        if finished:
-            return
-        store.wait_for_events(after=last, timeout=0.2)
-
-
 def _check(store: EventStore, callers: list[Caller], seen: list[uuid.UUID]) -> None:
     log = list(store.read_all())
     by_id = {event.id: event for event in log}
@@ -193,15 +170,6 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def _opened(url: str, api: str) -> Iterator[EventStore]:
-    if api == "async":
-        with BlockingEventStore.open(url) as blocking:
-            yield cast(EventStore, blocking)
-    else:
-        with EventStore.open(url) as store:
-            yield store
-
-
 @settings(
     max_examples=20,
     deadline=None,
@@ -215,45 +183,8 @@ def test_concurrent_callers_agree_with_a_sequential_model(
     request: pytest.FixtureRequest,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    if backend == "memory":
-        url = "memory://"
-    elif backend == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('model') / 'events.db'}"
-    else:
-        url = _fresh_postgres(request)
-    for store in _opened(url, api):
+    url = new_store_url(backend, request, tmp_path_factory)
+    with workers.opened(url, api) as store:
         callers = [Caller() for _ in plan]
-        start = threading.Barrier(len(plan))
-        done = threading.Event()
-        seen: list[uuid.UUID] = []
-        reader = threading.Thread(target=_tail, args=(store, done, seen))
-        reader.start()
-
-        workers = [
-            threading.Thread(target=_work, args=(store, start, plan[n], callers[n], n))
-            for n in range(len(plan))
-        ]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-        done.set()
-        reader.join()
+        seen = run_callers(store, len(plan), lambda n: _run(store, plan[n], callers[n], n))
         _check(store, callers, seen)
-
-
-def _fresh_postgres(request: pytest.FixtureRequest) -> str:
-    """A new schema per example: `pg_url` is made once per test, not per example."""
-    import psycopg
-
-    from ..conftest import PG_URL, _need_postgres
-
-    _need_postgres()
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-
-    def drop() -> None:
-        with psycopg.connect(PG_URL, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-
-    request.addfinalizer(drop)
-    return f"{PG_URL}?schema={schema}"

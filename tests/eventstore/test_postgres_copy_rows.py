@@ -25,20 +25,24 @@ def conn() -> Iterator[psycopg.Connection[tuple[object, ...]]]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(stream_id=texts, type=texts, data=texts, metadata=texts)
+@given(stream_id=texts, type=texts, data=texts, metadata=texts, tags=st.lists(texts, max_size=3))
 def test_a_copied_row_splits_into_the_fields_the_server_copied(
     conn: psycopg.Connection[tuple[object, ...]],
     stream_id: str,
     type: str,
     data: str,
     metadata: str,
+    tags: list[str],
 ) -> None:
+    # The tags as read_all_encoded_query copies them: NULL (no tags) as an empty field.
     query = (
         "COPY (SELECT 12::int8, 'id-text', %s::text, 3::int8, %s::text, %s::text, %s::text, "
-        "'2026-11-23T21:52:16.625876+00:00') TO STDOUT"
+        "'2026-11-23T21:52:16.625876+00:00', "
+        "coalesce(array_to_json(nullif(%s::text[], '{}'))::text, '')) TO STDOUT"
     )
-    with conn.cursor().copy(query, (stream_id, type, data, metadata)) as copy:
+    with conn.cursor().copy(query, (stream_id, type, data, metadata, tags)) as copy:
         rows = [copied_record(row) for row in copy]
+    moment = "2026-11-23T21:52:16.625876+00:00"
     assert [tuple(r) for r in rows] == [
-        (12, "id-text", stream_id, 3, type, data, metadata, "2026-11-23T21:52:16.625876+00:00")
+        (12, "id-text", stream_id, 3, type, data, metadata, moment, tuple(tags))
     ]
