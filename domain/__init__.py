@@ -1,12 +1,17 @@
-"""domain: aggregates, their typed events, and the repository that stores them."""
+"""domain: aggregates, their typed events, the repository that stores them, and decisions
+across streams (conditional appends on queries of types and tags)."""
 
 from eventcraft.eventstore import EVENT_VERSION
 
 from .aggregate import Aggregate, command
+from .async_decisions import AsyncDecisions
 from .async_repository import AsyncRepository
 from .context import CommandContext, caused_by, command_context, current_context
+from .decision import Decision, DecisionProjection
+from .decisions import Decisions
 from .errors import (
     AggregateNotFound,
+    DecisionConflict,
     DomainError,
     EventDecodingError,
     NoUpcastPath,
@@ -25,8 +30,13 @@ __all__ = [
     "EVENT_VERSION",
     "Aggregate",
     "AggregateNotFound",
+    "AsyncDecisions",
     "AsyncRepository",
     "CommandContext",
+    "Decision",
+    "DecisionConflict",
+    "DecisionProjection",
+    "Decisions",
     "DomainError",
     "DomainEvent",
     "EventDecodingError",

@@ -8,12 +8,16 @@
     ├── UnknownEventType                no class registered for its type name
     └── NoUpcastPath                    no chain of upcasters from its version to today's
     RegistrationError (TypeError)       an event class, upcaster or aggregate declared wrongly
+    DecisionConflict                    a decision overtaken by matching events, attempt after
+                                        attempt (an `AppendConditionFailed` of the store)
 
 Store errors (`WrongExpectedVersion`, `StoreUnavailable`, ...) pass through
 unchanged: they are the store's to name.
 """
 
 from __future__ import annotations
+
+from eventcraft.eventstore import AppendConditionFailed
 
 
 class DomainError(Exception):
@@ -67,3 +71,31 @@ class NoUpcastPath(EventDecodingError):
 
 class RegistrationError(TypeError):
     """An event class, upcaster or aggregate declared in a way that cannot work."""
+
+
+class DecisionConflict(AppendConditionFailed):
+    """Every attempt of a decision found events matching its query stored after its read.
+
+    Nothing was written. Carries the last attempt's refusal (`stream_id`,
+    `query`, `after`, `position`) and how many attempts were made: rules
+    that many writers contend for at once may need more, or fewer writers.
+    """
+
+    def __init__(
+        self, stream_id: str, query: object, after: int | None, position: int, attempts: int
+    ) -> None:
+        super().__init__(stream_id, query, after, position)
+        self.attempts = attempts
+        self.args = (
+            f"the decision was overtaken {attempts} times in a row, last by the event at "
+            f"position {position} matching {query!r} (stream: {stream_id!r}); "
+            "nothing was written",
+        )
+
+    def __reduce__(  # type: ignore[override]
+        self,
+    ) -> tuple[type[DecisionConflict], tuple[str, object, int | None, int, int]]:
+        return (
+            type(self),
+            (self.stream_id, self.query, self.after, self.position, self.attempts),
+        )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pydantic import BaseModel, ConfigDict
 
 
@@ -15,3 +17,18 @@ class DomainEvent(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def event_tags(self) -> Iterable[str]:
+        """The tags the event is stored with: what it concerns beyond its stream.
+
+        No tags by default. An event that a rule across streams decides on names
+        what it concerns, and a decision's query finds it by them::
+
+            class StudentSubscribed(DomainEvent):
+                student_id: str
+                course_id: str
+
+                def event_tags(self) -> list[str]:
+                    return [f"student:{self.student_id}", f"course:{self.course_id}"]
+        """
+        return ()

@@ -104,13 +104,14 @@ class EventRegistry:
     def to_new_event(
         self, event: DomainEvent, metadata: Mapping[str, Any], id: UUID | None = None
     ) -> NewEvent:
-        """`event` ready to append, its schema version in its metadata."""
+        """`event` ready to append, its schema version in its metadata, its tags its own."""
         entry = self.type_of(event)
         return NewEvent(
             type=entry.name,
             data=event,
             metadata={**metadata, EVENT_VERSION: entry.version},
             id=id or new_event_id(),
+            tags=tuple(event.event_tags()),
         )
 
     def decode(self, recorded: RecordedEvent) -> DomainEvent:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 import sqlalchemy as sa
-from eventcraft.eventstore import RecordedEvent
+from eventcraft.eventstore import Query, RecordedEvent
 
 from . import identifiers
 from .errors import DefinitionError
@@ -36,6 +36,7 @@ class Definition(abc.ABC):
         *,
         tables: Iterable[sa.Table] = (),
         categories: Sequence[str] | str | None = None,
+        query: Query | None = None,
         on_error: ErrorPolicy | None = None,
     ) -> None:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -45,6 +46,10 @@ class Definition(abc.ABC):
         self.name = name
         self.tables = tuple(_checked_tables(name, tables))
         self.categories = checked_names(name, "categories", categories)
+        if query is not None and not isinstance(query, Query):
+            raise DefinitionError(f"{name}: query must be an eventstore Query, not {query!r:.80}")
+        self.query = query
+        """Events of these types and tags only (with `types` and `categories`: all three)."""
         self.generation_tables: dict[int, dict[str, sa.Table]] = {}
         """The tables of each generation, made once (`generations.py`)."""
         self.on_error = ErrorPolicy() if on_error is None else on_error

@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Seq
 from typing import Any
 
 import sqlalchemy as sa
-from eventcraft.eventstore import RecordedEvent
+from eventcraft.eventstore import Query, RecordedEvent
 
 from .definition import Definition, checked_names, note_failure
 from .errors import DefinitionError
@@ -58,10 +58,11 @@ class Fold(Definition):
             apply=lambda state, event: {**state, "balance": state["balance"] + ...},
         )
 
-    `apply` returning None deletes the key's row; anything else but a row
-    (a dict) is a `DefinitionError`, a failure of that event like an
-    exception from `apply`. The functions must be pure: they see only their
-    arguments, and return new states.
+    `query` (an eventstore `Query` of types and tags) narrows the events it
+    reads, as `types` and `categories` do. `apply` returning None deletes the
+    key's row; anything else but a row (a dict) is a `DefinitionError`, a
+    failure of that event like an exception from `apply`. The functions must
+    be pure: they see only their arguments, and return new states.
     """
 
     def __init__(
@@ -74,9 +75,12 @@ class Fold(Definition):
         apply: Callable[[State, RecordedEvent], State | None],
         types: Sequence[str] | str | None = None,
         categories: Sequence[str] | str | None = None,
+        query: Query | None = None,
         on_error: ErrorPolicy | None = None,
     ) -> None:
-        super().__init__(name, tables=[table], categories=categories, on_error=on_error)
+        super().__init__(
+            name, tables=[table], categories=categories, query=query, on_error=on_error
+        )
         for what, function in (("key", key), ("initial", initial), ("apply", apply)):
             if not callable(function):
                 raise DefinitionError(f"{name}: {what} must be callable, not {function!r}")

@@ -4,6 +4,9 @@
 them, so a fold on an executor, or a rebuild reading the archive, rebuilds
 the same `RecordedEvent` the in-process runner hands it. Needs pyarrow
 only: the archive is written and read without Spark too (`archive_files.py`).
+
+`tags` came last, with events' tags: an archive written before has no such
+column, and its events read as untagged (null and an empty list mean the same).
 """
 
 from __future__ import annotations
@@ -27,12 +30,14 @@ EVENT_SCHEMA = pa.schema(
         pa.field("data", pa.string(), nullable=False),
         pa.field("metadata", pa.string(), nullable=False),
         pa.field("recorded_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("tags", pa.list_(pa.string()), nullable=True),
     ]
 )
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROS = pa.timestamp("us", tz="UTC")
+_TAGS = pa.list_(pa.string())
 
 
 def to_batch(events: Sequence[RecordedEvent]) -> pa.RecordBatch:
@@ -46,6 +51,7 @@ def to_batch(events: Sequence[RecordedEvent]) -> pa.RecordBatch:
         pa.array([dumps(e.data) for e in events], pa.binary()).cast(pa.string()),
         pa.array([dumps(e.metadata) for e in events], pa.binary()).cast(pa.string()),
         pa.array([e.recorded_at for e in events], pa.timestamp("us", tz="UTC")),
+        pa.array([e.tags for e in events], _TAGS),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=EVENT_SCHEMA)
 
@@ -62,6 +68,7 @@ def encoded_batch(records: Sequence[EncodedRecord]) -> pa.RecordBatch:
         pa.array([r.data for r in records], pa.string()),
         pa.array([r.metadata for r in records], pa.string()),
         pa.array([r.recorded_at for r in records], pa.string()).cast(_MICROS),
+        pa.array([r.tags for r in records], _TAGS),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=EVENT_SCHEMA)
 
@@ -69,7 +76,7 @@ def encoded_batch(records: Sequence[EncodedRecord]) -> pa.RecordBatch:
 def events_of(batch: pa.RecordBatch) -> Iterator[RecordedEvent]:
     """The batch's rows as the events the store would return."""
     loads = orjson.loads
-    for position, stream_id, version, type_, id_, data, metadata, micros in rows_of(batch):
+    for position, stream_id, version, type_, id_, data, metadata, micros, tags in rows_of(batch):
         yield RecordedEvent(
             id=uuid.UUID(id_),
             stream_id=stream_id,
@@ -79,16 +86,20 @@ def events_of(batch: pa.RecordBatch) -> Iterator[RecordedEvent]:
             data=loads(data),
             metadata=loads(metadata),
             recorded_at=at(micros),
+            tags=tuple(tags) if tags else (),
         )
 
 
 def rows_of(batch: pa.RecordBatch) -> Iterator[tuple[Any, ...]]:
-    """The batch's rows as plain tuples, in `_ROW` order, timestamps as microseconds."""
+    """The batch's rows as plain tuples, in `_ROW` order, then the time in microseconds and
+    the tags (a list, or None for none)."""
     column = batch.column
     # Timestamps as integers: to_pylist() of a timestamp column builds a
     # datetime through the zone database per row, ten times slower.
     micros = column("recorded_at").cast(_MICROS).cast(pa.int64()).to_pylist()
-    return zip(*(column(name).to_pylist() for name in _ROW), micros, strict=True)
+    names = batch.schema.names
+    tags = column("tags").to_pylist() if "tags" in names else [None] * batch.num_rows
+    return zip(*(column(name).to_pylist() for name in _ROW), micros, tags, strict=True)
 
 
 _ROW = ("position", "stream_id", "version", "type", "id", "data", "metadata")

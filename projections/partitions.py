@@ -65,6 +65,7 @@ class PartitionSubscription(Subscription):
             subscription.handler,
             categories=subscription.categories,
             types=subscription.types,
+            query=subscription.query,
             where=subscription.where,
             on_error=subscription.on_error,
         )
@@ -90,6 +91,7 @@ class PartitionProjection(Definition):
             partition.name_of(projection.name),
             tables=projection.tables,
             categories=projection.categories,
+            query=projection.query,
             on_error=projection.on_error,
         )
         self.projection = projection

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 import sqlalchemy as sa
-from eventcraft.eventstore import RecordedEvent
+from eventcraft.eventstore import Query, RecordedEvent
 
 from .definition import Definition, checked_names, note_failure
 from .errors import DefinitionError
@@ -29,6 +29,9 @@ class Projection(Definition):
         def placed(read_model: ReadModel, event: RecordedEvent) -> None:
             read_model.execute(sa.insert(read_model[orders]).values(...))
 
+    With `query` (an eventstore `Query` of types and tags) it reads only the
+    events of its handlers' types that match the query.
+
     Handlers run inside the transaction that also moves the checkpoint, so
     each event changes the read model exactly once. They must act only
     through `read_model`: the same definition runs live and in a rebuild.
@@ -40,9 +43,10 @@ class Projection(Definition):
         *,
         tables: Iterable[sa.Table],
         categories: Sequence[str] | str | None = None,
+        query: Query | None = None,
         on_error: ErrorPolicy | None = None,
     ) -> None:
-        super().__init__(name, tables=tables, categories=categories, on_error=on_error)
+        super().__init__(name, tables=tables, categories=categories, query=query, on_error=on_error)
         self._handlers: dict[str, Handler] = {}
 
     def on(self, *event_types: str) -> Callable[[H], H]:

@@ -32,6 +32,7 @@ from .definition import Definition, failed_position
 from .errors import ProjectionStopped
 from .log_start import archived_batch, low_water_mark
 from .read_model import ReadModel
+from .selection import read_by_query
 from .subscription import Subscription
 
 
@@ -253,11 +254,16 @@ def read_batch(
     beforehand is in hand, so the checkpoint may pass the events this
     definition does not read.
     """
-    head = store.high_water_mark()
     mark = low_water_mark(store, after)
     if after < mark:
         # Below the mark the store has holes retention left: the archive holds them all.
-        return archived_batch(store, definition, after, limit, mark)
+        events, upto = archived_batch(store, definition, after, limit, mark)
+        if definition.query is not None:
+            events = [event for event in events if definition.query.matches_event(event)]
+        return events, upto
+    if definition.query is not None:
+        return read_by_query(store, definition, definition.query, after, limit)
+    head = store.high_water_mark()
     events = list(
         store.read_all(
             after=after, limit=limit, categories=definition.categories, types=definition.types

@@ -12,6 +12,7 @@ from eventcraft.eventstore import EventStore
 from . import checkpoint, parking
 from .database import Database
 from .definition import Definition
+from .selection import read_by_query
 
 
 @dataclass(frozen=True)
@@ -67,12 +68,17 @@ def collect(
 
 
 def _lag_seconds(store: EventStore, definition: Definition, position: int) -> float:
-    oldest = next(
-        store.read_all(
-            after=position, limit=1, categories=definition.categories, types=definition.types
-        ),
-        None,
-    )
+    if definition.query is not None:
+        # The first page of its own: with categories too, the first match may not be one.
+        events, _ = read_by_query(store, definition, definition.query, position, 100)
+        oldest = events[0] if events else None
+    else:
+        oldest = next(
+            store.read_all(
+                after=position, limit=1, categories=definition.categories, types=definition.types
+            ),
+            None,
+        )
     if oldest is None:
         return 0.0
     return max((datetime.now(UTC) - oldest.recorded_at).total_seconds(), 0.0)

@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from eventcraft.eventstore import RecordedEvent
+from eventcraft.eventstore import Query, RecordedEvent
 
 from .definition import Definition, checked_names
 from .errors import DefinitionError
@@ -25,6 +25,10 @@ class Subscription(Definition):
         receipts = Subscription("receipts", send_receipt,
                                 types=["OrderPaid"], where=lambda data: data["total"] > 0)
 
+    `query` (an eventstore `Query` of types and tags) narrows it to the
+    events matching it, as `categories` and `types` do:
+    `Subscription("roster", enrol, query=Query([QueryItem(tags=["course:c1"])]))`.
+
     The checkpoint moves only after the handler returned, so a crash between
     the two delivers the event again: make the handler idempotent, with the
     event's id as the de-duplication key. Each subscription reads the log
@@ -39,11 +43,12 @@ class Subscription(Definition):
         handler: Callable[[RecordedEvent], None] | Callable[[RecordedEvent], Awaitable[None]],
         *,
         categories: Sequence[str] | str | None = None,
+        query: Query | None = None,
         types: Sequence[str] | str | None = None,
         where: Callable[[Mapping[str, Any]], bool] | None = None,
         on_error: ErrorPolicy | None = None,
     ) -> None:
-        super().__init__(name, categories=categories, on_error=on_error)
+        super().__init__(name, categories=categories, query=query, on_error=on_error)
         if not callable(handler):
             raise DefinitionError(f"{name}: the handler must be callable, not {handler!r}")
         if where is not None and not callable(where):

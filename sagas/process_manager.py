@@ -11,6 +11,9 @@ its data) and what it does to the saga instance the event names:
     ])
     runner = ProjectionRunner(store, [manager.subscription()])
 
+A route with `tags` takes only the events carrying them, and the manager's
+subscription then reads by a query of types and tags (the store's tag index).
+
 It reads the log through a projections `Subscription` (its own checkpoint,
 at-least-once delivery), which is safe because every route is idempotent:
 a start is keyed by the saga id, a signal by the event's id, and a cancel
@@ -24,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from eventcraft.eventstore import RecordedEvent
+from eventcraft.eventstore import InvalidEvent, Query, QueryItem, RecordedEvent
 from eventcraft.projections import Subscription
 
 from . import telemetry
@@ -46,8 +49,9 @@ def _the_data(event: RecordedEvent) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Route:
-    """Events of `event_type` for which `when(event)` holds do `action` to the saga instance
-    with id `saga_id(event)`; a start gives it `data(event)` (the event's data by default)."""
+    """Events of `event_type` carrying all of `tags` for which `when(event)` holds do
+    `action` to the saga instance with id `saga_id(event)`; a start gives it `data(event)`
+    (the event's data by default)."""
 
     event_type: str
     saga: Saga
@@ -55,12 +59,31 @@ class Route:
     saga_id: Callable[[RecordedEvent], str]
     when: Callable[[RecordedEvent], bool] = _always
     data: Callable[[RecordedEvent], dict[str, Any]] = _the_data
+    tags: Sequence[str] = ()
+    """Tags the event must carry, all of them (`["region:eu"]`); read through the store's
+    tag index, as a `Query` of types and tags."""
 
     def __post_init__(self) -> None:
         if self.action not in ("start", "signal", "cancel"):
             raise SagaDefinitionError(f"a route starts, signals or cancels, not {self.action!r}")
         if not isinstance(self.saga, Saga):
             raise SagaDefinitionError(f"a route leads to a Saga, not {self.saga!r}")
+        try:
+            item = QueryItem(types=[self.event_type], tags=self.tags)
+        except InvalidEvent as error:
+            raise SagaDefinitionError(f"a route's event type and tags: {error}") from None
+        object.__setattr__(self, "tags", item.tags)
+
+    def item(self) -> QueryItem:
+        """The events this route reads, as an item of a query."""
+        return QueryItem(types=[self.event_type], tags=self.tags)
+
+    def takes(self, event: RecordedEvent) -> bool:
+        return (
+            event.type == self.event_type
+            and (not self.tags or set(self.tags).issubset(event.tags))
+            and self.when(event)
+        )
 
 
 class ProcessManager:
@@ -75,6 +98,9 @@ class ProcessManager:
 
     def subscription(self) -> Subscription:
         """The subscription to run in a `projections.ProjectionRunner`."""
+        if any(route.tags for route in self.routes):
+            query = Query([route.item() for route in self.routes])
+            return Subscription(self.name, self.handle, query=query)
         types = sorted({route.event_type for route in self.routes})
         return Subscription(self.name, self.handle, types=types)
 
@@ -82,7 +108,7 @@ class ProcessManager:
         """Apply every route `event` matches, in their declared order."""
         with telemetry.handling(self.name, event):
             for route in self.routes:
-                if route.event_type != event.type or not route.when(event):
+                if not route.takes(event):
                     continue
                 saga_id = route.saga_id(event)
                 name = route.saga.name

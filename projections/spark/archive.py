@@ -19,6 +19,7 @@ from typing import Any
 
 from eventcraft.eventstore import EventStore
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from .. import telemetry
 from ..archive_layout import chain_break, segment_name, span_of
@@ -88,6 +89,8 @@ class Archive:
         if not paths:
             return spark.createDataFrame([], EVENT_DDL)
         frame = spark.read.schema(EVENT_DDL).parquet(*paths)
+        # A segment written before events had tags has no such column: none, as the store says.
+        frame = frame.withColumn("tags", F.coalesce("tags", F.array().cast("array<string>")))
         return frame.where(frame.position > after) if after else frame
 
     def export(self, spark: SparkSession, store_url: str) -> ExportReport:

@@ -32,7 +32,8 @@ def read_events(
     """Every event of `source` (a store URL or an `Archive`), one row each.
 
     Columns: position, stream_id, category, version, type, id, data and
-    metadata (JSON text), correlation_id, causation_id, recorded_at. With
+    metadata (JSON text), correlation_id, causation_id, recorded_at, tags
+    (an array of strings, sorted, empty when the event has none). With
     a `registry` (a `domain.EventRegistry`), each registered type also gets
     a struct column named after it, holding the event's data decoded and
     upcast to the current version (null on rows of other types)::
@@ -71,6 +72,7 @@ def read_events(
         F.get_json_object(metadata, "$.correlation_id").alias("correlation_id"),
         F.get_json_object(metadata, "$.causation_id").alias("causation_id"),
         "recorded_at",
+        "tags",
     )
     if registry is None:
         return events

@@ -98,7 +98,8 @@ def read_jdbc(
     after, upto = int(after), int(upto)  # they are written into the query: integers only
     query = (
         "(SELECT position, stream_id, version::bigint AS version, type, id::text AS id, "
-        "data::text AS data, metadata::text AS metadata, recorded_at, category "
+        "data::text AS data, metadata::text AS metadata, recorded_at, "
+        "coalesce(tags, '{}') AS tags, category "
         f"FROM {schema.EVENTS} WHERE position > {after} AND position <= {upto}) AS log"
     )
     reader = spark.read.format("jdbc").options(**jdbc_options(url))

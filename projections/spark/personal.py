@@ -65,9 +65,15 @@ def _open_column(keys: str | None, data: pa.Array, positions: pa.Array) -> pa.Ar
 
 
 def _store(url: str) -> KeyStore:
-    """One key store per URL per Python worker, which Spark reuses from task to task."""
+    """One key store per URL per Python worker, which Spark reuses from task to task.
+
+    Uncached: a worker outlives its job, and a replay started after a `forget`
+    must read the subject as forgotten, though this worker opened its fields
+    in the job before. `open_texts` looks up a whole batch's keys at once, so
+    the cost is one lookup per Arrow batch.
+    """
     with _stores_lock:
         store = _stores.get(url)
         if store is None:
-            store = _stores[url] = KeyStore.open(url)
+            store = _stores[url] = KeyStore.open(url, cache_seconds=0)
         return store

@@ -151,6 +151,8 @@ def _replay(
                 )
             events = _selected(source.read(spark), fold)
             path = "archive"
+        if fold.query is not None:
+            events = _matching(events, fold)
         events = opened(events, keys_url)
         task = FoldTask.of(fold, tables[fold.table.fullname], database_url)
         stages = ("read and key events", "fold and write rows")
@@ -289,3 +291,21 @@ def _selected(events: DataFrame, fold: Fold) -> DataFrame:
     if fold.types is not None:
         events = events.where(events.type.isin(list(fold.types)))
     return events
+
+
+def _matching(events: DataFrame, fold: Fold) -> DataFrame:
+    """The events matching the fold's query (`Query.matches` as Spark SQL; every source of
+    the log's DataFrame has its tags, empty for none)."""
+    query = fold.query
+    assert query is not None
+    if query.matches_all:
+        return events
+    matches = F.lit(False)
+    for item in query.items:
+        condition = F.lit(True)
+        if item.types:
+            condition = condition & F.col("type").isin(list(item.types))
+        for tag in item.tags:
+            condition = condition & F.coalesce(F.array_contains("tags", tag), F.lit(False))
+        matches = matches | condition
+    return events.where(matches)

@@ -20,7 +20,7 @@ __all__ = ["EVENT_DDL", "EVENT_SCHEMA", "events_of", "probes_of", "to_batch"]
 
 EVENT_DDL = (
     "position long, stream_id string, version long, type string, id string, "
-    "data string, metadata string, recorded_at timestamp"
+    "data string, metadata string, recorded_at timestamp, tags array<string>"
 )
 """`EVENT_SCHEMA` as Spark declares it."""
 
@@ -70,6 +70,10 @@ class _Probe(RecordedEvent):
     @property
     def recorded_at(self) -> datetime:
         return at(self._row[7])
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return tuple(self._row[8] or ())
 
 
 def probes_of(batch: pa.RecordBatch) -> Iterator[RecordedEvent]:

@@ -220,3 +220,22 @@ def test_appends_in_another_process_go_on_while_a_run_removes(pg_url: str, tmp_p
         assert ticks == list(range(1, len(ticks) + 1)) and len(ticks) >= before_stop > 0
         positions = [e.position for e in store.read_all(after=report.run.up_to)]
         assert positions == sorted(positions) and len(positions) == len(set(positions))
+
+
+def test_a_stream_whose_first_events_were_removed_is_no_new_stream(
+    shared_store_url: str, tmp_path: Path
+) -> None:
+    """After retention removed order-0's first two events (its newest stays), an append
+    expecting no stream is refused, as one expecting an older version is: on PostgreSQL it
+    took version 1 again, which the unique index no longer held."""
+    from eventcraft.eventstore import NO_STREAM, WrongExpectedVersion
+
+    with EventStore.open(shared_store_url) as store:
+        _history(store)
+        retention.apply(store, POLICIES, [], str(tmp_path / "a"))
+        assert [e.version for e in store.read_stream("order-0")] == [3]
+        for expected in (NO_STREAM, 0, 1):
+            with pytest.raises(WrongExpectedVersion) as refused:
+                store.append("order-0", [NewEvent("Placed", {})], expected)
+            assert refused.value.actual == 3
+        assert [e.version for e in store.read_stream("order-0")] == [3]

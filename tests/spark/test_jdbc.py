@@ -24,23 +24,24 @@ def jdbc(spark: Any) -> None:
         missing(f"no PostgreSQL JDBC driver at {POSTGRES_JAR}: `make services` installs it")
 
 
+def _fields(e: Any) -> tuple[Any, ...]:
+    return (e.position, e.stream_id, e.version, e.type, e.id, e.data, e.metadata, e.recorded_at)
+
+
 def _events(frame: Any) -> list[tuple[Any, ...]]:
     import pyarrow as pa
     from eventcraft.projections.spark.rows import EVENT_SCHEMA, events_of
 
     table = frame.toArrow().cast(EVENT_SCHEMA)
     return sorted(
-        (e.position, e.stream_id, e.version, e.type, e.id, e.data, e.metadata, e.recorded_at)
+        (*_fields(e), e.tags)
         for batch in table.to_batches()
         for e in events_of(pa.RecordBatch.from_arrays(batch.columns, schema=EVENT_SCHEMA))
     )
 
 
 def _stored(store: EventStore, **filters: Any) -> list[tuple[Any, ...]]:
-    return [
-        (e.position, e.stream_id, e.version, e.type, e.id, e.data, e.metadata, e.recorded_at)
-        for e in store.read_all(**filters)
-    ]
+    return [(*_fields(e), e.tags) for e in store.read_all(**filters)]
 
 
 def test_a_postgresql_store_is_read_through_jdbc_as_read_all_reads_it(
@@ -51,7 +52,8 @@ def test_a_postgresql_store_is_read_through_jdbc_as_read_all_reads_it(
 
     with EventStore.open(pg_url) as store:
         append(store, HISTORY)
-        store.append("weird-1", [NewEvent("Odd", {"s": "é\t\\\n'\"", "n": [1.5, None]})], ANY)
+        odd = NewEvent("Odd", {"s": "é\t\\\n'\"", "n": [1.5, None]}, tags=["a,b", '"{x}\\'])
+        store.append("weird-1", [odd], ANY)
         head = store.high_water_mark()
         assert read_path(spark, pg_url) == "jdbc"
         everything = read_store(spark, pg_url, after=0, upto=head, partitions=3)

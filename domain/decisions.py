@@ -1,0 +1,100 @@
+"""`Decisions`: read the state a rule needs, decide, append on the condition of what was read.
+
+::
+
+    decisions = Decisions(store, registry)
+
+    def subscribe(decision: Decision) -> StudentSubscribed:
+        if decision["subscribed"] >= decision["capacity"]:
+            raise CourseFull(course_id)
+        return StudentSubscribed(student_id=student_id, course_id=course_id)
+
+    decisions.execute(
+        {"capacity": course_capacity(course_id), "subscribed": subscriptions(course_id)},
+        subscribe,
+        stream_id=f"course-{course_id}",
+    )
+
+A decision that lost its race (an event matching its query was stored
+after its read) is read and decided again, up to `attempts` times; then
+`DecisionConflict`. What is decided and how is `DecisionRules`', shared
+with `AsyncDecisions`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from eventcraft.eventstore import AppendConditionFailed, AppendResult, EventStore
+
+from .decision import Decided, Decision, DecisionProjection, DecisionRules, conflict
+from .registry import EventRegistry
+from .repository_rules import check_attempts
+
+
+class Decisions(DecisionRules):
+    """Decisions made on the events of `store` whose classes `registry` holds."""
+
+    def __init__(self, store: EventStore, registry: EventRegistry) -> None:
+        super().__init__(registry)
+        self.store = store
+
+    def read(self, projections: Mapping[str, DecisionProjection[Any]]) -> Decision:
+        """Each projection's state, folded from one read of the OR of their queries."""
+        plan = self.plan(projections)
+        return self.fold(plan, self.store.read_query(plan.query))
+
+    def append(
+        self,
+        decision: Decision,
+        stream_id: str,
+        decided: Decided,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        idempotency_key: uuid.UUID | None = None,
+    ) -> AppendResult | None:
+        """Append what was `decided` to `stream_id`, unless an event matching the
+        decision's query was stored since its read: then `AppendConditionFailed`, and
+        nothing is written. None when nothing was decided."""
+        events = self.to_append(decided, metadata, idempotency_key)
+        if not events:
+            return None
+        return self.store.append(stream_id, events, condition=decision.condition)
+
+    def execute(
+        self,
+        projections: Mapping[str, DecisionProjection[Any]],
+        decide: Callable[[Decision], Decided],
+        *,
+        stream_id: str,
+        attempts: int = 5,
+        metadata: Mapping[str, Any] | None = None,
+        idempotency_key: uuid.UUID | None = None,
+    ) -> AppendResult | None:
+        """Read, `decide`, append to `stream_id` on the read's condition; again from a fresh
+        read when the condition failed, `attempts` times in all (then `DecisionConflict`).
+
+        `decide` raises (a `DomainError`) to refuse, and nothing is written;
+        it may run several times, so it must act only through what it returns.
+        With `idempotency_key` (a client's request id) the events' ids derive
+        from it, as with `Repository.execute`. Returns the append's result, None
+        when nothing was decided.
+        """
+        check_attempts(attempts)
+        plan = self.plan(projections)
+        for attempt in range(1, attempts + 1):
+            decision = self.fold(plan, self.store.read_query(plan.query))
+            try:
+                return self.append(
+                    decision,
+                    stream_id,
+                    decide(decision),
+                    metadata=metadata,
+                    idempotency_key=idempotency_key,
+                )
+            except AppendConditionFailed as failed:
+                if attempt == attempts:
+                    raise conflict(failed, attempts) from failed
+        raise AssertionError("unreachable")
