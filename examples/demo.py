@@ -11,7 +11,9 @@ Bank accounts and orders as aggregates: commands that keep their rules,
 a lost race retried, snapshots and an old event upcast on load; then the
 log they left, read by stream, by category and as a whole; then two read
 models (balances, orders by customer and status) kept live by projections;
-then order fulfilment as a saga, once completed and once compensated.
+then order fulfilment as a saga, once completed and once compensated;
+then course subscriptions, whose rules span streams, kept by decisions
+with conditional appends (`examples/courses.py`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from eventcraft.eventstore import EventStore, NewEvent, WrongExpectedVersion
 from eventcraft.projections import ProjectionRunner
 from eventcraft.sagas import Orchestrator
 
+from examples import courses
 from examples.bank import BankAccount
 from examples.fulfilment import (
     inventory,
@@ -140,6 +143,7 @@ def main(directory: Path = DEFAULT_DIRECTORY) -> None:
         print(f"high-water mark: {store.high_water_mark()}  (stored in {db})")
         show_read_models(store, accounts)
         show_sagas(store)
+        courses.show(store)
 
 
 def show_read_models(store: EventStore, accounts: Repository[BankAccount]) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from examples import demo
+from examples import courses, demo
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,9 +34,25 @@ def test_the_demo_runs_end_to_end_on_sqlite(
     assert "saga order-43: compensated because step arrange_shipping failed" in out
     assert "payments was asked: charge {'cents': 1600, 'for_': 'reserve-1'}" in out
     assert "refund {'cents': 1600}" in out
+    # Course subscriptions: rules across streams, kept by conditional appends.
+    assert "refused: course 'algebra' is full (2 students)" in out
+    assert "refused: the user name 'Ada' is taken" in out
+    assert "12 students raced for 5 seats: 5 won, 7 found it full" in out
+    assert "the chess roster, read by its query: 5 students" in out
     demo.main(tmp_path / "demo")  # runs again from an empty log
     assert "high-water mark: 14" in capsys.readouterr().out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]
+
+
+def test_the_courses_example_keeps_its_rules_on_each_sql_backend(
+    shared_store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    courses.main(shared_store_url)
+    out = capsys.readouterr().out
+    assert out.count("refused: ") == 4
+    assert "s2 left algebra, and s3 got the seat" in out
+    assert "12 students raced for 5 seats: 5 won, 7 found it full" in out
+    assert "the chess roster, read by its query: 5 students" in out
 
 
 def test_the_demo_refuses_a_folder_it_did_not_make_and_deletes_nothing(

@@ -19,6 +19,7 @@ from .output import (
     events_table,
     json_option,
     table,
+    type_and_tags,
     when,
 )
 from .shell import shell
@@ -75,12 +76,16 @@ def show(stream: str, from_version: int | None, limit: int | None, as_json: bool
 
 @click.command(
     epilog="\b\nExamples:\n  eventcraft log --after 1000 --limit 50\n"
-    "  eventcraft log --category order --type OrderPlaced --follow --json"
+    "  eventcraft log --category order --type OrderPlaced --follow --json\n"
+    "  eventcraft log --tag course:c1 --tag student:s7"
 )
 @click.option("--after", type=NOT_NEGATIVE, default=0, help="Start after this position.")
 @click.option("--limit", type=POSITIVE, default=None, help="Most events to show.")
 @click.option("--category", "categories", multiple=True, help="Only this category (repeatable).")
 @click.option("--type", "types", multiple=True, help="Only this event type (repeatable).")
+@click.option(
+    "--tag", "tags", multiple=True, help="Only events carrying this tag (repeatable: all of them)."
+)
 @click.option("--correlation", metavar="ID", help="Only events of this correlation id.")
 @click.option("--since", type=TIME, help="Only events recorded from this time (UTC).")
 @click.option("--until", type=TIME, help="Only events recorded before this time (UTC).")
@@ -91,6 +96,7 @@ def log(
     limit: int | None,
     categories: tuple[str, ...],
     types: tuple[str, ...],
+    tags: tuple[str, ...],
     correlation: str | None,
     since: datetime | None,
     until: datetime | None,
@@ -102,6 +108,7 @@ def log(
     where = LogFilter(
         categories=categories,
         types=types,
+        tags=tags,
         correlation_id=correlation,
         since=_utc(since),
         until=_utc(until),
@@ -115,9 +122,8 @@ def log(
             else:
                 out = console()
                 for event in events:
-                    out.print(
-                        f"{event.position:>8}  {event.stream_id}  v{event.version}  {event.type}"
-                    )
+                    line = Text(f"{event.position:>8}  {event.stream_id}  v{event.version}  ")
+                    out.print(line + type_and_tags(event))
         except KeyboardInterrupt:
             stop.set()
         return

@@ -26,6 +26,7 @@ from eventcraft.eventstore import (
 
 from ..operations.errors import InputError, OperationError, Problems
 from .console_commands import console
+from .deletion_commands import delete_stream
 from .log_commands import LOG_COMMANDS
 from .messaging_commands import messaging
 from .personal_commands import forget
@@ -84,6 +85,7 @@ cli.add_command(spark)
 cli.add_command(console)
 cli.add_command(forget)
 cli.add_command(retention)
+cli.add_command(delete_stream)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

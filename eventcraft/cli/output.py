@@ -58,11 +58,19 @@ def events_table(events: Iterable[RecordedEvent], *, title: str | None = None) -
             str(event.position),
             Text(event.stream_id),
             str(event.version),
-            Text(event.type),
+            type_and_tags(event),
             when(event.recorded_at),
             Text(str(event.metadata.get("correlation_id", ""))),
         )
     return table
+
+
+def type_and_tags(event: RecordedEvent) -> Text:
+    """The event's type, then its tags (dimmed) where it has some: `Enrolled [course:c1]`."""
+    shown = Text(event.type)
+    if event.tags:
+        shown.append(f" [{', '.join(event.tags)}]", style="dim")
+    return shown
 
 
 def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> Table:

@@ -159,12 +159,13 @@ def trace_page(request: Request) -> HTMLResponse:
 
 
 def log_filter(request: Request) -> LogFilter:
-    """The Log page's filters: comma-separated categories and types, a correlation id,
-    and a time range in UTC (`2026-01-31T12:00`)."""
+    """The Log page's filters: comma-separated categories, types and tags (an event carries
+    all of them), a correlation id, and a time range in UTC (`2026-01-31T12:00`)."""
     params = request.query_params
     return LogFilter(
         categories=_names(params.get("category", "")),
         types=_names(params.get("type", "")),
+        tags=_names(params.get("tag", "")),
         correlation_id=params.get("correlation", "").strip() or None,
         since=_time(params.get("since", ""), "since"),
         until=_time(params.get("until", ""), "until"),

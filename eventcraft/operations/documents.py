@@ -12,7 +12,8 @@ import orjson
 from eventcraft.eventstore import EncodedRecord, RecordedEvent, recorded_at_text
 
 FIELDS = ("position", "id", "stream_id", "version", "type", "recorded_at", "data", "metadata")
-"""Every field of a stored event, in the order a document lists them."""
+"""The fields every document holds, in the order a document lists them; `tags` follows,
+and a document without it (an export of a release before tags) has none."""
 
 
 def event_document(event: RecordedEvent) -> dict[str, Any]:
@@ -27,6 +28,7 @@ def event_document(event: RecordedEvent) -> dict[str, Any]:
         "recorded_at": recorded_at_text(event.recorded_at),
         "data": event.data,
         "metadata": event.metadata,
+        "tags": list(event.tags),
     }
 
 
@@ -42,6 +44,7 @@ def record_document(record: EncodedRecord) -> dict[str, Any]:
         "recorded_at": record.recorded_at,
         "data": loads(record.data),
         "metadata": loads(record.metadata),
+        "tags": record.tags,
     }
 
 
@@ -65,6 +68,7 @@ def event_from_document(document: Mapping[str, Any]) -> RecordedEvent:
             data=_object(document, "data"),
             metadata=_object(document, "metadata"),
             recorded_at=datetime.fromisoformat(document["recorded_at"]),
+            tags=_tags(document),
         )
     except (TypeError, AttributeError) as error:
         raise ValueError(str(error)) from error
@@ -78,6 +82,14 @@ def _text(document: Mapping[str, Any], name: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{name} must be a string, not {value!r}")
     return value
+
+
+def _tags(document: Mapping[str, Any]) -> tuple[str, ...]:
+    """The document's tags, sorted, each once (the store checks each as it appends them)."""
+    value = document.get("tags", [])
+    if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
+        raise ValueError(f"tags must be a list of strings, not {value!r:.80}")
+    return tuple(sorted(set(value)))
 
 
 def _count(document: Mapping[str, Any], name: str) -> int:

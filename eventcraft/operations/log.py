@@ -9,12 +9,15 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from eventcraft.eventstore import EventStore, RecordedEvent, category_of
+from eventcraft.eventstore import EventStore, Query, QueryItem, RecordedEvent, category_of
 
 from .errors import InputError, NotFound
 
 FOLLOW_WAIT = 1.0
 """Longest a follower waits for the next event before it checks whether to stop, in s."""
+
+TAGGED_PAGE = 1000
+"""Events one read by tags brings."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,8 @@ class LogFilter:
 
     categories: Sequence[str] = ()
     types: Sequence[str] = ()
+    tags: Sequence[str] = ()
+    """Only events carrying all of these tags."""
     correlation_id: str | None = None
     since: datetime | None = None
     """Only events recorded at or after this time."""
@@ -38,7 +43,12 @@ class LogFilter:
     """Only events recorded before this time."""
 
     def accepts(self, event: RecordedEvent) -> bool:
-        """Whether the event passes the filters the store does not apply itself."""
+        """Whether the event passes the filters the store does not apply itself (a read by
+        tags, `read_query`, has no categories)."""
+        if self.categories and event.category not in self.categories:
+            return False
+        if self.tags and not set(self.tags).issubset(event.tags):
+            return False
         if self.since is not None and event.recorded_at < self.since:
             return False
         if self.until is not None and event.recorded_at >= self.until:
@@ -122,10 +132,18 @@ def stream_events(
 def log_events(
     store: EventStore, *, after: int, limit: int | None, where: LogFilter
 ) -> Iterator[RecordedEvent]:
-    """The global log after `after`, filtered, at most `limit` events."""
-    events = store.read_all(
-        after=after, categories=where.categories or None, types=where.types or None
-    )
+    """The global log after `after`, filtered, at most `limit` events.
+
+    With tags, the read is by query (types and tags), which the store serves
+    from its index of tags: a rare tag costs its own events, not a pass over
+    the log.
+    """
+    if where.tags:
+        events = _tagged(store, after, Query([QueryItem(types=where.types, tags=where.tags)]))
+    else:
+        events = store.read_all(
+            after=after, categories=where.categories or None, types=where.types or None
+        )
     shown = 0
     for event in events:
         if limit is not None and shown >= limit:
@@ -133,6 +151,15 @@ def log_events(
         if where.accepts(event):
             shown += 1
             yield event
+
+
+def _tagged(store: EventStore, after: int, query: Query) -> Iterator[RecordedEvent]:
+    while True:
+        found = store.read_query(query, after=after, limit=TAGGED_PAGE)
+        yield from found.events
+        if len(found.events) < TAGGED_PAGE:
+            return  # the read covered the log up to the high-water mark
+        after = found.head
 
 
 def follow(

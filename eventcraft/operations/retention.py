@@ -22,6 +22,7 @@ from typing import TypeVar
 
 from eventcraft.eventstore import EventStore
 from eventcraft.eventstore.retention import (
+    DELETED_RULE,
     RetentionPolicy,
     RetentionRun,
     Truncation,
@@ -110,6 +111,7 @@ def plan(
         if position < mark:
             mark, held_by = position, name
     rules = [rules_text([p], []) for p in policies] + [rules_text([], [t]) for t in truncations]
+    rules.append(DELETED_RULE)  # every run removes what deleted streams held, too
     moment = now or datetime.now(UTC)
     counts = store.retention.count(policies, truncations, mark, moment) if counting else []
     return RetentionPlan(
@@ -119,7 +121,11 @@ def plan(
         low_water_mark=low_water_mark,
         archive=str(files.path),
         archived_to=archived_to,
-        removals=tuple(Removal(rule, count) for rule, count in zip(rules, counts, strict=False)),
+        removals=tuple(
+            Removal(rule, count)
+            for rule, count in zip(rules, counts, strict=False)
+            if count or rule != DELETED_RULE  # said only when there is something to remove
+        ),
     )
 
 

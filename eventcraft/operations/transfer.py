@@ -1,7 +1,8 @@
 """Export and import: a store's events as NDJSON, one event a line, and back.
 
 Together they copy a store between backends and make a logical backup. An
-import keeps every event's id, stream, version, data, metadata and time;
+import keeps every event's id, stream, version, data, metadata, time and
+tags (a file exported before events had tags imports as events without);
 positions are the target's own, given in the order of the file, so the
 copy's global log keeps the original order.
 
@@ -283,5 +284,6 @@ class _Importer:
 
 def _new_events(batch: Batch) -> list[NewEvent]:
     return [
-        NewEvent(e.type, e.data, e.metadata, id=e.id, recorded_at=e.recorded_at) for _, e in batch
+        NewEvent(e.type, e.data, e.metadata, id=e.id, recorded_at=e.recorded_at, tags=e.tags)
+        for _, e in batch
     ]

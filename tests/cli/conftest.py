@@ -21,6 +21,16 @@ HISTORY: list[tuple[str, str, dict[str, object], str, int | None]] = [
     ("order-2", "OrderCancelled", {"reason": "changed mind"}, "checkout-2", 3),
 ]
 
+TAGS: list[tuple[str, ...]] = [
+    ("customer:ann", "order:1"),
+    ("customer:ann", "order:1"),
+    ("customer:ann", "order:1"),
+    ("customer:bob", "order:2"),
+    (),
+    ("customer:bob", "order:2"),
+]
+"""HISTORY's events' tags, sorted: events of both orders carry their customer's."""
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -38,7 +48,7 @@ def fill(store: EventStore) -> list[uuid.UUID]:
     for n, (stream, type_, data, correlation, cause) in enumerate(HISTORY):
         causation = str(ids[cause]) if cause is not None else correlation
         metadata = {"correlation_id": correlation, "causation_id": causation}
-        store.append(stream, [NewEvent(type_, data, metadata, id=ids[n])])
+        store.append(stream, [NewEvent(type_, data, metadata, id=ids[n], tags=TAGS[n])])
     return ids
 
 

@@ -67,6 +67,25 @@ def test_the_log_filters_by_category_type_and_correlation(known: EventStore) -> 
     assert [e.position for e in limited] == [3, 4]
 
 
+def test_the_log_filters_by_tags_carried_all_with_the_other_filters(
+    known: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def positions(**where: object) -> list[int]:
+        chosen = LogFilter(**where)  # type: ignore[arg-type]
+        found = operations.log_events(known, after=0, limit=None, where=chosen)
+        return [e.position for e in found]
+
+    monkeypatch.setattr(operations, "TAGGED_PAGE", 2)  # several reads by query
+    assert positions(tags=["customer:ann"]) == [1, 2, 3]
+    assert positions(tags=["customer:bob", "order:2"]) == [4, 6]
+    assert positions(tags=["customer:bob", "order:1"]) == []
+    assert positions(tags=["customer:ann"], types=["OrderPaid", "PaymentTaken"]) == [2, 3]
+    assert positions(tags=["customer:ann"], categories=["order"]) == [1, 3]
+    assert positions(tags=["customer:ann"], correlation_id="checkout-2") == []
+    limited = operations.log_events(known, after=1, limit=1, where=LogFilter(tags=["order:1"]))
+    assert [e.position for e in limited] == [2]
+
+
 def test_an_event_is_found_by_position_or_id(known: EventStore) -> None:
     by_position = operations.find_event(known, "3")
     assert operations.find_event(known, str(by_position.id)) == by_position
@@ -140,6 +159,27 @@ def test_show_and_log_print_tables_and_json_that_match_the_store(known_url: str,
         < tree.out.index("PaymentTaken")
         < tree.out.index("ParcelSent")
     )
+
+
+def test_event_and_log_show_tags_and_log_takes_tags_to_filter_by(
+    known_url: str, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # a table row on one line
+    one = run("--store", known_url, "event", "4")
+    assert one.code == 0 and '"tags": [' in one.out and '"customer:bob"' in one.out
+    assert _ndjson(run("--store", known_url, "event", "4", "--json").out)[0]["tags"] == [
+        "customer:bob",
+        "order:2",
+    ]
+    table = run("--store", known_url, "log", "--tag", "customer:bob")
+    assert table.code == 0
+    assert "OrderPlaced [customer:bob, order:2]" in table.out
+    assert "OrderCancelled [customer:bob, order:2]" in table.out
+    assert "PaymentTaken" not in table.out
+    both = run("--store", known_url, "log", "--tag", "order:1", "--tag", "customer:ann", "--json")
+    assert [d["type"] for d in _ndjson(both.out)] == ["OrderPlaced", "PaymentTaken", "OrderPaid"]
+    bad = run("--store", known_url, "log", "--tag", "")
+    assert bad.code == 2 and "must not be empty" in bad.err and bad.err.count("\n") == 1
 
 
 def test_streams_by_prefix_and_the_log_by_time_from_the_command_line(

@@ -6,22 +6,41 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
+import psycopg
 import pytest
-from eventcraft.eventstore import EventStore, NewEvent
+from eventcraft.eventstore import EventStore, NewEvent, Query, QueryItem
 
 from eventcraft.operations import InputError, Problems
 from eventcraft.operations.transfer import export_events, import_events
 
-from .conftest import HISTORY, Run, fill
+from ..conftest import PG_URL, _need_postgres
+from .conftest import HISTORY, TAGS, Run, fill
 
 
 @pytest.fixture
 def copy_url(tmp_path: Path) -> str:
     """A new SQLite store beside the `known` one (which may be SQLite too)."""
     return f"sqlite:///{tmp_path / 'copy.db'}"
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def target_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A new store on each backend in turn, apart from the `known` one."""
+    if request.param == "memory":
+        yield "memory://"
+    elif request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'target.db'}"
+    else:
+        _need_postgres()
+        schema = f"t_{uuid.uuid4().hex[:12]}"
+        yield f"{PG_URL}?schema={schema}"
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
 def exported(store: EventStore, **options: object) -> bytes:
@@ -41,12 +60,12 @@ def test_an_export_holds_every_event_with_every_field(known: EventStore) -> None
     lines = exported(known).splitlines()
     assert len(lines) == len(HISTORY)
     first = orjson.loads(lines[0])
-    assert sorted(first) == sorted(
-        ["position", "id", "stream_id", "version", "type", "recorded_at", "data", "metadata"]
-    )
+    fields = ["position", "id", "stream_id", "version", "type", "recorded_at", "data"]
+    assert sorted(first) == sorted([*fields, "metadata", "tags"])
     assert [(d["stream_id"], d["type"], d["data"]) for d in map(orjson.loads, lines)] == [
         (stream, type_, data) for stream, type_, data, _, _ in HISTORY
     ]
+    assert [tuple(orjson.loads(line)["tags"]) for line in lines] == TAGS
 
 
 def test_an_export_takes_a_range_of_positions_and_categories(known: EventStore) -> None:
@@ -67,6 +86,32 @@ def test_an_import_copies_ids_versions_data_and_times(known: EventStore, copy_ur
         assert (report.events, report.written, report.skipped) == (6, 6, 0)
         assert without_positions(exported(copy)) == without_positions(original)
         assert [e.stream_id for e in copy.read_all()] == [e.stream_id for e in known.read_all()]
+
+
+def test_an_import_into_every_backend_keeps_the_tags_and_queries_find_them(
+    known: EventStore, target_url: str
+) -> None:
+    original = exported(known)
+    with EventStore.open(target_url) as copy:
+        report = import_events(copy, io.BytesIO(original))
+        assert (report.events, report.written) == (6, 6)
+        assert without_positions(exported(copy)) == without_positions(original)
+        assert [e.tags for e in copy.read_all()] == TAGS
+        bob = copy.read_query(Query([QueryItem(tags=["customer:bob"])])).events
+        assert [e.type for e in bob] == ["OrderPlaced", "OrderCancelled"]
+
+
+def test_a_file_exported_before_events_had_tags_imports_as_untagged_events(
+    known: EventStore, copy_url: str
+) -> None:
+    documents = [orjson.loads(line) for line in exported(known).splitlines()]
+    for document in documents:
+        del document["tags"]
+    old = b"".join(orjson.dumps(document) + b"\n" for document in documents)
+    with EventStore.open(copy_url) as copy:
+        assert import_events(copy, io.BytesIO(old)).written == 6
+        assert [e.tags for e in copy.read_all()] == [()] * 6
+        assert [e.data for e in copy.read_all()] == [data for _, _, data, _, _ in HISTORY]
 
 
 def test_an_import_run_twice_writes_nothing_the_second_time(
@@ -117,8 +162,9 @@ def test_an_import_of_a_stream_begun_part_way_is_refused(known: EventStore, copy
         (lambda line: line.replace(b'"type"', b'"kind"'), "missing type"),
         (lambda line: line.replace(b'"id":"', b'"id":"zz'), "badly formed hexadecimal UUID"),
         (lambda line: b"[1, 2]", "JSON object"),
+        (lambda line: line.replace(b'"tags":[', b'"tags":[7,'), "tags must be a list of str"),
     ],
-    ids=["bad JSON", "missing field", "bad UUID", "not an object"],
+    ids=["bad JSON", "missing field", "bad UUID", "not an object", "bad tags"],
 )
 def test_a_malformed_line_is_named_and_what_came_before_stays_importable(
     known: EventStore, copy_url: str, fault: object, message: str

@@ -118,6 +118,28 @@ def test_an_event_page_shows_its_data_and_links_and_downloads_as_stored(
     assert json.loads(download.content) == event_document(stored)
 
 
+def test_an_event_page_shows_its_tags_each_linking_to_the_log_of_that_tag(
+    client: Client, shop_store: EventStore
+) -> None:
+    console = client()
+    tagged = console.get("/events/4").text
+    assert '<dt>tags</dt><dd id="tags">' in tagged
+    assert '<a class="tag" href="/log?tag=customer%3Abob">customer:bob</a>' in tagged
+    assert '<a class="tag" href="/log?tag=order%3A2">order:2</a>' in tagged
+    assert 'id="tags"' not in console.get("/events/5").text  # ParcelSent has none
+
+
+def test_the_log_shows_tags_and_filters_by_them(client: Client, shop_store: EventStore) -> None:
+    console = client()
+    page = console.get("/log?tag=customer:bob").text
+    assert _positions(page) == [6, 4]
+    assert '<span class="tag">customer:bob</span> <span class="tag">order:2</span>' in page
+    assert 'name="tag" value="customer:bob"' in page
+    assert _positions(console.get("/log?tag=customer:ann,order:1&type=OrderPaid").text) == [3]
+    tail = console.get("/log/tail?after=3&tag=order:2").text
+    assert _positions(tail) == [6, 4]
+
+
 def test_filtered_lists_download_as_ndjson(client: Client, shop_store: EventStore) -> None:
     console = client()
     lines = console.get("/log.ndjson?category=order").content.splitlines()

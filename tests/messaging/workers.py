@@ -55,9 +55,14 @@ class TrappedStore(EventStore):
     marker: Path | None = None
 
     def append(
-        self, stream_id: str, events: Sequence[NewEvent], expected_version: Any = ANY
+        self,
+        stream_id: str,
+        events: Sequence[NewEvent],
+        expected_version: Any = ANY,
+        *,
+        condition: Any = None,
     ) -> Any:
-        result = super().append(stream_id, events, expected_version)
+        result = super().append(stream_id, events, expected_version, condition=condition)
         if self.trap is not None and any(e.id == self.trap for e in events):
             assert self.marker is not None
             self.marker.write_text("appended")
