@@ -49,9 +49,17 @@ them. The append lock comes after them for the same reason: a transaction
 waiting for a tag lock holds no positions and is no writer to readers
 (schema.py), so a decision waiting for another does not hold the log back.
 
-A read by query (`read_query`) stops at the high-water mark H, below which
-no position can still fill: a decision that read up to H and appends with P =
-H has seen every matching event up to H, and its condition covers the rest.
+A read by query (`read_query`) must return a head H such that every event
+matching Q at or below H is in the read, and none can come later: a decision
+that appends with P = H has then seen all it decides on, and its condition
+covers the rest. When every item of Q has tags, the read takes the condition's
+exclusive tag locks (`eventcraft_read_locked`) and reads in the next statement:
+no writer of a matching event is in flight, so every matching event is
+committed and in the statement's snapshot, and writers after it draw positions
+above the largest one there, which is H. One statement, and a head at the top
+of the log whatever other writers are doing. A query with an item without
+tags reads up to the high-water mark (below which no position can still
+fill), as `read_all` does, without locks: its writers take no tag lock.
 """
 
 from __future__ import annotations
@@ -138,5 +146,42 @@ BEGIN
 END
 $$"""
 
-FUNCTIONS = (QUERY_POSITIONS, FIRST_MATCH, LOCK_FOR)
+READ_LOCKED = f"""
+CREATE OR REPLACE FUNCTION eventcraft_read_locked(
+    p_query jsonb, p_keys bigint[], p_after bigint, p_limit bigint
+) RETURNS TABLE (
+    id uuid, stream_id text, version bigint, "position" bigint, type text, data text,
+    metadata text, recorded_at timestamptz, tags text[], head bigint
+) LANGUAGE plpgsql VOLATILE AS $$
+-- A read by a query whose items all have tags: p_keys holds one tag lock of each item,
+-- taken exclusive, as a condition takes them (why: the module's docstring). The first
+-- p_limit events matching p_query after p_after, each with the head; no event: one row
+-- of nulls but the head.
+#variable_conflict use_column
+DECLARE
+    one bigint;
+    v_head bigint;
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'eventcraft: a read by query needs READ COMMITTED, not %',
+            current_setting('transaction_isolation');
+    END IF;
+    FOREACH one IN ARRAY p_keys LOOP
+        PERFORM pg_advisory_xact_lock(one);
+    END LOOP;
+    SELECT greatest(coalesce(max(e.position), 0), p_after) INTO v_head FROM {EVENTS} e;
+    RETURN QUERY
+        SELECT e.id, e.stream_id::text, e.version, e.position, e.type, e.data::text,
+               e.metadata::text, e.recorded_at, e.tags, v_head
+        FROM (SELECT DISTINCT p FROM eventcraft_query_positions(p_query, p_after, v_head, p_limit)
+              AS p ORDER BY p LIMIT p_limit) AS q
+        JOIN {EVENTS} e ON e.position = q.p ORDER BY e.position;
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT NULL::uuid, NULL::text, NULL::bigint, NULL::bigint, NULL::text,
+            NULL::text, NULL::text, NULL::timestamptz, NULL::text[], v_head;
+    END IF;
+END
+$$"""
+
+FUNCTIONS = (QUERY_POSITIONS, FIRST_MATCH, LOCK_FOR, READ_LOCKED)
 """Created before the group function, which calls them."""

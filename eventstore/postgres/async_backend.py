@@ -44,6 +44,7 @@ from ..log_status import LogStatus
 from ..paging import paged_async
 from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
+from . import query_reads as reads
 from . import statements as sql
 from .async_appends import AppendQueue
 from .async_connections import AsyncConnectionPool
@@ -243,12 +244,28 @@ class AsyncPostgresBackend(AsyncBackend):
             yield event
 
     async def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
-        head = await self._safe_head(after)
+        count = reads.first_count(limit)
+        locked = reads.locked_params(query, after, count)
+        if locked is None:
+            head, found, start = await self._safe_head(after), [], after
+        else:
+
+            async def first(conn: psycopg.AsyncConnection[Any]) -> reads.LockedPage:
+                async with conn.cursor(binary=True, row_factory=reads.locked_rows) as cur:
+                    rows = await (await cur.execute(reads.READ_LOCKED, locked)).fetchall()
+                    return reads.locked_page(rows, after)
+
+            (found, head) = await self._with_connection(first)
+            if len(found) < count:
+                return covered(found, limit, head, after)
+            start = found[-1].position
         params = sql.read_query_params(query, head)
+        rest = reads.rest_limit(limit, len(found))
         pages = self._pages(
-            sql.READ_QUERY, params, after, sql.position, limit, rows=sql.recorded_events
+            sql.READ_QUERY, params, start, sql.position, rest, rows=sql.recorded_events
         )
-        return covered([event async for event in pages], limit, head, after)
+        found += [event async for event in pages]
+        return covered(found, limit, head, after)
 
     async def read_all_encoded(
         self,

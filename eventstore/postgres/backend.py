@@ -34,6 +34,7 @@ from ..paging import paged
 from ..port import Backend
 from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
+from . import query_reads as reads
 from . import statements as sql
 from .appends import Appends
 from .connections import ConnectionPool, PostgresTarget
@@ -158,12 +159,25 @@ class PostgresBackend(Backend):
         )
 
     def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
-        head = self._safe_head(after)
+        count = reads.first_count(limit)
+        locked = reads.locked_params(query, after, count)
+        if locked is None:
+            head, found, start = self._safe_head(after), [], after
+        else:
+
+            def first(conn: psycopg.Connection[Any]) -> reads.LockedPage:
+                with conn.cursor(binary=True, row_factory=reads.locked_rows) as cur:
+                    rows = cur.execute(reads.READ_LOCKED, locked).fetchall()
+                    return reads.locked_page(rows, after)
+
+            (found, head) = self._with_connection(first)
+            if len(found) < count:
+                return covered(found, limit, head, after)
+            start = found[-1].position
         params = sql.read_query_params(query, head)
-        found = list(
-            self._pages(
-                sql.READ_QUERY, params, after, sql.position, limit, rows=sql.recorded_events
-            )
+        rest = reads.rest_limit(limit, len(found))
+        found += self._pages(
+            sql.READ_QUERY, params, start, sql.position, rest, rows=sql.recorded_events
         )
         return covered(found, limit, head, after)
 

@@ -334,10 +334,10 @@ def _annotated_event(event: PreparedEvent) -> dict[str, Any]:
 
 
 def recorded_events(cursor: Any) -> RowMaker[RecordedEvent]:
-    return _recorded_event
+    return recorded_event
 
 
-def _recorded_event(values: Sequence[Any]) -> RecordedEvent:
+def recorded_event(values: Sequence[Any]) -> RecordedEvent:
     """The event of a row of `COLUMNS`."""
     id, stream_id, version, position, type, data, metadata, recorded_at, tags = values
     return RecordedEvent(
