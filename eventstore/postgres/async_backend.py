@@ -246,6 +246,7 @@ class AsyncPostgresBackend(AsyncBackend):
     async def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
         count = reads.first_count(limit)
         locked = reads.locked_params(query, after, count)
+        found: list[RecordedEvent]
         if locked is None:
             head, found, start = await self._safe_head(after), [], after
         else:

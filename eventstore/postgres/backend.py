@@ -161,6 +161,7 @@ class PostgresBackend(Backend):
     def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
         count = reads.first_count(limit)
         locked = reads.locked_params(query, after, count)
+        found: list[RecordedEvent]
         if locked is None:
             head, found, start = self._safe_head(after), [], after
         else:
