@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from eventcraft.eventstore import EventStore, Query, QueryItem, RecordedEvent, category_of
+from eventcraft.projections.selection import narrowed
 
 from .errors import InputError, NotFound
 
@@ -41,6 +42,8 @@ class LogFilter:
     """Only events recorded at or after this time."""
     until: datetime | None = None
     """Only events recorded before this time."""
+    query: Query | None = None
+    """Only events matching this query of types and tags (a projection's own), read by it."""
 
     def accepts(self, event: RecordedEvent) -> bool:
         """Whether the event passes the filters the store does not apply itself (a read by
@@ -48,6 +51,8 @@ class LogFilter:
         if self.categories and event.category not in self.categories:
             return False
         if self.tags and not set(self.tags).issubset(event.tags):
+            return False
+        if self.query is not None and not self.query.matches_event(event):
             return False
         if self.since is not None and event.recorded_at < self.since:
             return False
@@ -138,7 +143,12 @@ def log_events(
     from its index of tags: a rare tag costs its own events, not a pass over
     the log.
     """
-    if where.tags:
+    if where.query is not None:
+        selected = narrowed(where.query, tuple(where.types) or None)
+        if selected is None:
+            return
+        events = _tagged(store, after, selected)
+    elif where.tags:
         events = _tagged(store, after, Query([QueryItem(types=where.types, tags=where.tags)]))
     else:
         events = store.read_all(

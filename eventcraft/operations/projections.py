@@ -123,10 +123,15 @@ def lag(store: EventStore, app: App, names: Sequence[str] = ()) -> int:
 
 
 def reads(app: App, name: str) -> LogFilter:
-    """The events the projection `name` reads: its categories and types (all, if None)."""
+    """The events the projection `name` reads: its categories, types (all, if None) and
+    query."""
     _checked_names(app, [name])
     (definition,) = (d for d in app.projections if d.name == name)
-    return LogFilter(categories=definition.categories or (), types=definition.types or ())
+    return LogFilter(
+        categories=definition.categories or (),
+        types=definition.types or (),
+        query=definition.query,
+    )
 
 
 def waiting(store: EventStore, app: App, name: str, *, limit: int) -> list[RecordedEvent]:
