@@ -127,8 +127,9 @@ class QueryResult(NamedTuple):
 
 
 def covered(found: list[RecordedEvent], limit: int | None, head: int, after: int) -> QueryResult:
-    """The result of a read by query that found `found` after `after` up to the high-water
-    mark `head`: it covered up to its last event when `limit` cut it short."""
+    """The result of a read by query that found `found` after `after` up to `head`, below
+    which no matching event can still be stored: it covered up to its last event when
+    `limit` cut it short."""
     if limit is not None and len(found) >= limit:
         return QueryResult(found, found[-1].position if found else after)
     return QueryResult(found, max(head, after))

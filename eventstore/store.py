@@ -197,8 +197,11 @@ class EventStore:
         position the read covered: `head`, the `after` of the `AppendCondition` for a
         decision made on these events.
 
-        Stops at the high-water mark, or at the `limit`-th event (then `head` is its
-        position): every matching event up to `head` is in the result.
+        Every matching event up to `head` is in the result, and none can be stored
+        there later. `head` is the high-water mark, or on PostgreSQL, for a query whose
+        items all have tags, the top of the log as the read found it (the read waits
+        for writers of its tags; docs/ARCHITECTURE.md); with `limit`, the position of
+        the `limit`-th event when the read stopped there.
         """
         query, after, limit = arguments.read_query_call(query, after, limit)
         telemetry.count_read("query")

@@ -168,7 +168,7 @@ def _tagged(store: EventStore, after: int, query: Query) -> Iterator[RecordedEve
         found = store.read_query(query, after=after, limit=TAGGED_PAGE)
         yield from found.events
         if len(found.events) < TAGGED_PAGE:
-            return  # the read covered the log up to the high-water mark
+            return  # the read covered every matching event there is now
         after = found.head
 
 
