@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import MISSING, dataclass, field, fields, make_dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -139,6 +139,31 @@ class RecordedEvent:
     @property
     def category(self) -> str:
         return category_of(self.stream_id)
+
+
+# A frozen dataclass sets each field through `object.__setattr__`, three times the cost
+# of a plain one's `__init__`: 0.6 us of an event's 2-3 us on a read. The backends build
+# a page's events as this twin (the same fields, so the same slots, made from
+# RecordedEvent's own) and then give each its class, which Python allows between
+# classes of one layout: a RecordedEvent, frozen from then on, for a third of the cost.
+UnsealedEvent = make_dataclass(
+    "UnsealedEvent",
+    [
+        (f.name, f.type) if f.default is MISSING else (f.name, f.type, field(default=f.default))
+        for f in fields(RecordedEvent)
+    ],
+    slots=True,
+)
+"""`RecordedEvent`'s twin, not frozen: build one, then set its `__class__` to RecordedEvent."""
+
+
+def recorded_events(*columns: Iterable[Any]) -> list[RecordedEvent]:
+    """`RecordedEvent`s of a page given column by column (ids, stream ids, ... tags),
+    unchecked, for a third of the cost: the columns are walked in C."""
+    events = list(map(UnsealedEvent, *columns))
+    for event in events:
+        event.__class__ = RecordedEvent
+    return events
 
 
 @dataclass(frozen=True, slots=True)

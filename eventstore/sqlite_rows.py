@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from .encoding import PreparedEvent
-from .events import EncodedRecord, RecordedEvent, recorded_at_text
+from .events import EncodedRecord, RecordedEvent, recorded_at_text, recorded_events
 from .paging import Row
 
 _new = object.__new__
@@ -101,19 +101,16 @@ def recorded_page(rows: Sequence[Row]) -> list[RecordedEvent]:
     ids, streams, versions, positions, types, data, metadata, moments, tags = zip(
         *rows, strict=True
     )
-    return list(
-        map(
-            RecordedEvent,
-            map(event_id, ids),
-            streams,
-            versions,
-            positions,
-            types,
-            map(_loads, data),
-            map(_loads, metadata),
-            map(_moment, moments),
-            map(_tags, tags),
-        )
+    return recorded_events(
+        map(event_id, ids),
+        streams,
+        versions,
+        positions,
+        types,
+        map(_loads, data),
+        map(_loads, metadata),
+        map(_moment, moments),
+        map(_tags, tags),
     )
 
 

@@ -12,9 +12,12 @@ fixture that yields a fresh, empty `EventStore` on your backend::
 
 from __future__ import annotations
 
+import copy
 import math
+import pickle
 import uuid
 from collections.abc import Callable
+from dataclasses import FrozenInstanceError, fields, replace
 from datetime import timedelta
 
 import orjson
@@ -31,6 +34,7 @@ from .events import (
     StreamInfo,
     recorded_at_text,
 )
+from .query import Query, QueryItem
 from .store import EventStore
 from .testing_deletion import DeletionConformance
 from .testing_import import ImportConformance
@@ -310,6 +314,25 @@ class EventStoreConformance(
         (recorded,) = store.read_stream("order-1")
         with pytest.raises(AttributeError):
             recorded.version = 5  # type: ignore[misc]
+
+    def test_every_read_gives_true_recorded_events(self, store: EventStore) -> None:
+        # Backends build events unchecked (events.UnsealedEvent): what comes out must be
+        # indistinguishable from a RecordedEvent made by hand.
+        store.append("order-1", [NewEvent("Placed", {"n": 1}, tags=["order:1"])])
+        reads = [
+            *store.read_stream("order-1"),
+            *store.read_all(),
+            *store.read_query(Query([QueryItem(tags=["order:1"])])).events,
+        ]
+        for read in reads:
+            assert type(read) is RecordedEvent
+            same = RecordedEvent(**{f.name: getattr(read, f.name) for f in fields(read)})
+            assert read == same and same == read
+            assert pickle.loads(pickle.dumps(read)) == read
+            assert copy.copy(read) == read
+            assert replace(read, version=9).version == 9
+            with pytest.raises(FrozenInstanceError):
+                read.data = {}  # type: ignore[misc]
 
     def test_pydantic_payloads_are_stored_as_their_json(self, store: EventStore) -> None:
         store.append(

@@ -16,7 +16,7 @@ import psycopg
 from psycopg.abc import Buffer
 from psycopg.rows import RowMaker
 
-from .. import deletion_sql, schema
+from .. import deletion_sql, events, schema
 from ..encoding import PreparedEvent
 from ..errors import AppendOutcomeUnknown, EventStoreError
 from ..events import (
@@ -340,7 +340,7 @@ def recorded_events(cursor: Any) -> RowMaker[RecordedEvent]:
 def recorded_event(values: Sequence[Any]) -> RecordedEvent:
     """The event of a row of `COLUMNS`."""
     id, stream_id, version, position, type, data, metadata, recorded_at, tags = values
-    return RecordedEvent(
+    event = _Unsealed(
         id,
         stream_id,
         version,
@@ -351,9 +351,12 @@ def recorded_event(values: Sequence[Any]) -> RecordedEvent:
         recorded_at,
         () if tags is None else tuple(tags),
     )
+    event.__class__ = RecordedEvent  # why: events.UnsealedEvent
+    return event  # type: ignore[no-any-return]
 
 
 _loads = orjson.loads
+_Unsealed = events.UnsealedEvent
 
 
 def encoded_events(cursor: Any) -> RowMaker[EncodedEvent]:
