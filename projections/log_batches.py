@@ -14,11 +14,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
+from itertools import repeat
 from typing import Any
 
 import orjson
 import pyarrow as pa
 from eventcraft.eventstore import EncodedRecord, RecordedEvent
+from eventcraft.eventstore.events import recorded_events
 
 EVENT_SCHEMA = pa.schema(
     [
@@ -75,19 +77,45 @@ def encoded_batch(records: Sequence[EncodedRecord]) -> pa.RecordBatch:
 
 def events_of(batch: pa.RecordBatch) -> Iterator[RecordedEvent]:
     """The batch's rows as the events the store would return."""
-    loads = orjson.loads
-    for position, stream_id, version, type_, id_, data, metadata, micros, tags in rows_of(batch):
-        yield RecordedEvent(
-            id=uuid.UUID(id_),
-            stream_id=stream_id,
-            version=version,
-            position=position,
-            type=type_,
-            data=loads(data),
-            metadata=loads(metadata),
-            recorded_at=at(micros),
-            tags=tuple(tags) if tags else (),
+    column = batch.column
+    micros = column("recorded_at").cast(_MICROS).cast(pa.int64()).to_pylist()
+    tags = column("tags").to_pylist() if "tags" in batch.schema.names else repeat(None)
+    # Column by column, each walked in C, as the store builds a page (sqlite_rows.py).
+    return iter(
+        recorded_events(
+            map(_event_id, column("id").to_pylist()),
+            column("stream_id").to_pylist(),
+            column("version").to_pylist(),
+            column("position").to_pylist(),
+            column("type").to_pylist(),
+            map(_loads, column("data").to_pylist()),
+            map(_loads, column("metadata").to_pylist()),
+            map(at, micros),
+            map(_tags, tags),
         )
+    )
+
+
+def _event_id(text: str) -> uuid.UUID:
+    """`uuid.UUID(text)` of an id as the log writes it (36 characters), made straight into
+    the UUID's slots, as `uuid.UUID.__setstate__` does: under half the cost."""
+    if len(text) != 36:
+        raise ValueError(f"badly formed event id {text!r}")
+    made = _new(_UUID)
+    _set(made, "int", int(text.replace("-", ""), 16))
+    _set(made, "is_safe", _UNKNOWN)
+    return made  # type: ignore[no-any-return]
+
+
+def _tags(tags: list[str] | None) -> tuple[str, ...]:
+    return tuple(tags) if tags else ()
+
+
+_loads = orjson.loads
+_new = object.__new__
+_set = object.__setattr__
+_UUID = uuid.UUID
+_UNKNOWN = uuid.SafeUUID.unknown
 
 
 def rows_of(batch: pa.RecordBatch) -> Iterator[tuple[Any, ...]]:
@@ -106,4 +134,4 @@ _ROW = ("position", "stream_id", "version", "type", "id", "data", "metadata")
 
 
 def at(micros: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=micros)  # exact, unlike a float timestamp
+    return _EPOCH + timedelta(0, 0, micros)  # exact, unlike a float timestamp
