@@ -104,7 +104,7 @@ def _event_id(text: str) -> uuid.UUID:
     made = _new(_UUID)
     _set(made, "int", int(text.replace("-", ""), 16))
     _set(made, "is_safe", _UNKNOWN)
-    return made  # type: ignore[no-any-return]
+    return made
 
 
 def _tags(tags: list[str] | None) -> tuple[str, ...]:
