@@ -35,7 +35,7 @@ Done = tuple[bytes, int, int | None]
 
 
 def _export_range(
-    line: Callable[[EncodedRecord], bytes], after: int, until: int, categories: Sequence[str]
+    line: Callable[[EncodedRecord], str], after: int, until: int, categories: Sequence[str]
 ) -> Done:
     assert _store is not None, "the worker's store is opened by the pool's initializer"
     records = _store.read_all_encoded(after, until, categories=categories or None)
@@ -44,13 +44,13 @@ def _export_range(
     for record in records:
         lines.append(line(record))
         last = record.position
-    return b"".join(lines), len(lines), last
+    return "".join(lines).encode(), len(lines), last
 
 
 def export_ranges(
     url: str,
     out: IO[bytes],
-    line: Callable[[EncodedRecord], bytes],
+    line: Callable[[EncodedRecord], str],
     *,
     after: int,
     until: int,

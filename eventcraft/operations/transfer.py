@@ -6,9 +6,12 @@ tags (a file exported before events had tags imports as events without);
 positions are the target's own, given in the order of the file, so the
 copy's global log keeps the original order.
 
-An export is canonical: object keys sorted (PostgreSQL's jsonb keeps them in
-an order of its own), so one history exports to the same bytes from any
-backend, positions aside.
+A line's fields come in one order (sorted by name) from every backend; `data`
+and `metadata` are written as the store returns their JSON, unparsed: as
+given to the append on SQLite, in jsonb's normal form on PostgreSQL (its own
+key order, a space after `:` and `,`). So an export costs Python no parsing,
+one history exports to equal documents from any backend, and to the same
+bytes from the same store; from two backends, the bytes of `data` may differ.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from eventcraft.eventstore import (
     WrongExpectedVersion,
 )
 
-from .documents import event_from_document, record_document
+from .documents import event_from_document
 from .errors import InputError, Problems
 from .parallel_export import export_ranges
 from .read_ahead import read_ahead
@@ -68,13 +71,33 @@ class ImportReport:
     """Events the store already held (same id, stream and version): written before."""
 
 
-_EXPORT_JSON = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SORT_KEYS
-
-
 def export_line(record: EncodedRecord) -> bytes:
-    """The event as an export's line: its document (`documents.record_document`, the same as
-    `event_document`), keys sorted, so every backend writes the same bytes; newline ended."""
-    return orjson.dumps(record_document(record), option=_EXPORT_JSON)
+    """The event as an export's line, newline ended: the document of `record_document`
+    (the same as `event_document`), its keys sorted, `data` and `metadata` as stored."""
+    return export_text(record).encode()
+
+
+def export_text(record: EncodedRecord) -> str:
+    """`export_line` as text: a chunk of lines is encoded at once."""
+    # Built as text around the stored JSON: parsing and writing each event's data
+    # again cost 4 us an event, most of an export's time.
+    return (
+        f'{{"data":{record.data},"id":"{record.id}","metadata":{record.metadata},'
+        f'"position":{record.position},"recorded_at":"{record.recorded_at}",'
+        f'"stream_id":{_json_text(record.stream_id)},"tags":{_json_tags(record.tags)},'
+        f'"type":{_json_text(record.type)},"version":{record.version}}}\n'
+    )
+
+
+def _json_text(text: str) -> str:
+    """`text` as a JSON string, as orjson writes it."""
+    if '"' in text or "\\" in text or not text.isprintable():
+        return orjson.dumps(text).decode()  # escapes what a name checked before may hold
+    return f'"{text}"'
+
+
+def _json_tags(tags: tuple[str, ...]) -> str:
+    return orjson.dumps(tags).decode() if tags else "[]"
 
 
 def export_span(store: EventStore, *, after: int, until: int | None) -> int:
@@ -113,7 +136,7 @@ def export_events(
         count, last = export_ranges(
             store.url,
             out,
-            export_line,
+            export_text,
             after=after,
             until=end,
             categories=categories,
@@ -124,17 +147,17 @@ def export_events(
         return ExportReport(events=count, last_position=last)
     count = 0
     last = None
-    lines: list[bytes] = []
+    lines: list[str] = []
     records = store.read_all_encoded(after, until, categories=categories or None)
     for record in records:
-        lines.append(export_line(record))
+        lines.append(export_text(record))
         if len(lines) == PROGRESS_EVERY:
-            out.write(b"".join(lines))
+            out.write("".join(lines).encode())
             lines.clear()
             count += PROGRESS_EVERY
             progress(record.position - after)
         last = record.position
-    out.write(b"".join(lines))
+    out.write("".join(lines).encode())
     count += len(lines)
     out.flush()
     progress((last or after) - after)
