@@ -34,6 +34,7 @@ from .events import (
     recorded_at_text,
 )
 from .ids import new_event_id
+from .json_lines import JsonLines
 from .keys import KeyStore
 from .log_status import HeldPosition, LogStatus
 from .personal import FORGOTTEN, Personal
@@ -65,6 +66,7 @@ __all__ = [
     "ExpectedVersion",
     "HeldPosition",
     "InvalidEvent",
+    "JsonLines",
     "KeyStore",
     "LogStatus",
     "NewEvent",

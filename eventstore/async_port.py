@@ -25,6 +25,7 @@ from .events import (
     StreamInfo,
     StreamState,
 )
+from .json_lines import CHUNK, JsonLines, chunks_of
 from .log_status import LogStatus
 from .port import POLL_CEILING
 from .query import AppendCondition, Query, QueryResult
@@ -80,6 +81,22 @@ class AsyncBackend(abc.ABC):
         types: Sequence[str] | None,
     ) -> AsyncIterator[EncodedRecord]:
         """As `Backend.read_all_encoded`."""
+
+    async def read_all_json(
+        self, *, after: int, until: int | None, categories: Sequence[str] | None
+    ) -> AsyncIterator[JsonLines]:
+        """As `Backend.read_all_json`; this default from `read_all_encoded`."""
+        chunk: list[EncodedRecord] = []
+        records = self.read_all_encoded(after=after, until=until, categories=categories, types=None)
+        async for record in records:
+            chunk.append(record)
+            if len(chunk) == CHUNK:
+                (lines,) = chunks_of(chunk)
+                yield lines
+                chunk = []
+        if chunk:
+            (lines,) = chunks_of(chunk)
+            yield lines
 
     @abc.abstractmethod
     def read_stream_encoded(

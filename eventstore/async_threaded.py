@@ -30,6 +30,7 @@ from .events import (
     StreamInfo,
     StreamState,
 )
+from .json_lines import JsonLines
 from .log_status import LogStatus
 from .port import Backend
 from .query import AppendCondition, Query, QueryResult
@@ -130,6 +131,16 @@ class ThreadedBackend(AsyncBackend):
                 types=types,
             )
         )
+
+    async def read_all_json(
+        self, *, after: int, until: int | None, categories: Sequence[str] | None
+    ) -> AsyncIterator[JsonLines]:
+        # A chunk a trip to the worker: each holds thousands of lines already.
+        lines = await self._run(
+            partial(self.backend.read_all_json, after=after, until=until, categories=categories)
+        )
+        while (chunk := await self._run(partial(next, lines, None))) is not None:
+            yield chunk
 
     def read_stream_encoded(
         self, stream_id: str, *, from_version: int

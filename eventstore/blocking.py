@@ -42,6 +42,7 @@ from .events import (
     RecordedEvent,
     StreamInfo,
 )
+from .json_lines import JsonLines
 from .log_status import LogStatus
 from .query import AppendCondition, Query, QueryResult
 from .snapshot import Snapshot
@@ -159,6 +160,15 @@ class BlockingEventStore:
         return self._drain(
             self.store.read_all_encoded(after, until, categories=categories, types=types)
         )
+
+    def read_all_json(
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        categories: Sequence[str] | str | None = None,
+    ) -> Iterator[JsonLines]:
+        return self._drain(self.store.read_all_json(after, until, categories=categories))
 
     def high_water_mark(self) -> int:
         return self._wait(self.store.high_water_mark())

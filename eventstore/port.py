@@ -26,6 +26,7 @@ from .events import (
     StreamState,
     recorded_at_text,
 )
+from .json_lines import JsonLines, chunks_of
 from .log_status import LogStatus
 from .query import AppendCondition, Query, QueryResult, covered
 from .snapshot import PreparedSnapshot, Snapshot
@@ -135,6 +136,18 @@ class Backend(abc.ABC):
                 recorded_at_text(event.recorded_at),
                 event.tags,
             )
+
+    def read_all_json(
+        self, *, after: int, until: int | None, categories: Sequence[str] | None
+    ) -> Iterator[JsonLines]:
+        """`read_all_encoded` as JSON lines (`json_lines.py`), in chunks.
+
+        This default writes the lines of `read_all_encoded`'s records; a
+        backend that can copy its rows as text makes them straight from that.
+        """
+        return chunks_of(
+            self.read_all_encoded(after=after, until=until, categories=categories, types=None)
+        )
 
     @abc.abstractmethod
     def high_water_mark(self) -> int:

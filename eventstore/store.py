@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from . import arguments, telemetry
+from . import arguments, json_lines, telemetry
 from .arguments import ManyAppend
 from .deletion import StreamDeletion
 from .encoding import MAX_EVENT_BYTES, check_max_event_bytes
@@ -23,6 +23,7 @@ from .events import (
     RecordedEvent,
     StreamInfo,
 )
+from .json_lines import JsonLines
 from .keys import KeyStore
 from .log_status import LogStatus
 from .port import Backend
@@ -230,6 +231,30 @@ class EventStore:
                 after=call.after, until=last, categories=call.categories, types=call.types
             )
         )
+
+    def read_all_json(
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        categories: Sequence[str] | str | None = None,
+    ) -> Iterator[JsonLines]:
+        """`read_all_encoded` as JSON lines, thousands at a time: each event one JSON object
+        with every field, keys sorted, `data` and `metadata` as stored (`json_lines.py`).
+
+        What an export writes: on PostgreSQL the lines are made straight from
+        the copied rows, at a fraction of the cost of anything that builds an
+        object per event.
+        """
+        call = arguments.read_all_call(after, None, categories, None)
+        last = arguments.until_call(until)
+        telemetry.count_read("all_json")
+        chunks = self._backend.read_all_json(
+            after=call.after, until=last, categories=call.categories
+        )
+        if self._shredder.sealed:
+            return chunks
+        return (json_lines.opened(chunk, self._shredder.opened_records) for chunk in chunks)
 
     def open_events(self, events: Iterable[RecordedEvent]) -> Iterator[RecordedEvent]:
         """`events` read elsewhere as stored (from the archive), their personal fields opened

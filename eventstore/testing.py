@@ -374,6 +374,10 @@ class EventStoreConformance(
         positions = [e.position for e in store.read_all()]
         assert len(positions) == 5000
         assert positions == sorted(set(positions))
+        # Copied reads take rows in passes of thousands (postgres/copy_out.py): all of them.
+        assert [r.position for r in store.read_all_encoded()] == positions
+        lines = "".join(chunk.text for chunk in store.read_all_json()).splitlines()
+        assert [orjson.loads(line)["position"] for line in lines] == positions
         assert [e.version for e in store.read_stream("bulk-3", from_version=998)] == [
             998,
             999,
@@ -411,6 +415,47 @@ class EventStoreConformance(
         assert list(store.read_all_encoded(last)) == []
         with pytest.raises(InvalidEvent, match="until"):
             list(store.read_all_encoded(0, -1))
+
+    def test_the_log_reads_as_json_lines_of_every_field(self, store: EventStore) -> None:
+        tags = ["order:1", 'odd "tag"']
+        store.append(
+            "order-1", [NewEvent("Placed", {"b": [1, 2.5, None], "a": 'é\\"\t'}, tags=tags)]
+        )
+        store.append('invoice-"1"', [NewEvent("Sent\\", {}, {"correlation_id": "c-1"})])
+        store.append("order-2", events("Placed", "Shipped", total=3))
+        decoded = list(store.read_all())
+        chunks = list(store.read_all_json())
+        text = "".join(chunk.text for chunk in chunks)
+        assert sum(chunk.events for chunk in chunks) == len(decoded) == len(text.splitlines())
+        assert chunks[-1].last_position == decoded[-1].position
+        for line, event in zip(text.splitlines(keepends=True), decoded, strict=True):
+            assert line.endswith("}\n")
+            document = orjson.loads(line)
+            assert list(document) == sorted(document)
+            assert document == {
+                "data": event.data,
+                "id": str(event.id),
+                "metadata": event.metadata,
+                "position": event.position,
+                "recorded_at": recorded_at_text(event.recorded_at),
+                "stream_id": event.stream_id,
+                "tags": list(event.tags),
+                "type": event.type,
+                "version": event.version,
+            }
+        assert "".join(c.text for c in store.read_all_json()) == text  # the same bytes again
+        first, last = decoded[0].position, decoded[-1].position
+        middle = "".join(c.text for c in store.read_all_json(first, last - 1))
+        assert middle.splitlines() == text.splitlines()[1:-1]
+        orders = "".join(c.text for c in store.read_all_json(categories="order"))
+        assert [orjson.loads(line)["stream_id"] for line in orders.splitlines()] == [
+            "order-1",
+            "order-2",
+            "order-2",
+        ]
+        assert list(store.read_all_json(last)) == []
+        with pytest.raises(InvalidEvent, match="until"):
+            list(store.read_all_json(0, -1))
 
     def test_streams_are_listed_in_order_with_their_versions(self, store: EventStore) -> None:
         store.append("order-2", events("A"))

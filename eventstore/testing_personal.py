@@ -53,12 +53,15 @@ def _every_read(store: EventStore, stream_id: str) -> list[dict[str, Any]]:
     encoded = [orjson.loads(e.data) for e in store.read_stream_encoded(stream_id)]
     logged = [e for e in store.read_all() if e.stream_id == stream_id]
     records = [orjson.loads(r.data) for r in store.read_all_encoded() if r.stream_id == stream_id]
+    lines = "".join(chunk.text for chunk in store.read_all_json()).splitlines()
+    documents = [orjson.loads(line) for line in lines]
+    json = [d["data"] for d in documents if d["stream_id"] == stream_id]
     single = []
     for event in logged:
         found = store.read_event(event.id)
         assert found is not None
         single.append(found.data)
-    reads = [stream, backwards, encoded, [e.data for e in logged], records, single]
+    reads = [stream, backwards, encoded, [e.data for e in logged], records, json, single]
     for read in reads[1:]:
         assert read == reads[0]
     return stream

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import IO
 
-from eventcraft.eventstore import EncodedRecord, EventStore
+from eventcraft.eventstore import EventStore
 
 SPAN = 50_000
 """Positions one worker exports at a time."""
@@ -34,23 +34,16 @@ Done = tuple[bytes, int, int | None]
 """A range's lines, how many, and the position of the last."""
 
 
-def _export_range(
-    line: Callable[[EncodedRecord], str], after: int, until: int, categories: Sequence[str]
-) -> Done:
+def _export_range(after: int, until: int, categories: Sequence[str]) -> Done:
     assert _store is not None, "the worker's store is opened by the pool's initializer"
-    records = _store.read_all_encoded(after, until, categories=categories or None)
-    lines = []
-    last = None
-    for record in records:
-        lines.append(line(record))
-        last = record.position
-    return "".join(lines).encode(), len(lines), last
+    chunks = list(_store.read_all_json(after, until, categories=categories or None))
+    text = "".join(chunk.text for chunk in chunks).encode()
+    return text, sum(chunk.events for chunk in chunks), chunks[-1].last_position if chunks else None
 
 
 def export_ranges(
     url: str,
     out: IO[bytes],
-    line: Callable[[EncodedRecord], str],
     *,
     after: int,
     until: int,
@@ -77,7 +70,7 @@ def export_ranges(
     context = multiprocessing.get_context("spawn")  # no fork of a caller's threads and sockets
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_open, initargs=(url,)) as pool:
         for start, end in _ranges(after, until, span or SPAN):
-            pending.append((end, pool.submit(_export_range, line, start, end, categories)))
+            pending.append((end, pool.submit(_export_range, start, end, categories)))
             # In order; at most two ranges a worker wait in memory.
             while len(pending) > 2 * jobs or (pending and pending[0][1].done()):
                 write_first()

@@ -6,12 +6,8 @@ tags (a file exported before events had tags imports as events without);
 positions are the target's own, given in the order of the file, so the
 copy's global log keeps the original order.
 
-A line's fields come in one order (sorted by name) from every backend; `data`
-and `metadata` are written as the store returns their JSON, unparsed: as
-given to the append on SQLite, in jsonb's normal form on PostgreSQL (its own
-key order, a space after `:` and `,`). So an export costs Python no parsing,
-one history exports to equal documents from any backend, and to the same
-bytes from the same store; from two backends, the bytes of `data` may differ.
+The lines are the store's `read_all_json`: every field, keys sorted, `data`
+and `metadata` as stored (`eventstore/json_lines.py`).
 """
 
 from __future__ import annotations
@@ -23,9 +19,10 @@ from typing import IO
 import orjson
 
 from eventcraft.eventstore import (
+    AppendResult,
     DuplicateEventId,
-    EncodedRecord,
     EventStore,
+    InvalidEvent,
     NewEvent,
     RecordedEvent,
     WrongExpectedVersion,
@@ -42,9 +39,6 @@ in parts, in one transaction)."""
 
 Batch = list[tuple[int, RecordedEvent]]
 """Consecutive events of one stream, each with its line number."""
-
-PROGRESS_EVERY = 10_000
-"""Events between two reports to a progress callback."""
 
 Progress = Callable[[int], None]
 
@@ -69,35 +63,6 @@ class ImportReport:
     """Events appended to the store."""
     skipped: int
     """Events the store already held (same id, stream and version): written before."""
-
-
-def export_line(record: EncodedRecord) -> bytes:
-    """The event as an export's line, newline ended: the document of `record_document`
-    (the same as `event_document`), its keys sorted, `data` and `metadata` as stored."""
-    return export_text(record).encode()
-
-
-def export_text(record: EncodedRecord) -> str:
-    """`export_line` as text: a chunk of lines is encoded at once."""
-    # Built as text around the stored JSON: parsing and writing each event's data
-    # again cost 4 us an event, most of an export's time.
-    return (
-        f'{{"data":{record.data},"id":"{record.id}","metadata":{record.metadata},'
-        f'"position":{record.position},"recorded_at":"{record.recorded_at}",'
-        f'"stream_id":{_json_text(record.stream_id)},"tags":{_json_tags(record.tags)},'
-        f'"type":{_json_text(record.type)},"version":{record.version}}}\n'
-    )
-
-
-def _json_text(text: str) -> str:
-    """`text` as a JSON string, as orjson writes it."""
-    if '"' in text or "\\" in text or not text.isprintable():
-        return orjson.dumps(text).decode()  # escapes what a name checked before may hold
-    return f'"{text}"'
-
-
-def _json_tags(tags: tuple[str, ...]) -> str:
-    return orjson.dumps(tags).decode() if tags else "[]"
 
 
 def export_span(store: EventStore, *, after: int, until: int | None) -> int:
@@ -136,7 +101,6 @@ def export_events(
         count, last = export_ranges(
             store.url,
             out,
-            export_text,
             after=after,
             until=end,
             categories=categories,
@@ -147,18 +111,11 @@ def export_events(
         return ExportReport(events=count, last_position=last)
     count = 0
     last = None
-    lines: list[str] = []
-    records = store.read_all_encoded(after, until, categories=categories or None)
-    for record in records:
-        lines.append(export_text(record))
-        if len(lines) == PROGRESS_EVERY:
-            out.write("".join(lines).encode())
-            lines.clear()
-            count += PROGRESS_EVERY
-            progress(record.position - after)
-        last = record.position
-    out.write("".join(lines).encode())
-    count += len(lines)
+    for chunk in store.read_all_json(after, until, categories=categories or None):
+        out.write(chunk.text.encode())
+        count += chunk.events
+        last = chunk.last_position
+        progress(last - after)
     out.flush()
     progress((last or after) - after)
     return ExportReport(events=count, last_position=last)
@@ -205,12 +162,35 @@ def import_events(
     """
     importer = _Importer(store, store.log_status().head)
     read = 0
-    # Lines are parsed on a thread of their own while the store writes the batch before.
-    for batch, read in read_ahead(_batches(source)):
-        importer.write(batch)
+    # Lines are parsed on a thread of their own while the store writes the group before.
+    for group, read in read_ahead(_groups(_batches(source))):
+        importer.write_group(group)
         progress(read)
     progress(read)
     return ImportReport(importer.events, importer.written, importer.skipped)
+
+
+Group = list[tuple[Batch, list[NewEvent]]]
+"""Batches of distinct streams, written by one `append_many`, each with its events."""
+
+
+def _groups(batches: Iterator[tuple[Batch, int]]) -> Iterator[tuple[Group, int]]:
+    """Consecutive batches of distinct streams, up to `BATCH` events together: one
+    transaction and one commit for many short streams, which alone cost one each."""
+    group: Group = []
+    streams: set[str] = set()
+    size = read = 0
+    for batch, now_read in batches:
+        stream_id = batch[0][1].stream_id
+        if group and (stream_id in streams or size + len(batch) > BATCH):
+            yield group, read
+            group, streams, size = [], set(), 0
+        group.append((batch, _new_events(batch)))
+        streams.add(stream_id)
+        size += len(batch)
+        read = now_read
+    if group:
+        yield group, read
 
 
 def _batches(source: IO[bytes]) -> Iterator[tuple[Batch, int]]:
@@ -249,20 +229,37 @@ class _Importer:
         up to here was stored before (the store answers a repeated append so)."""
         self.events = self.written = self.skipped = 0
 
-    def write(self, batch: Batch) -> None:
-        self.events += len(batch)
+    def write_group(self, group: Group) -> None:
+        if len(group) > 1:
+            appends = [(b[0][1].stream_id, events, b[0][1].version - 1) for b, events in group]
+            try:
+                results = self.store.append_many(appends)
+            except (WrongExpectedVersion, DuplicateEventId, InvalidEvent):
+                pass  # one batch at a time finds what each lacks, or which line is at fault
+            else:
+                for (batch, _), result in zip(group, results, strict=True):
+                    self._count(batch, result)
+                return
+        for batch, events in group:
+            self.write(batch, events)
+
+    def write(self, batch: Batch, events: list[NewEvent]) -> None:
         first = batch[0][1]
         stream_id = first.stream_id
         try:
-            result = self.store.append(
-                stream_id, _new_events(batch), expected_version=first.version - 1
-            )
+            result = self.store.append(stream_id, events, expected_version=first.version - 1)
         except WrongExpectedVersion as conflict:
+            self.events += len(batch)
             self._resume(batch, conflict.actual)
             return
         except DuplicateEventId:  # some of the batch is stored: an import with other bounds
+            self.events += len(batch)
             self._resume(batch, self.store.stream_version(stream_id))
             return
+        self._count(batch, result)
+
+    def _count(self, batch: Batch, result: AppendResult) -> None:
+        self.events += len(batch)
         if result.positions[0] <= self.head:
             self.skipped += len(batch)
         else:

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.rows import RowMaker
 
-from .. import deletion_postgres
+from .. import deletion_postgres, json_lines
 from ..arguments import AppendCall
 from ..async_port import AsyncBackend
 from ..deletion import StreamDeletion
@@ -40,10 +40,12 @@ from ..events import (
     StreamState,
 )
 from ..idempotency import StoredId
+from ..json_lines import JsonLines
 from ..log_status import LogStatus
 from ..paging import paged_async
 from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
+from . import copy_out
 from . import query_reads as reads
 from . import statements as sql
 from .async_appends import AppendQueue
@@ -283,6 +285,18 @@ class AsyncPostgresBackend(AsyncBackend):
             for record in await self._with_connection(partial(_copied_records, query, span)):
                 yield record
 
+    async def read_all_json(
+        self, *, after: int, until: int | None, categories: Sequence[str] | None
+    ) -> AsyncIterator[JsonLines]:
+        head = await self._safe_head(after)
+        last = head if until is None else min(until, head)
+        query, params = sql.read_all_encoded_query(categories, None)
+        for span in sql.encoded_spans(params, after, last):
+            lines = await self._with_connection(partial(_copied_lines, query, span))
+            if lines:
+                text = "".join(lines)
+                yield JsonLines(text, len(lines), json_lines.last_position(text))
+
     async def _safe_head(self, after: int) -> int:
         return await self._with_connection(lambda conn: safe_head_async(conn, after))
 
@@ -438,6 +452,9 @@ def _prepare(target: PostgresTarget) -> bytes:
         pool.close()
 
 
+async def _copied_lines(query: str, params: dict[str, Any], conn: Conn) -> list[str]:
+    return await copy_out.copied_async(conn, query, params, sql.copied_line)
+
+
 async def _copied_records(query: str, params: dict[str, Any], conn: Conn) -> list[EncodedRecord]:
-    async with conn.cursor().copy(query, params) as copy:
-        return [sql.copied_record(row) async for row in copy]
+    return await copy_out.copied_async(conn, query, params, sql.copied_record)

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.rows import RowMaker
 
-from .. import deletion_postgres, schema
+from .. import deletion_postgres, json_lines, schema
 from ..arguments import AppendCall
 from ..deletion import StreamDeletion
 from ..encoding import PreparedBatch
@@ -29,11 +29,13 @@ from ..events import (
     StreamInfo,
     StreamState,
 )
+from ..json_lines import JsonLines
 from ..log_status import LogStatus
 from ..paging import paged
 from ..port import Backend
 from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
+from . import copy_out
 from . import query_reads as reads
 from . import statements as sql
 from .appends import Appends
@@ -196,6 +198,18 @@ class PostgresBackend(Backend):
         for span in sql.encoded_spans(params, after, last):
             yield from self._with_connection(partial(_copied_records, query, span))
 
+    def read_all_json(
+        self, *, after: int, until: int | None, categories: Sequence[str] | None
+    ) -> Iterator[JsonLines]:
+        head = self._safe_head(after)
+        last = head if until is None else min(until, head)
+        query, params = sql.read_all_encoded_query(categories, None)
+        for span in sql.encoded_spans(params, after, last):
+            lines = self._with_connection(partial(_copied_lines, query, span))
+            if lines:
+                text = "".join(lines)
+                yield JsonLines(text, len(lines), json_lines.last_position(text))
+
     def _safe_head(self, after: int) -> int:
         return self._with_connection(partial(safe_head, after=after))
 
@@ -319,8 +333,11 @@ class PostgresBackend(Backend):
         raise AssertionError("unreachable")
 
 
+def _copied_lines(query: str, params: dict[str, Any], conn: psycopg.Connection[Any]) -> list[str]:
+    return copy_out.copied(conn, query, params, sql.copied_line)
+
+
 def _copied_records(
     query: str, params: dict[str, Any], conn: psycopg.Connection[Any]
 ) -> list[EncodedRecord]:
-    with conn.cursor().copy(query, params) as copy:
-        return list(map(sql.copied_record, copy))
+    return copy_out.copied(conn, query, params, sql.copied_record)

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent
 from eventcraft.projections.log_batches import EVENT_SCHEMA, encoded_batch, events_of, to_batch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 _text = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=20)
@@ -38,6 +38,7 @@ _events = st.builds(
 )
 
 
+@settings(deadline=None)  # the first call also loads pyarrow's compute kernels
 @given(st.lists(_events, max_size=8))
 def test_a_batch_gives_back_its_events(events: list[RecordedEvent]) -> None:
     read = list(events_of(to_batch(events)))

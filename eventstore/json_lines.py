@@ -1,0 +1,128 @@
+"""The log as JSON lines (`read_all_json`): each event one JSON object, a line of its own.
+
+A line holds every field of the event, keys sorted by name: `data`, `id`,
+`metadata`, `position`, `recorded_at` (as `EncodedRecord.recorded_at`),
+`stream_id`, `tags`, `type`, `version`. `data` and `metadata` are the JSON
+the store keeps, unparsed: as given to the append on SQLite and in memory,
+in jsonb's normal form on PostgreSQL (its own key order, a space after `:`
+and `,`). So a line costs no parsing, one store gives the same bytes each
+time, and two backends give equal documents, not always the same bytes.
+
+Lines come in chunks (`JsonLines`), written out whole: a chunk is one string.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+from typing import NamedTuple
+
+import orjson
+
+from .envelope import TEXT_MARK
+from .events import EncodedRecord
+
+CHUNK = 10_000
+"""Most lines in one chunk a backend hands over."""
+
+_NAMES_KEPT = 4096
+"""Names kept as JSON once made: every event type, the streams most recently seen."""
+
+
+class JsonLines(NamedTuple):
+    """Consecutive events of the log as JSON lines."""
+
+    text: str
+    """The lines, each ended by a newline."""
+    events: int
+    """How many events: one line each."""
+    last_position: int
+    """The position of the last event."""
+
+
+def record_line(record: EncodedRecord) -> str:
+    """The JSON line of an event read as stored."""
+    position, id, stream_id, version, type, data, metadata, recorded_at, tags = record
+    return line(position, id, stream_id, version, type, data, metadata, recorded_at, _tags(tags))
+
+
+def line(
+    position: object,
+    id: str,
+    stream_id: str,
+    version: object,
+    type: str,
+    data: str,
+    metadata: str,
+    recorded_at: str,
+    tags: str,
+) -> str:
+    """The JSON line of these fields, each as JSON text but the names and the id, and
+    `position` and `version`, which print as JSON numbers."""
+    return (
+        f'{{"data":{data},"id":"{id}","metadata":{metadata},"position":{position},'
+        f'"recorded_at":"{recorded_at}","stream_id":{json_name(stream_id)},"tags":{tags},'
+        f'"type":{json_name(type)},"version":{version}}}\n'
+    )
+
+
+_names: dict[str, str] = {}
+
+
+def json_name(name: str) -> str:
+    """`name` as a JSON string, as orjson writes it."""
+    made = _names.get(name)
+    if made is None:
+        made = orjson.dumps(name).decode()
+        if len(_names) >= _NAMES_KEPT:
+            _names.clear()  # streams come and go; the types come back at once
+        _names[name] = made
+    return made
+
+
+def _tags(tags: tuple[str, ...]) -> str:
+    return orjson.dumps(tags).decode() if tags else "[]"
+
+
+def chunks_of(records: Iterable[EncodedRecord]) -> Iterator[JsonLines]:
+    """The lines of `records`, `CHUNK` at a time."""
+    records = iter(records)
+    while chunk := list(islice(records, CHUNK)):
+        yield JsonLines("".join(map(record_line, chunk)), len(chunk), chunk[-1].position)
+
+
+def last_position(text: str) -> int:
+    """The position of the last line of `text`: the last `,"position":` of it, as a name,
+    the only other text after `data` that could hold one, writes its quotes escaped."""
+    start = text.rindex(',"position":') + len(',"position":')
+    return int(text[start : text.index(",", start)])
+
+
+def opened(
+    chunk: JsonLines, open_records: Callable[[Iterator[EncodedRecord]], Iterator[EncodedRecord]]
+) -> JsonLines:
+    """`chunk` with the lines of sealed events made again from their records as
+    `open_records` opens them; a chunk without any, as it is (one search of its text)."""
+    if TEXT_MARK not in chunk.text:
+        return chunk
+    lines = chunk.text.splitlines(keepends=True)
+    marked = [n for n, text in enumerate(lines) if TEXT_MARK in text]
+    records = open_records(iter([_record(lines[n]) for n in marked]))
+    for n, record in zip(marked, records, strict=True):
+        lines[n] = record_line(record)
+    return chunk._replace(text="".join(lines))
+
+
+def _record(text: str) -> EncodedRecord:
+    document = orjson.loads(text)
+    return EncodedRecord(
+        document["position"],
+        document["id"],
+        document["stream_id"],
+        document["version"],
+        document["type"],
+        orjson.dumps(document["data"]).decode(),
+        orjson.dumps(document["metadata"]).decode(),
+        document["recorded_at"],
+        tuple(document["tags"]),
+    )
