@@ -7,6 +7,7 @@ Each parses the query, calls one function of `eventcraft.operations`, and render
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import orjson
@@ -16,7 +17,7 @@ from starlette.routing import Route
 
 from eventcraft.eventstore import RecordedEvent
 
-from ..operations import log, newest, overview
+from ..operations import log, newest, overview, projections
 from ..operations.documents import event_document, event_line
 from ..operations.errors import InputError
 from ..operations.log import LogFilter
@@ -52,6 +53,7 @@ def log_page(request: Request) -> HTMLResponse:
         where=where,
         live=before is None,
         query=_kept(request, "before"),
+        projection=request.query_params.get("projection", "").strip(),
     )
 
 
@@ -160,15 +162,27 @@ def trace_page(request: Request) -> HTMLResponse:
 
 def log_filter(request: Request) -> LogFilter:
     """The Log page's filters: comma-separated categories, types and tags (an event carries
-    all of them), a correlation id, and a time range in UTC (`2026-01-31T12:00`)."""
+    all of them), a correlation id, and a time range in UTC (`2026-01-31T12:00`); or, with
+    `projection`, the events that projection reads (its query too, which the other fields
+    cannot state), narrowed by the rest."""
     params = request.query_params
-    return LogFilter(
+    where = LogFilter(
         categories=_names(params.get("category", "")),
         types=_names(params.get("type", "")),
         tags=_names(params.get("tag", "")),
         correlation_id=params.get("correlation", "").strip() or None,
         since=_time(params.get("since", ""), "since"),
         until=_time(params.get("until", ""), "until"),
+    )
+    name = params.get("projection", "").strip()
+    if not name:
+        return where
+    reads = projections.reads(console_of(request).app, name)
+    return replace(
+        where,
+        categories=where.categories or reads.categories,
+        types=where.types or reads.types,
+        query=reads.query,
     )
 
 

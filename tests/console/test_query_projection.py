@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import orjson
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, NewEvent, Query, QueryItem, RecordedEvent
 from eventcraft.projections import Projection, ReadModel
@@ -57,3 +58,23 @@ def test_a_query_projection_waits_on_and_logs_only_its_own_events(store: EventSt
     assert "course:c1" in html  # the query is shown beside categories and types
     message_log = html[html.index('id="message-log"') :]
     assert [int(p) for p in re.findall(r'<tr data-position="(\d+)"', message_log)] == mine[::-1]
+
+
+def test_the_log_link_of_a_query_projection_lists_only_its_events(store: EventStore) -> None:
+    mine = _fill(store)
+    client = TestClient(create_app(store, App(projections=[_projection()])))
+    html = client.get("/projections/c1-roster").text
+    (link,) = re.findall(r'href="([^"]*)">All in the Log<', html)
+    assert link.endswith("/log?projection=c1-roster")
+    log_html = client.get("/log?projection=c1-roster").text
+    listed = [int(p) for p in re.findall(r'<tr data-position="(\d+)"', log_html)]
+    assert listed == mine[::-1]  # not the other course's subscriptions, of the same type
+    assert 'name="projection" value="c1-roster"' in log_html  # kept by the filter form
+    narrowed = client.get("/log?projection=c1-roster&tag=student:s2").text
+    assert [int(p) for p in re.findall(r'<tr data-position="(\d+)"', narrowed)] == [mine[1]]
+    ndjson = client.get("/log.ndjson?projection=c1-roster").text
+    assert [orjson.loads(line)["position"] for line in ndjson.splitlines()] == mine
+    missing = client.get("/log?projection=nobody")
+    assert (
+        missing.status_code == 404 and "no projection" in missing.text and "nobody" in missing.text
+    )
