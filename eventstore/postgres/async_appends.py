@@ -85,6 +85,10 @@ class AppendQueue:
         sent or not (the caller resends, as after any lost connection).
         """
         events = [events_json(call) for call in member]
+        # A sender that has emptied the queue is done at once, but its done-callback
+        # forgets it only on the loop's next turn, after any caller its last answer woke:
+        # counted as sending, it would leave this member queued with no sender, forever.
+        self._senders.difference_update([sender for sender in self._senders if sender.done()])
         if not self._grouped or (not self._senders and not self._inline):
             # Nothing in flight: send it from this task, sparing a sender's start.
             self._inline += 1
