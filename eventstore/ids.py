@@ -11,7 +11,7 @@ each millisecond and counts up within it, so ids made by one process are
 strictly increasing (RFC 9562 method 1); 32 random bits. The random tail
 comes from `os.urandom` at every call, so a forked child, which inherits
 the counter, still draws ids of its own. Made straight into the UUID's
-slots, as `uuid.UUID.__setstate__` does, at the cost of `uuid.uuid4()`.
+slots (`uuid_from_int`), at the cost of `uuid.uuid4()`.
 """
 
 from __future__ import annotations
@@ -64,7 +64,14 @@ def new_event_id() -> uuid.UUID:
         | (random & _TAIL)
         | _VERSION_AND_VARIANT
     )
-    new = _new(_UUID)
-    _set(new, "int", value)
-    _set(new, "is_safe", _UNKNOWN)
-    return new
+    return uuid_from_int(value)
+
+
+def uuid_from_int(value: int) -> uuid.UUID:
+    """`uuid.UUID(int=value)`, made straight into the UUID's slots, as
+    `uuid.UUID.__setstate__` does: a quarter of the cost, for it checks nothing. For
+    ids made here and ids read back from a store (`value` below 2**128)."""
+    made = _new(_UUID)
+    _set(made, "int", value)
+    _set(made, "is_safe", _UNKNOWN)
+    return made
