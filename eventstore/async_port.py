@@ -25,7 +25,7 @@ from .events import (
     StreamInfo,
     StreamState,
 )
-from .json_lines import CHUNK, JsonLines, chunks_of
+from .json_lines import CHUNK, JsonLines, chunk_of
 from .log_status import LogStatus
 from .port import POLL_CEILING
 from .query import AppendCondition, Query, QueryResult
@@ -91,12 +91,10 @@ class AsyncBackend(abc.ABC):
         async for record in records:
             chunk.append(record)
             if len(chunk) == CHUNK:
-                (lines,) = chunks_of(chunk)
-                yield lines
+                yield chunk_of(chunk)
                 chunk = []
         if chunk:
-            (lines,) = chunks_of(chunk)
-            yield lines
+            yield chunk_of(chunk)
 
     @abc.abstractmethod
     def read_stream_encoded(

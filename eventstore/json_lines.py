@@ -8,12 +8,14 @@ in jsonb's normal form on PostgreSQL (its own key order, a space after `:`
 and `,`). So a line costs no parsing, one store gives the same bytes each
 time, and two backends give equal documents, not always the same bytes.
 
-Lines come in chunks (`JsonLines`), written out whole: a chunk is one string.
+Lines come in chunks (`JsonLines`), written out whole: a chunk is one string,
+of `CHUNK` lines from records, of a copied span (up to 50,000 positions) on
+PostgreSQL.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import NamedTuple
 
@@ -23,7 +25,7 @@ from .envelope import TEXT_MARK
 from .events import EncodedRecord
 
 CHUNK = 10_000
-"""Most lines in one chunk a backend hands over."""
+"""Most lines in one chunk made from records (`chunks_of`)."""
 
 _NAMES_KEPT = 4096
 """Names kept as JSON once made: every event type, the streams most recently seen."""
@@ -88,7 +90,12 @@ def chunks_of(records: Iterable[EncodedRecord]) -> Iterator[JsonLines]:
     """The lines of `records`, `CHUNK` at a time."""
     records = iter(records)
     while chunk := list(islice(records, CHUNK)):
-        yield JsonLines("".join(map(record_line, chunk)), len(chunk), chunk[-1].position)
+        yield chunk_of(chunk)
+
+
+def chunk_of(records: Sequence[EncodedRecord]) -> JsonLines:
+    """The lines of `records`, at least one, as one chunk."""
+    return JsonLines("".join(map(record_line, records)), len(records), records[-1].position)
 
 
 def last_position(text: str) -> int:

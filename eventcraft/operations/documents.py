@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from eventcraft.eventstore import EncodedRecord, RecordedEvent, recorded_at_text
+from eventcraft.eventstore import RecordedEvent, recorded_at_text
 
 FIELDS = ("position", "id", "stream_id", "version", "type", "recorded_at", "data", "metadata")
 """The fields every document holds, in the order a document lists them; `tags` follows,
@@ -29,22 +29,6 @@ def event_document(event: RecordedEvent) -> dict[str, Any]:
         "data": event.data,
         "metadata": event.metadata,
         "tags": list(event.tags),
-    }
-
-
-def record_document(record: EncodedRecord) -> dict[str, Any]:
-    """`event_document` of an event read encoded: the same document, built for less."""
-    loads = orjson.loads
-    return {
-        "position": record.position,
-        "id": record.id,
-        "stream_id": record.stream_id,
-        "version": record.version,
-        "type": record.type,
-        "recorded_at": record.recorded_at,
-        "data": loads(record.data),
-        "metadata": loads(record.metadata),
-        "tags": record.tags,
     }
 
 

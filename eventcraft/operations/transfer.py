@@ -19,7 +19,6 @@ from typing import IO
 import orjson
 
 from eventcraft.eventstore import (
-    AppendResult,
     DuplicateEventId,
     EventStore,
     NewEvent,
@@ -161,7 +160,8 @@ def import_events(
     """
     importer = _Importer(store, store.log_status().head)
     read = 0
-    # Lines are parsed on a thread of their own while the store writes the group before.
+    # Lines are parsed, and their events made, on a thread of their own while the store
+    # writes the batch before.
     for batch, events, read in read_ahead(_with_events(_batches(source))):
         importer.write(batch, events)
         progress(read)
@@ -216,22 +216,17 @@ class _Importer:
         self.events = self.written = self.skipped = 0
 
     def write(self, batch: Batch, events: list[NewEvent]) -> None:
+        self.events += len(batch)
         first = batch[0][1]
         stream_id = first.stream_id
         try:
             result = self.store.append(stream_id, events, expected_version=first.version - 1)
         except WrongExpectedVersion as conflict:
-            self.events += len(batch)
             self._resume(batch, conflict.actual)
             return
         except DuplicateEventId:  # some of the batch is stored: an import with other bounds
-            self.events += len(batch)
             self._resume(batch, self.store.stream_version(stream_id))
             return
-        self._count(batch, result)
-
-    def _count(self, batch: Batch, result: AppendResult) -> None:
-        self.events += len(batch)
         if result.positions[0] <= self.head:
             self.skipped += len(batch)
         else:
