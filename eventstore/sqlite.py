@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from . import deletion_sql, schema, sqlite_query
 from . import sqlite_statements as sql
 from .arguments import AppendCall
+from .collector import collector_paused
 from .deletion import StreamDeletion
 from .encoding import PreparedBatch, decode
 from .errors import (
@@ -333,9 +334,12 @@ class SQLiteBackend(Backend):
         after the last of those."""
 
         def fetch(key: int, count: int) -> list[R]:
-            return make(
-                self._guard(lambda: self._fetch(query, {**params, "start": key, "count": count}))
-            )
+            with collector_paused():  # why: eventstore/collector.py
+                return make(
+                    self._guard(
+                        lambda: self._fetch(query, {**params, "start": key, "count": count})
+                    )
+                )
 
         return paged(fetch, start, next_start, None, limit, PAGE)
 

@@ -12,8 +12,9 @@ per event is building the event itself.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
+from itertools import repeat
 from typing import Any
 
 import orjson
@@ -92,16 +93,29 @@ def recorded_page(rows: Sequence[Row]) -> list[RecordedEvent]:
         *rows, strict=True
     )
     return recorded_events(
-        map(event_id, ids),
+        _ids(ids),
         streams,
         versions,
         positions,
         types,
         map(_loads, data),
         map(_loads, metadata),
-        map(_moment, moments),
-        map(_tags, tags),
+        _moments(moments),
+        repeat((), len(tags)) if tags.count(None) == len(tags) else map(_tags, tags),
     )
+
+
+def _ids(stored: tuple[bytes | str, ...]) -> list[uuid.UUID]:
+    try:
+        return list(map(_uuid, map(_from_bytes, stored)))  # type: ignore[arg-type]
+    except TypeError:  # a page reaching rows of an earlier release, with text ids
+        return list(map(event_id, stored))
+
+
+def _moments(stored: tuple[str, ...]) -> Iterator[datetime]:
+    # The events of an append share their time: parsed once a page, not once an event.
+    parsed = {moment: _moment(moment) for moment in set(stored)}
+    return map(parsed.__getitem__, stored)
 
 
 def encoded_page(rows: Sequence[Row]) -> list[EncodedRecord]:

@@ -28,6 +28,7 @@ from psycopg.rows import RowMaker
 from .. import deletion_postgres, json_lines
 from ..arguments import AppendCall
 from ..async_port import AsyncBackend
+from ..collector import collector_paused
 from ..deletion import StreamDeletion
 from ..encoding import PreparedBatch
 from ..errors import EventStoreError, StoreUnavailable
@@ -400,7 +401,9 @@ class AsyncPostgresBackend(AsyncBackend):
             async def run(conn: Conn) -> list[R]:
                 async with conn.cursor(binary=True, row_factory=rows) as cur:
                     await cur.execute(query, {**params, "start": key, "count": count})
-                    return await cur.fetchall()
+                    # The rows are in memory by now: fetchall builds them without a wait.
+                    with collector_paused():  # why: eventstore/collector.py
+                        return await cur.fetchall()
 
             return sql.up_to(await self._with_connection(run), upto)
 

@@ -16,6 +16,7 @@ from psycopg.rows import RowMaker
 
 from .. import deletion_postgres, json_lines, schema
 from ..arguments import AppendCall
+from ..collector import collector_paused
 from ..deletion import StreamDeletion
 from ..encoding import PreparedBatch
 from ..errors import (
@@ -310,7 +311,9 @@ class PostgresBackend(Backend):
         def fetch(key: int, count: int) -> list[R]:
             def run(conn: psycopg.Connection[Any]) -> list[R]:
                 with conn.cursor(binary=True, row_factory=rows) as cur:
-                    return cur.execute(query, {**params, "start": key, "count": count}).fetchall()
+                    cur.execute(query, {**params, "start": key, "count": count})
+                    with collector_paused():  # why: eventstore/collector.py
+                        return cur.fetchall()
 
             return sql.up_to(self._with_connection(run), upto)
 

@@ -112,7 +112,10 @@ def test_appends_go_on_after_the_upgrade(previous_store: str) -> None:
         shipped = store.read_event(paid.id)
         assert shipped is not None and shipped.data == {"by": "post"}
     with EventStore.open(previous_store) as reopened:  # a second opening changes nothing
-        assert [e.position for e in reopened.read_all()] == [1, 2, 3, 4, 5, 6]
+        read = list(reopened.read_all())  # one page: the older ids and the new
+        assert [e.position for e in read] == [1, 2, 3, 4, 5, 6]
+        assert [e.id for e in read[:4]] == [id for id, *_ in _written()]
+        assert read[4].id == paid.id
 
 
 def test_the_sqlite_upgrade_keeps_the_rows_and_takes_the_new_layout(tmp_path: Path) -> None:
