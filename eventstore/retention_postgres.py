@@ -24,6 +24,7 @@ import psycopg
 
 from .deletion_sql import DELETED_STREAMS
 from .errors import StoreUnavailable
+from .keyed_indexes import matches
 from .retention import (
     Retention,
     RetentionPolicy,
@@ -64,7 +65,8 @@ $$""",
 
 _NOT_NEWEST = f"e.version < (SELECT max(s.version) FROM {EVENTS} s WHERE s.stream_id = e.stream_id)"
 _BY_POLICY = (
-    f"FROM {EVENTS} AS e WHERE e.category = %s AND e.position > %s AND e.position <= %s "
+    f"FROM {EVENTS} AS e WHERE {matches('e.category', '%s')} "
+    "AND e.position > %s AND e.position <= %s "
     f"AND {_NOT_NEWEST} AND ("
     "e.recorded_at < %s::timestamptz OR e.version <= "
     f"(SELECT max(s.version) FROM {EVENTS} s WHERE s.stream_id = e.stream_id) - %s::bigint)"
@@ -97,7 +99,7 @@ def _policy_parameters(
     policy: RetentionPolicy, after: int, up_to: int, now: datetime
 ) -> tuple[Any, ...]:
     cutoff = now - policy.max_age if policy.max_age is not None else None
-    return (policy.category, after, up_to, cutoff, policy.max_count)
+    return (policy.category, policy.category, after, up_to, cutoff, policy.max_count)
 
 
 class PostgresRetention(Retention):

@@ -164,14 +164,17 @@ events = sa.Table(
     metadata,
     # On SQLite an INTEGER primary key is the rowid: the cheapest ordered key.
     sa.Column("position", _big_int, primary_key=True, autoincrement=False),
-    sa.Column("stream_id", _name, nullable=False),
+    # The fixed-width columns first: PostgreSQL aligns an 8-byte value to 8 bytes, and
+    # after a name of any length that cost up to 7 bytes of padding, twice a row. Rows
+    # of stores made before keep their order; every statement names its columns.
     sa.Column("version", sa.BigInteger, nullable=False),
+    sa.Column("recorded_at", _timestamp, nullable=False),
     sa.Column("id", _uuid, nullable=False),
+    sa.Column("stream_id", _name, nullable=False),
     sa.Column("type", sa.Text, nullable=False),
+    sa.Column("category", _name, nullable=False),
     sa.Column("data", _json, nullable=False),
     sa.Column("metadata", _json, nullable=False),
-    sa.Column("recorded_at", _timestamp, nullable=False),
-    sa.Column("category", _name, nullable=False),
     # Sorted, each once: a text[] on PostgreSQL, a JSON array on SQLite.
     sa.Column("tags", _tags, nullable=True),
     sa.UniqueConstraint("stream_id", "version", name=f"{EVENTS}_stream_version"),
@@ -181,6 +184,7 @@ events = sa.Table(
 # global reads and the head; (stream_id, version), stream reads and the version
 # check of an append; id, idempotent retries and read_event; these two, reads
 # by category and by type, each a walk of one index range in position order.
+# PostgreSQL keys these two by a hash of the name instead (keyed_indexes.py).
 sa.Index(f"{EVENTS}_category_position", events.c.category, events.c.position)
 sa.Index(f"{EVENTS}_type_position", events.c.type, events.c.position)
 
@@ -491,6 +495,10 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
         if postgres:
             statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_NOTIFY_FUNCTION}() CASCADE")
             statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_APPEND}")
+    if postgres and not fresh:
+        from . import keyed_indexes  # it builds on this module's names
+
+        statements += keyed_indexes.upgrades(existing)
     if not fresh and TAGGED not in existing:
         statements.append(
             f"ALTER TABLE {EVENTS} ADD COLUMN tags {'text[]' if postgres else 'TEXT'}"
@@ -526,8 +534,14 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
 def _create_index(index: sa.Index, dialect: Dialect) -> str:
     """CREATE INDEX of `index`; on SQLite without a trailing position, which every
     entry of a SQLite index ends with already as its rowid: (category) is in position
-    order within a category, as (category, position) is elsewhere, and a fifth smaller."""
+    order within a category, as (category, position) is elsewhere, and a fifth smaller.
+    On PostgreSQL the category and type indexes are keyed by hash (keyed_indexes.py)."""
+    from . import keyed_indexes  # it builds on this module's names
+
     columns = [column.name for column in index.columns]
+    keyed = columns[0] in keyed_indexes.KEYED and index.table.name == EVENTS  # type: ignore[union-attr]
+    if dialect.name == "postgresql" and keyed:
+        return keyed_indexes.create(columns[0])
     if dialect.name == "sqlite" and columns[-1] == "position" and len(columns) > 1:
         return f"CREATE INDEX {index.name} ON {index.table} ({', '.join(columns[:-1])})"
     return str(CreateIndex(index).compile(dialect=dialect))

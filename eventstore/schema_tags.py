@@ -4,7 +4,7 @@ An event's tags are kept twice: in its row (`tags`, for reading it) and as
 rows of `eventcraft_tags`, (tag, position, type), whose primary key walks one
 tag's events in position order. A query item with tags reads the rows of one
 of its tags (filtered by the item's types, and by the other tags through the
-events' `tags`); an item of types alone walks `(type, position)`; the empty
+events' `tags`); an item of types alone walks the type index; the empty
 item, the log.
 
 The conditional append (PostgreSQL)
@@ -64,6 +64,7 @@ fill), as `read_all` does, without locks: its writers take no tag lock.
 
 from __future__ import annotations
 
+from .keyed_indexes import matches
 from .schema import EVENTS, LOG_LOCK_KEY, TAGS
 
 QUERY_POSITIONS = f"""
@@ -100,11 +101,12 @@ BEGIN
                         WHERE e.position = t.position AND e.tags @> item_tags))
                 ORDER BY t.position LIMIT p_limit;
         ELSE
-            -- One walk of (type, position) per type: with = ANY the planner may walk
+            -- One walk of the type index per type: with = ANY the planner may walk
             -- the primary key instead and filter most of the log.
             FOREACH one_type IN ARRAY item_types LOOP
                 RETURN QUERY SELECT e.position FROM {EVENTS} e
-                    WHERE e.type = one_type AND e.position > p_after AND e.position <= p_until
+                    WHERE {matches("e.type", "one_type")}
+                        AND e.position > p_after AND e.position <= p_until
                     ORDER BY e.position LIMIT p_limit;
             END LOOP;
         END IF;

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.rows import RowMaker
 
-from .. import deletion_postgres, json_lines, schema
+from .. import deletion_postgres, json_lines, keyed_indexes, schema
 from ..arguments import AppendCall
 from ..collector import collector_paused
 from ..deletion import StreamDeletion
@@ -80,7 +80,7 @@ def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> Non
                 "UNION ALL SELECT %s FROM pg_attribute WHERE attrelid = to_regclass(%s) "
                 "AND attname = 'tags' AND NOT attisdropped",
                 (
-                    sorted(schema.TABLES),
+                    [*sorted(schema.TABLES), *keyed_indexes.INDEXES],
                     schema.EARLIER_LAYOUT,
                     schema.STREAMS,
                     schema.APPEND_IS_CURRENT,

@@ -28,6 +28,7 @@ from ..events import (
     RecordedEvent,
     StreamState,
 )
+from ..keyed_indexes import matches
 from ..query import Query
 
 PAGE = 2000
@@ -106,8 +107,8 @@ def read_all_query(
 
     A filtered read walks the index of what it filters on, one branch per
     category (or type) compared with `=`, each branch already in position
-    order: `category = ANY(...)` cannot come out of the (category, position)
-    index in order, and on a large log the planner then walks the whole
+    order: `category = ANY(...)` cannot come out of the category index
+    (`keyed_indexes.py`) in order, and on a large log the planner then walks the whole
     primary key instead, reading every row of the other categories to fill
     a page of a rare one.
     """
@@ -129,7 +130,7 @@ def read_all_query(
     for n, value in enumerate(dict.fromkeys(values)):
         params[f"v{n}"] = value
         branches.append(
-            f"SELECT {COLUMNS} FROM {E} WHERE {column} = %(v{n})s "
+            f"SELECT {COLUMNS} FROM {E} WHERE {matches(column, f'%(v{n})s')} "
             f"AND position > %(start)s{also} {page}"
         )
     if len(branches) == 1:

@@ -64,8 +64,10 @@ def broken(tmp_path: Path) -> str:
         store.save_snapshot("order-2", version=2, type="Order", data={})
     conn = tampered(path)
     insert = (
-        "INSERT INTO eventcraft_events SELECT ?, stream_id, ?, coalesce(?, id), type, data, "
-        "metadata, recorded_at, category, tags FROM eventcraft_events WHERE position = ?"
+        "INSERT INTO eventcraft_events (position, stream_id, version, id, type, data, "
+        "metadata, recorded_at, category, tags) SELECT ?, stream_id, ?, coalesce(?, id), "
+        "type, data, metadata, recorded_at, category, tags FROM eventcraft_events "
+        "WHERE position = ?"
     )
     conn.execute("UPDATE eventcraft_events SET version = 3 WHERE position = 3")  # order-1: 1, 3
     conn.execute(insert, (7, 1, None, 4))  # order-2 v1 again, with its id

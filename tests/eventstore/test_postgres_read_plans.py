@@ -80,11 +80,11 @@ def _buffers(plan: dict[str, Any]) -> int:
 @pytest.mark.parametrize(
     ("categories", "types", "index"),
     [
-        (["rare"], None, "eventcraft_events_category_position"),
-        (["rare", "other"], None, "eventcraft_events_category_position"),
-        (["rare"], ["Seen"], "eventcraft_events_category_position"),
-        (None, ["Seen"], "eventcraft_events_type_position"),
-        (None, ["Seen", "Gone"], "eventcraft_events_type_position"),
+        (["rare"], None, "eventcraft_events_category_key"),
+        (["rare", "other"], None, "eventcraft_events_category_key"),
+        (["rare"], ["Seen"], "eventcraft_events_category_key"),
+        (None, ["Seen"], "eventcraft_events_type_key"),
+        (None, ["Seen", "Gone"], "eventcraft_events_type_key"),
     ],
 )
 def test_a_rare_category_or_type_is_read_through_its_index(

@@ -32,6 +32,15 @@ def previous_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[s
         shutil.copy(PREVIOUS / "store.db", tmp_path / "store.db")
         yield f"sqlite:///{tmp_path / 'store.db'}"
         return
+    yield from _previous_postgres_store()
+
+
+@pytest.fixture
+def previous_postgres_store() -> Iterator[str]:
+    yield from _previous_postgres_store()
+
+
+def _previous_postgres_store() -> Iterator[str]:
     _need_postgres()
     name = f"t_previous_{uuid.uuid4().hex[:8]}"
     dump = (PREVIOUS / "postgres.sql").read_text().replace(SCHEMA, name)
@@ -137,3 +146,27 @@ def test_the_sqlite_upgrade_keeps_the_rows_and_takes_the_new_layout(tmp_path: Pa
         assert conn.execute(f"SELECT count(*) FROM {schema.STREAMS}").fetchone() == (3,)
     finally:
         conn.close()
+
+
+def test_the_postgres_upgrade_keys_the_category_and_type_indexes(
+    previous_postgres_store: str,
+) -> None:
+    previous_store = previous_postgres_store
+    with EventStore.open(previous_store) as store:
+        assert [e.position for e in store.read_all(types=["Placed"])] == [
+            position for _, _, _, position, type, *_ in _written() if type == "Placed"
+        ]
+    name = previous_store.split("schema=", 1)[1]
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        found = conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s "
+            "AND tablename = %s",
+            (name, schema.EVENTS),
+        ).fetchall()
+    definitions: dict[str, str] = dict(found)
+    assert f"{schema.EVENTS}_category_position" not in definitions
+    assert f"{schema.EVENTS}_type_position" not in definitions
+    for column in ("category", "type"):
+        assert f"hashtextextended({column}, (0)::bigint), \"position\"" in (
+            definitions[f"{schema.EVENTS}_{column}_key"]
+        )
