@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 from eventcraft.eventstore import EncodedRecord, RecordedEvent
+from eventcraft.eventstore.collector import collector_paused
 from eventcraft.eventstore.events import recorded_events
 from eventcraft.eventstore.ids import uuid_from_int
 
@@ -79,22 +80,24 @@ def encoded_batch(records: Sequence[EncodedRecord]) -> pa.RecordBatch:
 def events_of(batch: pa.RecordBatch) -> Iterator[RecordedEvent]:
     """The batch's rows as the events the store would return."""
     column = batch.column
-    micros = column("recorded_at").cast(_MICROS).cast(pa.int64()).to_pylist()
-    tags = column("tags").to_pylist() if "tags" in batch.schema.names else repeat(None)
-    # Column by column, each walked in C, as the store builds a page (sqlite_rows.py).
-    return iter(
-        recorded_events(
-            map(_event_id, column("id").to_pylist()),
-            column("stream_id").to_pylist(),
-            column("version").to_pylist(),
-            column("position").to_pylist(),
-            column("type").to_pylist(),
-            map(_loads, column("data").to_pylist()),
-            map(_loads, column("metadata").to_pylist()),
-            map(at, micros),
-            map(_tags, tags),
+    # Column by column, each walked in C, as the store builds a page (sqlite_rows.py), and
+    # with the cycle collector paused, for the same reason (eventstore/collector.py).
+    with collector_paused():
+        micros = column("recorded_at").cast(_MICROS).cast(pa.int64()).to_pylist()
+        tags = column("tags").to_pylist() if "tags" in batch.schema.names else repeat(None)
+        return iter(
+            recorded_events(
+                map(_event_id, column("id").to_pylist()),
+                column("stream_id").to_pylist(),
+                column("version").to_pylist(),
+                column("position").to_pylist(),
+                column("type").to_pylist(),
+                map(_loads, column("data").to_pylist()),
+                map(_loads, column("metadata").to_pylist()),
+                map(at, micros),
+                map(_tags, tags),
+            )
         )
-    )
 
 
 def _event_id(text: str) -> uuid.UUID:

@@ -3,6 +3,7 @@ a rebuild from the archive hand to `apply` is what the store would."""
 
 from __future__ import annotations
 
+import gc
 import uuid
 from dataclasses import FrozenInstanceError
 from datetime import UTC, datetime
@@ -79,3 +80,26 @@ def test_encoded_batches_read_as_the_same_events() -> None:
         assert list(events_of(encoded_batch(list(store.read_all_encoded())))) == list(
             store.read_all()
         )
+
+
+def test_a_batch_is_made_into_events_in_one_go_and_the_collector_left_on() -> None:
+    now = datetime.now(UTC)
+    events = [
+        RecordedEvent(uuid.uuid4(), f"a-{n}", 1, n + 1, "T", {"n": n}, {}, now) for n in range(3000)
+    ]
+    batch = to_batch(events)
+    young: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 0:
+            young.append(1)
+
+    gc.collect()
+    gc.callbacks.append(count)
+    try:
+        read = list(events_of(batch))
+    finally:
+        gc.callbacks.remove(count)
+    assert read == events and gc.isenabled()
+    # Built with the collector running, 3,000 events set off twenty.
+    assert len(young) <= 2
