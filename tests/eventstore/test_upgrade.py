@@ -159,14 +159,14 @@ def test_the_postgres_upgrade_keys_the_category_and_type_indexes(
     name = previous_store.split("schema=", 1)[1]
     with psycopg.connect(PG_URL, autocommit=True) as conn:
         found = conn.execute(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s "
-            "AND tablename = %s",
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s AND tablename = %s",
             (name, schema.EVENTS),
         ).fetchall()
     definitions: dict[str, str] = dict(found)
     assert f"{schema.EVENTS}_category_position" not in definitions
     assert f"{schema.EVENTS}_type_position" not in definitions
     for column in ("category", "type"):
-        assert f"hashtextextended({column}, (0)::bigint), \"position\"" in (
-            definitions[f"{schema.EVENTS}_{column}_key"]
+        assert (
+            f'hashtextextended({column}, (0)::bigint), "position"'
+            in (definitions[f"{schema.EVENTS}_{column}_key"])
         )
