@@ -22,7 +22,6 @@ from .arguments import ManyAppend
 from .async_port import AsyncBackend
 from .deletion import StreamDeletion
 from .encoding import MAX_EVENT_BYTES, check_max_event_bytes
-from .envelope import TEXT_MARK
 from .events import (
     ANY,
     AppendResult,
@@ -216,7 +215,7 @@ class AsyncEventStore:
             after=call.after, until=last, categories=call.categories
         )
         async for chunk in chunks:
-            if self._shredder.sealed or TEXT_MARK not in chunk.text:
+            if self._shredder.sealed or not json_lines.holds_sealed(chunk):
                 yield chunk
             else:  # the key store is synchronous: off the event loop
                 yield await asyncio.to_thread(

@@ -98,19 +98,29 @@ def chunk_of(records: Sequence[EncodedRecord]) -> JsonLines:
     return JsonLines("".join(map(record_line, records)), len(records), records[-1].position)
 
 
-def last_position(text: str) -> int:
-    """The position of the last line of `text`: the last `,"position":` of it, as a name,
-    the only other text after `data` that could hold one, writes its quotes escaped."""
-    start = text.rindex(',"position":') + len(',"position":')
-    return int(text[start : text.index(",", start)])
+def joined(lines: Sequence[str]) -> JsonLines:
+    """`lines`, at least one, as one chunk."""
+    return JsonLines("".join(lines), len(lines), _last_position(lines[-1]))
+
+
+def _last_position(line: str) -> int:
+    """The position of `line`: its last `,"position":`, as a name, the only other text
+    after `data` that could hold one, writes its quotes escaped."""
+    start = line.rindex(',"position":') + len(',"position":')
+    return int(line[start : line.index(",", start)])
+
+
+def holds_sealed(chunk: JsonLines) -> bool:
+    """Whether any line of `chunk` holds a sealed personal field (one search of its text)."""
+    return TEXT_MARK in chunk.text
 
 
 def opened(
     chunk: JsonLines, open_records: Callable[[Iterator[EncodedRecord]], Iterator[EncodedRecord]]
 ) -> JsonLines:
     """`chunk` with the lines of sealed events made again from their records as
-    `open_records` opens them; a chunk without any, as it is (one search of its text)."""
-    if TEXT_MARK not in chunk.text:
+    `open_records` opens them; a chunk without any, as it is."""
+    if not holds_sealed(chunk):
         return chunk
     lines = chunk.text.splitlines(keepends=True)
     marked = [n for n, text in enumerate(lines) if TEXT_MARK in text]

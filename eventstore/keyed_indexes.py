@@ -25,7 +25,12 @@ from .schema import EVENTS
 KEYED = ("category", "type")
 """The events' columns whose index is keyed by a hash."""
 
-INDEXES = tuple(f"{EVENTS}_{column}_key" for column in KEYED)
+
+def index_name(column: str) -> str:
+    return f"{EVENTS}_{column}_key"
+
+
+INDEXES = tuple(map(index_name, KEYED))
 """Their indexes' names."""
 
 
@@ -41,7 +46,7 @@ def matches(column: str, value: str) -> str:
 
 
 def create(column: str) -> str:
-    return f"CREATE INDEX {EVENTS}_{column}_key ON {EVENTS} ({key(column)}, position)"
+    return f"CREATE INDEX {index_name(column)} ON {EVENTS} ({key(column)}, position)"
 
 
 def upgrades(existing: frozenset[str]) -> list[str]:

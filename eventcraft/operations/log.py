@@ -139,17 +139,17 @@ def log_events(
 ) -> Iterator[RecordedEvent]:
     """The global log after `after`, filtered, at most `limit` events.
 
-    With tags, the read is by query (types and tags), which the store serves
-    from its index of tags: a rare tag costs its own events, not a pass over
-    the log.
+    With tags, or a projection's query, the read is by query (types and tags),
+    which the store serves from its indexes: a rare tag costs its own events,
+    not a pass over the log.
     """
     if where.query is not None:
         selected = narrowed(where.query, tuple(where.types) or None)
         if selected is None:
             return
-        events = _tagged(store, after, selected)
+        events = _by_query(store, after, selected)
     elif where.tags:
-        events = _tagged(store, after, Query([QueryItem(types=where.types, tags=where.tags)]))
+        events = _by_query(store, after, Query([QueryItem(types=where.types, tags=where.tags)]))
     else:
         events = store.read_all(
             after=after, categories=where.categories or None, types=where.types or None
@@ -163,7 +163,7 @@ def log_events(
             yield event
 
 
-def _tagged(store: EventStore, after: int, query: Query) -> Iterator[RecordedEvent]:
+def _by_query(store: EventStore, after: int, query: Query) -> Iterator[RecordedEvent]:
     while True:
         found = store.read_query(query, after=after, limit=TAGGED_PAGE)
         yield from found.events

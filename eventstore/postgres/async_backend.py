@@ -23,6 +23,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg.abc import Buffer
 from psycopg.rows import RowMaker
 
 from .. import deletion_postgres, json_lines
@@ -279,24 +280,32 @@ class AsyncPostgresBackend(AsyncBackend):
         categories: Sequence[str] | None,
         types: Sequence[str] | None,
     ) -> AsyncIterator[EncodedRecord]:
-        head = await self._safe_head(after)
-        last = head if until is None else min(until, head)
-        query, params = sql.read_all_encoded_query(categories, types)
-        for span in sql.encoded_spans(params, after, last):
-            for record in await self._with_connection(partial(_copied_records, query, span)):
+        spans = self._copied_spans(sql.copied_record, after, until, categories, types)
+        async for records in spans:
+            for record in records:
                 yield record
 
     async def read_all_json(
         self, *, after: int, until: int | None, categories: Sequence[str] | None
     ) -> AsyncIterator[JsonLines]:
+        async for lines in self._copied_spans(sql.copied_line, after, until, categories, None):
+            if lines:
+                yield json_lines.joined(lines)
+
+    async def _copied_spans(
+        self,
+        row: Callable[[Buffer], T],
+        after: int,
+        until: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+    ) -> AsyncIterator[list[T]]:
+        """As `PostgresBackend._copied_spans`."""
         head = await self._safe_head(after)
         last = head if until is None else min(until, head)
-        query, params = sql.read_all_encoded_query(categories, None)
+        query, params = sql.read_all_encoded_query(categories, types)
         for span in sql.encoded_spans(params, after, last):
-            lines = await self._with_connection(partial(_copied_lines, query, span))
-            if lines:
-                text = "".join(lines)
-                yield JsonLines(text, len(lines), json_lines.last_position(text))
+            yield await self._with_connection(partial(_copied, query, span, row))
 
     async def _safe_head(self, after: int) -> int:
         return await self._with_connection(lambda conn: safe_head_async(conn, after))
@@ -455,9 +464,7 @@ def _prepare(target: PostgresTarget) -> bytes:
         pool.close()
 
 
-async def _copied_lines(query: str, params: dict[str, Any], conn: Conn) -> list[str]:
-    return await copy_out.copied_async(conn, query, params, sql.copied_line)
-
-
-async def _copied_records(query: str, params: dict[str, Any], conn: Conn) -> list[EncodedRecord]:
-    return await copy_out.copied_async(conn, query, params, sql.copied_record)
+async def _copied(
+    query: str, params: dict[str, Any], row: Callable[[Buffer], T], conn: Conn
+) -> list[T]:
+    return await copy_out.copied_async(conn, query, params, row)

@@ -12,6 +12,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg.abc import Buffer
 from psycopg.rows import RowMaker
 
 from .. import deletion_postgres, json_lines, keyed_indexes, schema
@@ -193,23 +194,31 @@ class PostgresBackend(Backend):
         categories: Sequence[str] | None,
         types: Sequence[str] | None,
     ) -> Iterator[EncodedRecord]:
-        head = self._safe_head(after)
-        last = head if until is None else min(until, head)
-        query, params = sql.read_all_encoded_query(categories, types)
-        for span in sql.encoded_spans(params, after, last):
-            yield from self._with_connection(partial(_copied_records, query, span))
+        for records in self._copied_spans(sql.copied_record, after, until, categories, types):
+            yield from records
 
     def read_all_json(
         self, *, after: int, until: int | None, categories: Sequence[str] | None
     ) -> Iterator[JsonLines]:
+        for lines in self._copied_spans(sql.copied_line, after, until, categories, None):
+            if lines:
+                yield json_lines.joined(lines)
+
+    def _copied_spans(
+        self,
+        row: Callable[[Buffer], T],
+        after: int,
+        until: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+    ) -> Iterator[list[T]]:
+        """`row` of each of the log's rows after `after`, to `until` or the head, a list a
+        span copied (`statements.read_all_encoded_query`)."""
         head = self._safe_head(after)
         last = head if until is None else min(until, head)
-        query, params = sql.read_all_encoded_query(categories, None)
+        query, params = sql.read_all_encoded_query(categories, types)
         for span in sql.encoded_spans(params, after, last):
-            lines = self._with_connection(partial(_copied_lines, query, span))
-            if lines:
-                text = "".join(lines)
-                yield JsonLines(text, len(lines), json_lines.last_position(text))
+            yield self._with_connection(partial(_copied, query, span, row))
 
     def _safe_head(self, after: int) -> int:
         return self._with_connection(partial(safe_head, after=after))
@@ -336,11 +345,7 @@ class PostgresBackend(Backend):
         raise AssertionError("unreachable")
 
 
-def _copied_lines(query: str, params: dict[str, Any], conn: psycopg.Connection[Any]) -> list[str]:
-    return copy_out.copied(conn, query, params, sql.copied_line)
-
-
-def _copied_records(
-    query: str, params: dict[str, Any], conn: psycopg.Connection[Any]
-) -> list[EncodedRecord]:
-    return copy_out.copied(conn, query, params, sql.copied_record)
+def _copied(
+    query: str, params: dict[str, Any], row: Callable[[Buffer], T], conn: psycopg.Connection[Any]
+) -> list[T]:
+    return copy_out.copied(conn, query, params, row)
