@@ -1,7 +1,8 @@
 """A `ReducerFold` replayed as Spark SQL: `groupBy(key).agg(...)`, no Python worker folding.
 
 Each reducer becomes an aggregate expression over the event's JSON data
-parsed once per event (`parse_json`, a variant), with a value counted only
+parsed once per event (`parse_json`, a variant; or read already parsed from
+an archive segment's `data_variant` column), with a value counted only
 when its variant type is the column's kind, exactly as `reducers.reader`
 counts it in Python: integers within 64 bits for an integer column, any
 number for a float column, strings, booleans. `First` and `Last` are
@@ -41,6 +42,7 @@ from ..reducers import (
     Set,
     Sum,
 )
+from .archive import DATA_VARIANT
 from .folding import FoldTask, _insert, decode_key
 from .jdbc import JDBC, jdbc_options, read_path
 
@@ -57,12 +59,29 @@ _SQL_TYPES = {INTEGER: "bigint", FLOAT: "double", TEXT: "string", BOOLEAN: "bool
 def aggregated(keyed: DataFrame, fold: ReducerFold) -> DataFrame:
     """One row per key of `keyed` (events with a `key` column): the key and each column."""
     needs_json = any(isinstance(r.field, tuple) for r in fold.reducers.values())
-    frame = keyed.withColumn(_JSON, F.parse_json("data")) if needs_json else keyed
+    frame = keyed.withColumn(_JSON, _parsed(keyed)) if needs_json else keyed
+    # Fields are taken out before the aggregation, in a projection the scan can take
+    # over: from an archive's parsed column Spark then reads those fields alone.
+    fields = [
+        extracted
+        for index, (column, reducer) in enumerate(fold.reducers.items())
+        for extracted in _extracted(reducer, fold.kinds[column], index)
+    ]
+    frame = frame.select("*", *fields)
     columns = [
-        _reduced(reducer, fold.kinds[column]).alias(column)
-        for column, reducer in fold.reducers.items()
+        _reduced(reducer, fold.kinds[column], index).alias(column)
+        for index, (column, reducer) in enumerate(fold.reducers.items())
     ]
     return frame.groupBy("key").agg(*columns, F.count(F.lit(1)).alias(_EVENTS))
+
+
+def _parsed(events: DataFrame) -> Column:
+    """The events' data as a variant: read as the archive holds it, else parsed now.
+
+    Used alone, the archive's column lets Spark read only the fields the
+    reducers take, as the typed columns it shredded them into.
+    """
+    return F.col(DATA_VARIANT) if DATA_VARIANT in events.columns else F.parse_json("data")
 
 
 def write(
@@ -107,8 +126,19 @@ def _insert_rows(task: FoldTask, batches: Iterator[pa.RecordBatch]) -> Iterator[
     yield pa.RecordBatch.from_pydict({"rows": pa.array([len(rows)], pa.int64())})
 
 
-def _reduced(reducer: Reducer, kind: str) -> Column:
-    value = _value(reducer, kind)
+def _extracted(reducer: Reducer, kind: str, index: int) -> list[Column]:
+    """The reducer's field of the data, as found (a variant) and as the column's type."""
+    if not isinstance(reducer.field, tuple):
+        return []
+    path = "$." + ".".join(reducer.field)  # checked names only (reducers._path)
+    return [
+        F.try_variant_get(F.col(_JSON), path, "variant").alias(f"_found{index}"),
+        F.try_variant_get(F.col(_JSON), path, _SQL_TYPES[kind]).alias(f"_typed{index}"),
+    ]
+
+
+def _reduced(reducer: Reducer, kind: str, index: int) -> Column:
+    value = _value(reducer, kind, index)
     chosen = F.col("type").isin(list(reducer.types)) if reducer.types is not None else F.lit(True)
     if isinstance(reducer, Count):
         counted = chosen if reducer.field is None else chosen & value.isNotNull()
@@ -129,21 +159,28 @@ def _reduced(reducer: Reducer, kind: str) -> Column:
     raise TypeError(f"no Spark expression for {reducer!r}")
 
 
-def _value(reducer: Reducer, kind: str) -> Column:
+def _value(reducer: Reducer, kind: str, index: int) -> Column:
+    """The value the reducer takes: null where the field's JSON type is not the column's."""
     field = reducer.field
     if field is None:
         return F.lit(None)
     if isinstance(field, Meta):
         column = F.col(field.name)
         return column.cast("double") if kind == FLOAT else column
-    path = "$." + ".".join(field)  # checked names only (reducers._path)
-    found = F.try_variant_get(F.col(_JSON), path, "variant")
-    typed = F.try_variant_get(F.col(_JSON), path, _SQL_TYPES[kind])
-    variant_type = F.schema_of_variant(found)
+    variant_type = F.schema_of_variant(F.col(f"_found{index}"))
     if kind == FLOAT:
         fits = variant_type.isin(
             *_VARIANT_KINDS[INTEGER], "FLOAT", "DOUBLE"
         ) | variant_type.startswith("DECIMAL")
+    elif kind == INTEGER:
+        # Where Spark shredded a field into a decimal column, an integer reads back as a
+        # decimal of scale 0, as `1.0` does (the variant spec's exact numerics are one
+        # kind): those values, and only those, are told apart from the JSON text.
+        ambiguous = variant_type.startswith("DECIMAL(") & variant_type.endswith(",0)")
+        path = "$." + ".".join(field)
+        as_written = F.schema_of_variant(F.try_variant_get(F.parse_json("data"), path, "variant"))
+        integers = _VARIANT_KINDS[INTEGER]
+        fits = variant_type.isin(*integers) | (ambiguous & as_written.isin(*integers))
     else:
         fits = variant_type.isin(*_VARIANT_KINDS[kind])
-    return F.when(fits, typed)
+    return F.when(fits, F.col(f"_typed{index}"))

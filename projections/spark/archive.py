@@ -2,7 +2,16 @@
 
 The archive is a directory of segments, each one export run:
 `from-<first position>-to-<last position>/`, Parquet files of
-`rows.EVENT_SCHEMA` (zstd). Spark writes a segment's `_SUCCESS` marker
+`rows.EVENT_SCHEMA` (zstd) and, unless the archive is told otherwise, a
+`data_variant` column: each event's data parsed once, at export, as a
+VARIANT, which Spark shreds into typed columns. A reducer fold then reads
+the fields it sums from there, as plain Parquet columns, instead of
+parsing every event's JSON on every replay. A segment holds the column
+for all its events or is read as if it had none (the `_DATA_VARIANT`
+marker says which); segments without it (written without Spark, by an
+earlier release, with `parsed=False`, or holding data too large for a
+variant) have their data parsed as they are read.
+Spark writes a segment's `_SUCCESS` marker
 when its job commits; a segment without one is what a crashed export left
 and is ignored, then removed by the next export. Committed segments chain
 without gap or overlap from position 1, which the reader checks.
@@ -13,12 +22,13 @@ filesystem the cluster mounts (file:, hdfs:, s3a:).
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from typing import Any
 
 from eventcraft.eventstore import EventStore
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from .. import telemetry
@@ -38,6 +48,8 @@ class Segment:
     first: int
     last: int
     path: str
+    parsed: bool = False
+    """Whether its events' data is also stored parsed, in `data_variant`."""
 
 
 @dataclass(frozen=True)
@@ -53,12 +65,23 @@ class ExportReport:
     """How the store was read: "jdbc" (the JVM) or "python" (workers' `read_all`)."""
 
 
-class Archive:
-    """The Parquet archive at `path` (a local path or any Hadoop filesystem URL)."""
+DATA_VARIANT = "data_variant"
+"""The column of a segment that holds each event's data parsed (a VARIANT)."""
+PARSED_MARK = "_DATA_VARIANT"
+"""The file in a segment whose every event has its data in `data_variant`."""
 
-    def __init__(self, path: str) -> None:
+
+class Archive:
+    """The Parquet archive at `path` (a local path or any Hadoop filesystem URL).
+
+    `parsed=False` exports segments without the `data_variant` column: half the
+    size, for an archive that reducer folds do not replay.
+    """
+
+    def __init__(self, path: str, *, parsed: bool = True) -> None:
         if not isinstance(path, str) or not path:
             raise ArchiveError(f"an archive path is a non-empty string, not {path!r}")
+        self.parsed = parsed
         # Spark resolves a relative path against the JVM's directory, which
         # need not be ours: a plain path is made absolute here.
         plain = "://" not in path and not path.startswith("file:")
@@ -83,12 +106,25 @@ class Archive:
         segments = self.segments(spark)
         return segments[-1].last if segments else 0
 
-    def read(self, spark: SparkSession, *, after: int = 0) -> DataFrame:
-        """The archived events with position > `after`, as a DataFrame of the event schema."""
-        paths = [s.path for s in self.segments(spark) if s.last > after]
-        if not paths:
-            return spark.createDataFrame([], EVENT_DDL)
-        frame = spark.read.schema(EVENT_DDL).parquet(*paths)
+    def read(self, spark: SparkSession, *, after: int = 0, parsed: bool = False) -> DataFrame:
+        """The archived events with position > `after`, as a DataFrame of the event schema.
+
+        `parsed` adds the `data_variant` column: the data as a variant, read where a
+        segment holds it, parsed from the JSON where it does not.
+        """
+        segments = [s for s in self.segments(spark) if s.last > after]
+        variant = f"{EVENT_DDL}, {DATA_VARIANT} variant"
+        if not segments:
+            return spark.createDataFrame([], variant if parsed else EVENT_DDL)
+        stored = [s.path for s in segments if s.parsed and parsed]
+        rest = [s.path for s in segments if not (s.parsed and parsed)]
+        frames = []
+        if stored:
+            frames.append(spark.read.schema(variant).parquet(*stored))
+        if rest:
+            frame = spark.read.schema(EVENT_DDL).parquet(*rest)
+            frames.append(frame.withColumn(DATA_VARIANT, F.parse_json("data")) if parsed else frame)
+        frame = functools.reduce(DataFrame.unionByName, frames)
         # A segment written before events had tags has no such column: none, as the store says.
         frame = frame.withColumn("tags", F.coalesce("tags", F.array().cast("array<string>")))
         return frame.where(frame.position > after) if after else frame
@@ -124,6 +160,13 @@ class Archive:
         if upto <= after:
             return ExportReport(self.path, after, after, 0, path)
         events = read_store(spark, store_url, after=after, upto=upto)
+        counts = [F.count(F.lit(1)).alias("events")]
+        if self.parsed:
+            # try_: data too large for a variant leaves the segment unmarked, not failed.
+            events = events.withColumn(DATA_VARIANT, F.try_parse_json("data"))
+            counts.append(F.count(DATA_VARIANT).alias("parsed"))
+        observation = Observation("archive-export")
+        events = events.observe(observation, *counts)
         target = f"{self.path}/{segment_name(after + 1, upto)}"
         # Microsecond timestamps, not Spark's legacy INT96: any Parquet reader can read them.
         setting = "spark.sql.parquet.outputTimestampType"
@@ -136,7 +179,12 @@ class Archive:
                 spark.conf.unset(setting)
             else:
                 spark.conf.set(setting, before)
-        written = spark.read.parquet(target).count()
+        totals = observation.get
+        written = int(totals["events"])
+        if self.parsed and totals["parsed"] == written:
+            # After the commit: a crash in between leaves a segment that is parsed as read.
+            filesystem, _ = _filesystem(spark, target)
+            filesystem.create(_hadoop_path(spark, f"{target}/{PARSED_MARK}")).close()
         return ExportReport(self.path, after, upto, written, path)
 
     def _listing(self, spark: SparkSession) -> list[tuple[Segment, bool]]:
@@ -151,20 +199,26 @@ class Archive:
                 continue
             path = status.getPath().toString()
             committed = bool(filesystem.exists(status.getPath().suffix("/_SUCCESS")))
-            segment = Segment(*span, path)
+            parsed = committed and bool(
+                filesystem.exists(status.getPath().suffix(f"/{PARSED_MARK}"))
+            )
+            segment = Segment(*span, path, parsed)
             listed.append((segment, committed))
         return listed
 
     def _remove_uncommitted(self, spark: SparkSession) -> None:
         filesystem, _ = _filesystem(spark, self.path)
-        jvm: Any = spark._jvm
         for segment, committed in self._listing(spark):
             if not committed:
-                filesystem.delete(jvm.org.apache.hadoop.fs.Path(segment.path), True)
+                filesystem.delete(_hadoop_path(spark, segment.path), True)
+
+
+def _hadoop_path(spark: SparkSession, path: str) -> Any:
+    jvm: Any = spark._jvm
+    return jvm.org.apache.hadoop.fs.Path(path)
 
 
 def _filesystem(spark: SparkSession, path: str) -> tuple[Any, Any]:
-    jvm: Any = spark._jvm
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    hadoop_path = _hadoop_path(spark, path)
     configuration = spark._jsc.hadoopConfiguration()
     return hadoop_path.getFileSystem(configuration), hadoop_path

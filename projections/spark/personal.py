@@ -20,6 +20,8 @@ from eventcraft.eventstore import SEALED_MARK, KeyStore, UnreadablePersonalData
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from .archive import DATA_VARIANT
+
 _stores: dict[str, KeyStore] = {}
 _stores_lock = threading.Lock()
 
@@ -43,7 +45,16 @@ def opened(events: DataFrame, keys: str | None) -> DataFrame:
         return _open_column(keys, data, positions)
 
     opener = F.arrow_udf(open_column, "string")  # type: ignore[attr-defined]
-    return events.withColumn("data", F.coalesce(opener(sealed_only, F.col("position")), data))
+    parsed = DATA_VARIANT in events.columns
+    if parsed:
+        # The archive parsed the sealed text: parsed again from the opened one.
+        events = events.withColumn(DATA_VARIANT, F.when(sealed_only.isNull(), F.col(DATA_VARIANT)))
+    events = events.withColumn("data", F.coalesce(opener(sealed_only, F.col("position")), data))
+    if parsed:
+        events = events.withColumn(
+            DATA_VARIANT, F.coalesce(F.col(DATA_VARIANT), F.parse_json("data"))
+        )
+    return events
 
 
 def _open_column(keys: str | None, data: pa.Array, positions: pa.Array) -> pa.Array:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -119,3 +120,27 @@ def test_read_events_gives_registered_types_as_upcast_struct_columns(
     opened = frame.where("type = 'AccountOpened'").select("AccountOpened.owner").collect()
     owners = [e.data["owner"] for e in recorded.values() if e.type == "AccountOpened"]
     assert sorted(r.owner for r in opened) == sorted(owners) and len(owners) == 8
+
+
+def test_an_export_stores_the_data_parsed_and_a_mixed_archive_reads_it_alike(
+    spark: Any, sqlite_url: str, tmp_path: Path
+) -> None:
+    from eventcraft.projections.spark import Archive
+    from pyspark.sql.functions import to_json
+
+    path = str(tmp_path / "archive")
+    with EventStore.open(sqlite_url) as store:
+        append(store, HISTORY[:12])
+        Archive(path).export(spark, sqlite_url)
+        append(store, HISTORY[12:])
+        Archive(path, parsed=False).export(spark, sqlite_url)  # half the size, none parsed
+        data = {e.position: e.data for e in store.read_all()}
+    archive = Archive(path)
+    parsed, plain = archive.segments(spark)
+    assert (parsed.parsed, plain.parsed) == (True, False)
+    stored = pq.read_schema(next(Path(parsed.path.removeprefix("file:")).glob("*.parquet")))
+    assert "data_variant" in stored.names
+    frame = archive.read(spark, parsed=True).select("position", to_json("data_variant"))
+    as_read = {row[0]: orjson.loads(row[1]) for row in frame.collect()}
+    assert as_read == data  # the stored variant and the one parsed on reading alike
+    assert "data_variant" not in archive.read(spark).columns
