@@ -13,7 +13,8 @@ Parquet archive, in one run:
   apart; and the export to the archive;
 - for the fold with a Python `apply` and for the same balance declared
   with reducers (`ReducerFold`: a `Sum` and a `Count`, folded by Spark SQL),
-  each beside its own in-process rebuild.
+  each beside its own in-process rebuild; the reducer fold also from an
+  archive exported without its data stored parsed (`parsed=False`).
 
 Prints events/s, seconds, the speed-up from 1 to 2 cores, and the number
 of cores at which Spark overtakes the in-process rebuild (measured, or
@@ -58,6 +59,7 @@ reduced = ReducerFold(
     columns={"balance": Sum("amount_cents"), "deposits": Count(types="Deposited")},
 )
 FOLDS = {"apply": balances, "reducers": reduced}
+UNPARSED = "from the archive, data unparsed"
 
 
 def settings(cores: int) -> dict[str, str]:
@@ -183,11 +185,26 @@ def main() -> None:
                     f"{exported.events / took:>10,.0f} ev/s",
                     flush=True,
                 )
-            sources = {"from the Parquet archive": archive, "from PostgreSQL": None}
+            # The same log without the data stored parsed: what reducer folds read before.
+            unparsed = Archive(str(archive_path) + "-unparsed", parsed=False)
+            shutil.rmtree(unparsed.path, ignore_errors=True)
+            unparsed.export(spark, url)
+            print(
+                f"    archive {_megabytes(archive_path):.1f} MB, "
+                f"{_megabytes(Path(unparsed.path)):.1f} MB without the data parsed",
+                flush=True,
+            )
+            sources = {
+                "from the Parquet archive": archive,
+                UNPARSED: unparsed,
+                "from PostgreSQL": None,
+            }
             for label, source in sources.items():
                 if label == "from PostgreSQL" and size > args.store_up_to:
                     continue
                 for kind, fold in FOLDS.items():
+                    if label == UNPARSED and kind != "reducers":
+                        continue
                     # The first job of a session also warms the JVM's JIT: shown, not counted.
                     runs, busy = [], []
                     for _ in range(rounds):
@@ -206,11 +223,16 @@ def main() -> None:
                         flush=True,
                     )
             spark.stop()
+            shutil.rmtree(unparsed.path, ignore_errors=True)
         _summary(rates, cores_list)
 
 
+def _megabytes(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
+
+
 def _summary(rates: dict[str, float], cores_list: list[int]) -> None:
-    for label in ("from the Parquet archive", "from PostgreSQL"):
+    for label in ("from the Parquet archive", UNPARSED, "from PostgreSQL"):
         for kind in FOLDS:
             reference = rates[f"in-process {kind}"]
             by_cores = {
