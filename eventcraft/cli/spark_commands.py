@@ -56,14 +56,21 @@ def spark() -> None:
     "  eventcraft --store postgresql://db/app spark export --archive hdfs://nn/log",
 )
 @click.option("--archive", required=True, metavar="PATH|URL", help=_ARCHIVE_HELP)
+@click.option(
+    "--parsed-data/--no-parsed-data",
+    default=True,
+    show_default=True,
+    help="Also store each event's data parsed (a VARIANT column), which reducer folds "
+    "read instead of parsing JSON; without it the segment is smaller.",
+)
 @_MASTER
 @json_option
-def export_command(archive: str, master: str, as_json: bool) -> None:
+def export_command(archive: str, parsed_data: bool, master: str, as_json: bool) -> None:
     """Append the store's events since the last export to the Parquet archive.
 
     A local archive folder is created if missing; its parent folder must exist.
     """
-    plan = operations.check_export(shell().url(), archive, master=master)
+    plan = operations.check_export(shell().url(), archive, master=master, parsed=parsed_data)
     report = operations.run_export(plan)
     if as_json:
         emit_json(report)

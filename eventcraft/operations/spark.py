@@ -60,6 +60,8 @@ class ExportPlan:
     """The Spark master URL."""
     high_water_mark: int
     """The store's high-water mark when it was checked."""
+    parsed: bool = True
+    """Whether the new segment also holds each event's data parsed, for reducer folds."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,9 @@ class ReplayPlan:
     """The store's high-water mark when it was checked."""
 
 
-def check_export(store: str, archive: str, *, master: str = "local[*]") -> ExportPlan:
+def check_export(
+    store: str, archive: str, *, master: str = "local[*]", parsed: bool = True
+) -> ExportPlan:
     """A plan to extend the archive at `archive` with the store's new events.
 
     A local archive folder is created if it is missing, but its parent must
@@ -93,7 +97,9 @@ def check_export(store: str, archive: str, *, master: str = "local[*]") -> Expor
     master = check_master(master)
     archive = _export_archive(archive)
     store, head = check_store(store)
-    return ExportPlan(store=store, archive=archive, master=master, high_water_mark=head)
+    return ExportPlan(
+        store=store, archive=archive, master=master, high_water_mark=head, parsed=parsed
+    )
 
 
 def check_replay(
@@ -143,7 +149,7 @@ def run_export(plan: ExportPlan) -> ExportReport:
     from eventcraft.projections.spark import Archive
 
     try:
-        return Archive(plan.archive).export(spark, plan.store)
+        return Archive(plan.archive, parsed=plan.parsed).export(spark, plan.store)
     except ProjectionError as error:
         raise _translated(error) from error
 

@@ -261,10 +261,16 @@ def test_export_and_replay_through_the_command(
     )
     again = run(*export, "--json")
     assert again.code == 0 and '"events": 0' in again.out and f'"upto": {head}' in again.out
+    with EventStore.open(known_url) as store:
+        append(store, HISTORY[:2])
+    assert run(*export, "--no-parsed-data").code == 0
+    segments = sorted(Path(archive).iterdir())
+    assert [(s / "_DATA_VARIANT").exists() for s in segments] == [True, False]
 
     replay = ("--store", known_url, "spark", "replay", FOLD, "--archive", archive, "--quiet")
     outcome = run(*replay, "--master", "local[2]", "--partitions", "2")
     assert outcome.code == 0, outcome.err
+    head += 2
     assert outcome.out.startswith(f"replayed account-balances: {head} events up to position {head}")
     with EventStore.open(known_url) as store, ProjectionRunner(store, [account_balances]) as r:
         replayed = balance_rows(r)
