@@ -99,7 +99,8 @@ def cpu_seconds() -> float:
         except OSError:
             continue  # ended while we looked
         children.setdefault(int(fields[1]), []).append(int(entry.name))
-        times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+        # Its own time and its reaped children's: a Python worker that ended still counts.
+        times[int(entry.name)] = sum(int(field) for field in fields[11:15]) / tick
     total, pending = 0.0, [os.getpid()]
     while pending:
         pid = pending.pop()
