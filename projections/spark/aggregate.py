@@ -130,11 +130,16 @@ def _extracted(reducer: Reducer, kind: str, index: int) -> list[Column]:
     """The reducer's field of the data, as found (a variant) and as the column's type."""
     if not isinstance(reducer.field, tuple):
         return []
-    path = "$." + ".".join(reducer.field)  # checked names only (reducers._path)
+    path = _path(reducer.field)
     return [
         F.try_variant_get(F.col(_JSON), path, "variant").alias(f"_found{index}"),
         F.try_variant_get(F.col(_JSON), path, _SQL_TYPES[kind]).alias(f"_typed{index}"),
     ]
+
+
+def _path(field: tuple[str, ...]) -> str:
+    """The variant path of a field of the data: checked names only (reducers._path)."""
+    return "$." + ".".join(field)
 
 
 def _reduced(reducer: Reducer, kind: str, index: int) -> Column:
@@ -177,8 +182,8 @@ def _value(reducer: Reducer, kind: str, index: int) -> Column:
         # decimal of scale 0, as `1.0` does (the variant spec's exact numerics are one
         # kind): those values, and only those, are told apart from the JSON text.
         ambiguous = variant_type.startswith("DECIMAL(") & variant_type.endswith(",0)")
-        path = "$." + ".".join(field)
-        as_written = F.schema_of_variant(F.try_variant_get(F.parse_json("data"), path, "variant"))
+        as_written = F.try_variant_get(F.parse_json("data"), _path(field), "variant")
+        as_written = F.schema_of_variant(as_written)
         integers = _VARIANT_KINDS[INTEGER]
         fits = variant_type.isin(*integers) | (ambiguous & as_written.isin(*integers))
     else:

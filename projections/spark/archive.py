@@ -2,19 +2,20 @@
 
 The archive is a directory of segments, each one export run:
 `from-<first position>-to-<last position>/`, Parquet files of
-`rows.EVENT_SCHEMA` (zstd) and, unless the archive is told otherwise, a
-`data_variant` column: each event's data parsed once, at export, as a
-VARIANT, which Spark shreds into typed columns. A reducer fold then reads
-the fields it sums from there, as plain Parquet columns, instead of
-parsing every event's JSON on every replay. A segment holds the column
-for all its events or is read as if it had none (the `_DATA_VARIANT`
-marker says which); segments without it (written without Spark, by an
-earlier release, with `parsed=False`, or holding data too large for a
-variant) have their data parsed as they are read.
-Spark writes a segment's `_SUCCESS` marker
+`rows.EVENT_SCHEMA` (zstd). Spark writes a segment's `_SUCCESS` marker
 when its job commits; a segment without one is what a crashed export left
 and is ignored, then removed by the next export. Committed segments chain
 without gap or overlap from position 1, which the reader checks.
+
+Unless the archive is told otherwise, a segment also holds `data_variant`:
+each event's data parsed once, at export, as a VARIANT, which Spark shreds
+into typed columns. A reducer fold then reads the fields it sums from
+there, as plain Parquet columns, instead of parsing every event's JSON on
+every replay. A segment holds the column for all its events or is read as
+if it had none (the `_DATA_VARIANT` marker says which); segments without it
+(written without Spark, by an earlier release, with `parsed=False`, or
+holding data too large for a variant) have their data parsed as they are
+read.
 
 Paths go through Hadoop's FileSystem API, so the archive may live on any
 filesystem the cluster mounts (file:, hdfs:, s3a:).
@@ -74,8 +75,9 @@ PARSED_MARK = "_DATA_VARIANT"
 class Archive:
     """The Parquet archive at `path` (a local path or any Hadoop filesystem URL).
 
-    `parsed=False` exports segments without the `data_variant` column: half the
-    size, for an archive that reducer folds do not replay.
+    `parsed=False` exports segments without the `data_variant` column, for an archive
+    that reducer folds do not replay: smaller by what the column takes, which depends on
+    the data (1% of the benchmark's log, whose values repeat).
     """
 
     def __init__(self, path: str, *, parsed: bool = True) -> None:
@@ -191,18 +193,20 @@ class Archive:
         filesystem, root = _filesystem(spark, self.path)
         if not filesystem.exists(root):
             return []
+        # Every segment's markers in one call, not one call per segment and marker. (The
+        # path is a glob here, as it is to Spark's Parquet reader.)
+        markers = f"{self.path}/*/{{_SUCCESS,{PARSED_MARK}}}"
+        found = filesystem.globStatus(_hadoop_path(spark, markers))
+        marked = {(m.getPath().getParent().getName(), m.getPath().getName()) for m in found or []}
         listed = []
         for status in filesystem.listStatus(root):
             name = status.getPath().getName()
             span = span_of(name)
             if not status.isDirectory() or span is None:
                 continue
-            path = status.getPath().toString()
-            committed = bool(filesystem.exists(status.getPath().suffix("/_SUCCESS")))
-            parsed = committed and bool(
-                filesystem.exists(status.getPath().suffix(f"/{PARSED_MARK}"))
-            )
-            segment = Segment(*span, path, parsed)
+            committed = (name, "_SUCCESS") in marked
+            parsed = committed and (name, PARSED_MARK) in marked
+            segment = Segment(*span, status.getPath().toString(), parsed)
             listed.append((segment, committed))
         return listed
 

@@ -38,7 +38,7 @@ from ..reducers import ReducerFold
 from ..runner import ProjectionRunner
 from ..swap import new_generation, swap_in
 from .aggregate import aggregated, write
-from .archive import DATA_VARIANT, Archive, ArchiveError
+from .archive import Archive, ArchiveError
 from .folding import KEYED_DDL, WRITTEN_DDL, FoldTask, fold_and_write, keyed
 from .personal import opened
 from .progress import stage_progress
@@ -149,8 +149,9 @@ def _replay(
                     f"{source.path} holds events up to position {upto}, but the store "
                     f"{store!r} ends at {head}: it is not an archive of this store"
                 )
-            # A reducer fold reads the data the archive holds parsed, where it does.
-            parsed = isinstance(fold, ReducerFold)
+            # A reducer fold keyed in the JVM reads the data the archive holds parsed; a key
+            # function's Python worker takes and gives events of the event schema alone.
+            parsed = isinstance(fold, ReducerFold) and isinstance(fold.key, StreamKey)
             events = _selected(source.read(spark, parsed=parsed), fold)
             path = "archive"
         if fold.query is not None:
@@ -266,8 +267,6 @@ def _keyed(events: DataFrame, fold: Fold, task: FoldTask) -> DataFrame:
     """The events with their fold's `key`: computed in the JVM for a `StreamKey`."""
     if isinstance(fold.key, StreamKey):
         return events.withColumn("key", _stream_key(fold.key))
-    # The key function's Python worker takes and gives events of the event schema.
-    events = events.drop(DATA_VARIANT)
     return events.mapInArrow(functools.partial(keyed, task), f"{EVENT_DDL}, {KEYED_DDL}")
 
 
