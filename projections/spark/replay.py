@@ -6,6 +6,8 @@ the archive, up to a fixed position H), each event keyed by the fold's
 each task holds whole keys in log order, then the fold's `apply` run per
 key in `mapInArrow`, each task inserting its rows into a new generation
 of the read model (`folding.py`). The driver only sees one count per task.
+A fold keyed by stream can skip the shuffle: its few tasks each read their
+keys' events whole from PostgreSQL (`jdbc.read_jdbc_by_key`).
 
 The new generation is then swapped in with the checkpoint set to H, in
 the same transaction that catches up with any live projector that moved
@@ -68,6 +70,9 @@ class ReplayReport:
     read_path: str = "python"
     """How the log was read: "jdbc" (the JVM), "python" (workers' `read_all`) or "archive";
     "archive+jdbc" or "archive+python" after retention: the archive below its mark."""
+    by_key: bool = False
+    """Each task read every event of its keys from the store (a fold keyed by stream,
+    through JDBC, in few tasks): the job moved no event between tasks."""
 
 
 def replay(
@@ -134,13 +139,19 @@ def _replay(
         if source is None:
             upto = head
             # Below a retention run's mark, from the archive: the store has holes there.
-            events, path = read_whole_log(
+            # A Python fold keyed by stream can read whole keys, and need no shuffle (a
+            # reducer fold's aggregation would shuffle anyway).
+            key = fold.key if isinstance(fold.key, StreamKey) else None
+            if isinstance(fold, ReducerFold):
+                key = None
+            events, path, by_key = read_whole_log(
                 spark,
                 store_url,
                 upto=upto,
                 categories=fold.categories,
                 types=fold.types,
                 partitions=partitions,
+                key=key,
             )
         else:
             upto = source.last_position(spark)
@@ -153,7 +164,7 @@ def _replay(
             # function's Python worker takes and gives events of the event schema alone.
             parsed = isinstance(fold, ReducerFold) and isinstance(fold.key, StreamKey)
             events = _selected(source.read(spark, parsed=parsed), fold)
-            path = "archive"
+            path, by_key = "archive", False
         if fold.query is not None:
             events = _matching(events, fold)
         events = opened(events, keys_url)
@@ -167,7 +178,7 @@ def _replay(
                     rows = aggregated(_keyed(events, fold, task), fold)
                     folded, count = write(spark, rows, fold, task, name)
                 else:
-                    written = _fold_job(events, fold, task, tasks).collect()
+                    written = _fold_job(events, fold, task, tasks, by_key).collect()
                     folded = sum(row["events"] for row in written)
                     count = sum(row["rows"] for row in written)
             except PythonException as error:
@@ -189,6 +200,7 @@ def _replay(
         caught_up=caught_up,
         seconds=time.perf_counter() - started,
         read_path=path,
+        by_key=by_key,
     )
 
 
@@ -270,10 +282,16 @@ def _keyed(events: DataFrame, fold: Fold, task: FoldTask) -> DataFrame:
     return events.mapInArrow(functools.partial(keyed, task), f"{EVENT_DDL}, {KEYED_DDL}")
 
 
-def _fold_job(events: DataFrame, fold: Fold, task: FoldTask, partitions: int) -> DataFrame:
+def _fold_job(
+    events: DataFrame, fold: Fold, task: FoldTask, partitions: int, by_key: bool
+) -> DataFrame:
+    """Each key's events to one task, in log order, folded there. Events read `by_key`
+    are in their key's task already: they are only sorted."""
     with_keys = _keyed(events, fold, task)
-    by_key = with_keys.repartition(partitions, "key").sortWithinPartitions("key", "position")
-    return by_key.mapInArrow(functools.partial(fold_and_write, task), WRITTEN_DDL)
+    if not by_key:
+        with_keys = with_keys.repartition(partitions, "key")
+    in_order = with_keys.sortWithinPartitions("key", "position")
+    return in_order.mapInArrow(functools.partial(fold_and_write, task), WRITTEN_DDL)
 
 
 def _stream_key(key: StreamKey) -> Column:

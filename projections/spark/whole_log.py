@@ -5,14 +5,24 @@ the in-process runner). Below the mark the store has holes; the archive has none
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from eventcraft.eventstore import EventStore
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ..keys import StreamKey
 from .archive import Archive
-from .jdbc import read_path
+from .jdbc import JDBC, MOST_KEYED_TASKS, read_jdbc_by_key, read_path
 from .source import read_store
+
+
+class WholeLog(NamedTuple):
+    events: DataFrame
+    path: str
+    """How it was read: "jdbc" or "python", "archive+" before it when the archive was too."""
+    by_key: bool
+    """Each partition holds every event of its keys (`read_jdbc_by_key`)."""
 
 
 def read_whole_log(
@@ -23,22 +33,39 @@ def read_whole_log(
     categories: Sequence[str] | None = None,
     types: Sequence[str] | None = None,
     partitions: int | None = None,
-) -> tuple[DataFrame, str]:
-    """Events with position <= `upto` from the archive and the store, and how they were
-    read ("jdbc" or "python", "archive+" before it when the archive was read too)."""
+    key: StreamKey | None = None,
+) -> WholeLog:
+    """Events with position <= `upto` from the archive and the store.
+
+    With `key`, read by that key where that pays: through the JDBC source, in
+    at most `MOST_KEYED_TASKS` tasks, and with no archive to read.
+    """
     with EventStore.open(url) as store:
         mark = min(store.low_water_mark(), upto)
         runs = store.retention.runs() if mark else []
     path = read_path(spark, url)
+    tasks = partitions or spark.sparkContext.defaultParallelism
+    if key is not None and not mark and path == JDBC and tasks <= MOST_KEYED_TASKS:
+        keyed = read_jdbc_by_key(
+            spark,
+            url,
+            after=0,
+            upto=upto,
+            tasks=tasks,
+            prefix=key.prefix,
+            categories=categories,
+            types=types,
+        )
+        return WholeLog(keyed, path, by_key=True)
     live = read_store(
         spark, url, after=mark, upto=upto, categories=categories, types=types, partitions=partitions
     )
     if not mark:
-        return live, path
+        return WholeLog(live, path, by_key=False)
     archived = Archive(runs[-1].archive).read(spark)
     archived = archived.where(archived.position <= mark)
     if categories is not None:
         archived = archived.where(F.substring_index("stream_id", "-", 1).isin(list(categories)))
     if types is not None:
         archived = archived.where(archived.type.isin(list(types)))
-    return archived.unionByName(live), f"archive+{path}"
+    return WholeLog(archived.unionByName(live), f"archive+{path}", by_key=False)

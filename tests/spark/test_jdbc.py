@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from eventcraft.eventstore import ANY, EventStore, NewEvent
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import missing
 
@@ -118,3 +120,87 @@ def test_a_store_url_becomes_jdbc_options_with_the_password_out_of_the_url(
     monkeypatch.setenv("PGPASSWORD", "secret")
     options = jdbc_options("postgresql://127.0.0.1/app")
     assert (options["user"], options["password"]) == ("bob", "secret")
+
+
+def _arrival_fold() -> Any:
+    """Per key, the positions of its events in the order the fold saw them: any event
+    folded out of log order, or a key split over two tasks, shows in its row."""
+    import sqlalchemy as sa
+    from eventcraft.projections import Fold, StreamKey
+
+    table = sa.Table(
+        "t_arrivals",
+        sa.MetaData(),
+        sa.Column("key", sa.Text, primary_key=True),
+        sa.Column("seen", sa.Text, nullable=False),
+    )
+    return Fold(
+        "arrivals",
+        table=table,
+        key=StreamKey("ä-"),
+        initial=lambda key: {"seen": ""},
+        apply=lambda state, event: {"seen": f"{state['seen']} {event.position}"},
+    )
+
+
+def test_a_fold_keyed_by_stream_reads_whole_keys_and_folds_them_in_log_order(
+    spark: Any, jdbc: None, pg_url: str
+) -> None:
+    from eventcraft.projections import ProjectionRunner
+    from eventcraft.projections.spark import replay
+    from eventcraft.projections.spark.jdbc import MOST_KEYED_TASKS
+
+    fold = _arrival_fold()
+    # "ä-7" and "7" are one key, "7" ("ä-ä-7" is "ä-7"): twelve such pairs, whose
+    # events interleave with each other's and with other streams'.
+    pairs = [(f"ä-{n}", str(n)) for n in range(12)]
+    streams = [s for pair in pairs for s in pair] + [f"ä-ä-{n}" for n in range(12)] + ["x-1"]
+    with EventStore.open(pg_url) as store, ProjectionRunner(store, [fold]) as runner:
+        for turn in range(4):
+            for stream in streams:
+                store.append(stream, [NewEvent("Seen", {"turn": turn})], ANY)
+        runner.rebuild(fold.name)
+        expected = _rows(runner, fold)
+        for partitions, by_key in ((3, True), (MOST_KEYED_TASKS + 1, False)):
+            report = replay(fold, pg_url, spark=spark, partitions=partitions)
+            assert (report.read_path, report.by_key) == ("jdbc", by_key)
+            assert _rows(runner, fold) == expected
+    seen = dict(expected)
+    assert all(seen[str(n)].count(" ") == 8 for n in range(12))  # both streams, merged
+
+
+def _rows(runner: Any, fold: Any) -> list[tuple[Any, ...]]:
+    import sqlalchemy as sa
+
+    with runner.database.reading() as connection:
+        found = connection.execute(sa.select(fold.table).order_by(fold.table.c.key))
+        return [tuple(row) for row in found]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    prefix=st.text(st.characters(exclude_categories=["Cs", "Cc"]), max_size=4),
+    stream_ids=st.lists(
+        st.text(st.characters(exclude_categories=["Cs", "Cc"]), min_size=1, max_size=8),
+        min_size=1,
+        max_size=10,
+    ),
+)
+def test_a_stream_key_computed_by_postgresql_is_the_one_python_computes(
+    prefix: str, stream_ids: list[str]
+) -> None:
+    import psycopg
+    from eventcraft.projections.spark.jdbc import key_sql
+
+    from tests.conftest import PG_URL, _need_postgres
+
+    _need_postgres()
+    with psycopg.connect(PG_URL) as conn:
+        computed = [
+            conn.execute(
+                f'SELECT {key_sql(prefix)} FROM (SELECT %s COLLATE "C" AS stream_id) AS s',
+                (stream_id,),
+            ).fetchone()[0]  # type: ignore[index]
+            for stream_id in stream_ids
+        ]
+    assert computed == [s.removeprefix(prefix) for s in stream_ids]
