@@ -21,7 +21,7 @@ import orjson
 
 from .encoding import PreparedEvent
 from .events import EncodedRecord, RecordedEvent, recorded_at_text, recorded_events
-from .ids import uuid_from_int
+from .ids import uuid_from_int, uuids_from_ints
 from .paging import Row
 
 _from_bytes = int.from_bytes
@@ -107,9 +107,10 @@ def recorded_page(rows: Sequence[Row]) -> list[RecordedEvent]:
 
 def _ids(stored: tuple[bytes | str, ...]) -> list[uuid.UUID]:
     try:
-        return list(map(_uuid, map(_from_bytes, stored)))  # type: ignore[arg-type]
+        values = list(map(_from_bytes, stored))  # type: ignore[arg-type]
     except TypeError:  # a page reaching rows of an earlier release, with text ids
         return list(map(event_id, stored))
+    return uuids_from_ints(values, len(values))
 
 
 def _moments(stored: tuple[str, ...]) -> Iterator[datetime]:

@@ -22,7 +22,7 @@ import pyarrow as pa
 from eventcraft.eventstore import EncodedRecord, RecordedEvent
 from eventcraft.eventstore.collector import collector_paused
 from eventcraft.eventstore.events import recorded_events
-from eventcraft.eventstore.ids import uuid_from_int
+from eventcraft.eventstore.ids import uuids_from_ints
 
 EVENT_SCHEMA = pa.schema(
     [
@@ -87,25 +87,33 @@ def events_of(batch: pa.RecordBatch) -> Iterator[RecordedEvent]:
         tags = column("tags").to_pylist() if "tags" in batch.schema.names else repeat(None)
         return iter(
             recorded_events(
-                map(_event_id, column("id").to_pylist()),
+                _event_ids(column("id").to_pylist()),
                 column("stream_id").to_pylist(),
                 column("version").to_pylist(),
                 column("position").to_pylist(),
                 column("type").to_pylist(),
                 map(_loads, column("data").to_pylist()),
                 map(_loads, column("metadata").to_pylist()),
-                map(at, micros),
+                _moments(micros),
                 map(_tags, tags),
             )
         )
 
 
-def _event_id(text: str) -> uuid.UUID:
-    """`uuid.UUID(text)` of an id as the log writes it (36 characters), for under half the
-    cost."""
-    if len(text) != 36:
-        raise ValueError(f"badly formed event id {text!r}")
-    return uuid_from_int(int(text.replace("-", ""), 16))
+def _event_ids(texts: list[str]) -> list[uuid.UUID]:
+    """`uuid.UUID(text)` of ids as the log writes them (36 characters), for a third of
+    the cost: each step a column at a time, in C."""
+    if any(map((36).__ne__, map(len, texts))):
+        bad = next(text for text in texts if len(text) != 36)
+        raise ValueError(f"badly formed event id {bad!r}")
+    digits = map(str.replace, texts, repeat("-"), repeat(""))
+    return uuids_from_ints(map(int, digits, repeat(16)), len(texts))
+
+
+def _moments(micros: list[int]) -> Iterator[datetime]:
+    # The events of an append share their time: made once a batch, not once an event.
+    made = {moment: at(moment) for moment in set(micros)}
+    return map(made.__getitem__, micros)
 
 
 def _tags(tags: list[str] | None) -> tuple[str, ...]:

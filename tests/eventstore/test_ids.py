@@ -10,6 +10,9 @@ import time
 import uuid
 
 from eventcraft.eventstore import NewEvent, new_event_id
+from eventcraft.eventstore.ids import uuids_from_ints
+from hypothesis import given
+from hypothesis import strategies as st
 
 
 def test_an_id_is_a_version_7_uuid_like_any_other() -> None:
@@ -79,3 +82,11 @@ def test_a_forked_process_draws_ids_of_its_own() -> None:
     child.join(timeout=60)
     ours = [new_event_id() for _ in range(100)]
     assert not set(theirs) & set(ours)
+
+
+@given(st.lists(st.integers(0, 2**128 - 1), max_size=20))
+def test_ids_read_back_a_page_at_a_time_are_the_uuids_of_their_values(values: list[int]) -> None:
+    made = uuids_from_ints(iter(values), len(values))
+    assert made == [uuid.UUID(int=value) for value in values]
+    assert [str(id) for id in made] == [str(uuid.UUID(int=value)) for value in values]
+    assert pickle.loads(pickle.dumps(made)) == made  # every slot set: is_safe too
