@@ -216,7 +216,7 @@ def main() -> None:
                     rate = runs[0].events / warm
                     rates[f"{cores} {label} {kind}"] = rate
                     cpus = statistics.median(busy[1:])
-                    path = f"{kind}, {cold.read_path}"
+                    path = f"{kind}, {cold.read_path}{' by key' if cold.by_key else ''}"
                     print(
                         f"    replay {label} ({path}){'':<{max(0, 14 - len(path))}} "
                         f"{warm:>7.1f} s {rate:>10,.0f} ev/s "
