@@ -302,9 +302,8 @@ class AsyncPostgresBackend(AsyncBackend):
     ) -> AsyncIterator[list[T]]:
         """As `PostgresBackend._copied_spans`."""
         head = await self._safe_head(after)
-        last = head if until is None else min(until, head)
         query, params = sql.read_all_encoded_query(categories, types)
-        for span in sql.encoded_spans(params, after, last):
+        for span in sql.encoded_spans(params, after, until, head):
             yield await self._with_connection(partial(_copied, query, span, row))
 
     async def _safe_head(self, after: int) -> int:

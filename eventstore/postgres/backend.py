@@ -215,9 +215,8 @@ class PostgresBackend(Backend):
         """`row` of each of the log's rows after `after`, to `until` or the head, a list a
         span copied (`statements.read_all_encoded_query`)."""
         head = self._safe_head(after)
-        last = head if until is None else min(until, head)
         query, params = sql.read_all_encoded_query(categories, types)
-        for span in sql.encoded_spans(params, after, last):
+        for span in sql.encoded_spans(params, after, until, head):
             yield self._with_connection(partial(_copied, query, span, row))
 
     def _safe_head(self, after: int) -> int:

@@ -216,9 +216,13 @@ def read_stream_plan(stream_id: str, from_version: int | None, backwards: bool) 
     return StreamRead(READ_STREAM_FORWARDS, params, from_version or 1, version_after)
 
 
-def encoded_spans(params: dict[str, Any], after: int, last: int) -> Iterator[dict[str, Any]]:
+def encoded_spans(
+    params: dict[str, Any], after: int, until: int | None, head: int
+) -> Iterator[dict[str, Any]]:
     """The parameters of `read_all_encoded_query` for each span of positions after `after`
-    up to `last`, `ENCODED_SPAN` positions at a time."""
+    up to `until` or, when None or beyond it, the safe `head`; `ENCODED_SPAN` positions
+    at a time."""
+    last = head if until is None else min(until, head)
     start = after
     while start < last:
         end = min(start + ENCODED_SPAN, last)

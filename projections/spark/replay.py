@@ -141,9 +141,8 @@ def _replay(
             # Below a retention run's mark, from the archive: the store has holes there.
             # A Python fold keyed by stream can read whole keys, and need no shuffle (a
             # reducer fold's aggregation would shuffle anyway).
-            key = fold.key if isinstance(fold.key, StreamKey) else None
-            if isinstance(fold, ReducerFold):
-                key = None
+            python_fold = not isinstance(fold, ReducerFold)
+            key = fold.key if python_fold and isinstance(fold.key, StreamKey) else None
             events, path, by_key = read_whole_log(
                 spark,
                 store_url,
