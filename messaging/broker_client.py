@@ -24,6 +24,7 @@ class BrokerClient(abc.ABC):
     def __init__(self, loop: EventLoopThread | None, thread_name: str) -> None:
         self._loop = loop or EventLoopThread(thread_name)
         self._owns_loop = loop is None
+        self._closed = False
 
     def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """`coroutine` run on the client's loop; a lost connection dropped and raised as
@@ -47,6 +48,11 @@ class BrokerClient(abc.ABC):
         self._loop.run(self._drop(), timeout=self.timeout)
 
     def close(self) -> None:
+        """Drop the connection and stop the loop this client owns. Closing again does
+        nothing: an inbox closes its source, and so may the code that made it."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             self._loop.run(self._drop(), timeout=self.timeout)
         finally:

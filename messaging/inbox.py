@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -62,6 +62,8 @@ class Mapped:
     data: dict[str, Any]
     metadata: Mapping[str, Any] = field(default_factory=dict)
     """Added to the event's metadata, beside the `message_id` the inbox records."""
+    tags: Sequence[str] = ()
+    """The event's tags (`message.tags` keeps those a relay sent)."""
 
 
 Mapping_ = Callable[[IncomingMessage], Mapped]
@@ -157,7 +159,7 @@ class Inbox:
             "message_id": message.message_id,
             BODY_HASH: body_hash(message.body),
         }
-        event = NewEvent(mapped.type, mapped.data, metadata=metadata, id=event_id)
+        event = NewEvent(mapped.type, mapped.data, metadata=metadata, id=event_id, tags=mapped.tags)
         result = self.store.append(mapped.stream_id, [event], ANY)
         self.stored += 1
         return result

@@ -3,9 +3,10 @@
 Outgoing, the body is the event's data as JSON and everything else travels
 beside it: the message id is the event id (consumers and JetStream
 de-duplicate by it), the routing key or subject is `{category}.{type}`, and
-headers carry the stream, version, position, causation id and W3C
-`traceparent` so a consumer can order, trace and de-duplicate without
-parsing the body.
+headers carry the stream, version, position, causation id, W3C
+`traceparent` and the event's tags (`eventcraft-tags`, a JSON array, only
+when it has some) so a consumer can order, trace, de-duplicate and route
+without parsing the body.
 
 Incoming, the message id becomes the event id: a message id that is a UUID
 is used as it is, any other is turned into one by UUID-5 in a namespace of
@@ -28,6 +29,8 @@ from .errors import InvalidMessage
 MESSAGE_NAMESPACE = uuid.UUID("6f1c2b9e-4d0a-5b7e-9c3f-2a8d1e5b7c40")
 """The namespace of UUID-5 event ids made from message ids that are not UUIDs."""
 MAX_MESSAGE_ID = 200
+TAGS_HEADER = "eventcraft-tags"
+"""The header of an event's tags: a JSON array of strings; absent when it has none."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ class OutgoingMessage:
     body: bytes
     """The event's data as JSON."""
     headers: dict[str, str]
-    """Stream, version, position, type, causation id and traceparent."""
+    """Stream, version, position, type, causation id, traceparent and tags."""
     correlation_id: str | None
     stream_id: str
     position: int
@@ -63,6 +66,8 @@ def outgoing(event: RecordedEvent) -> OutgoingMessage:
         value = metadata.get(key)
         if value is not None:
             headers[header] = str(value)
+    if event.tags:
+        headers[TAGS_HEADER] = orjson.dumps(event.tags).decode()
     correlation = metadata.get("correlation_id")
     return OutgoingMessage(
         message_id=str(event.id),
@@ -98,6 +103,27 @@ class IncomingMessage:
     @property
     def event_id(self) -> uuid.UUID:
         return event_id_for(self.message_id)
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The tags a relay sent with the event (the `eventcraft-tags` header); none
+        without the header. `InvalidMessage` if the header is not a JSON array of strings.
+
+        A mapping that keeps them, `Mapped(..., tags=message.tags)`, stores the event
+        with the tags it had in the store it came from."""
+        found = self.headers.get(TAGS_HEADER)
+        if found is None:
+            return ()
+        try:
+            tags = orjson.loads(found)
+        except orjson.JSONDecodeError:
+            tags = None
+        if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+            raise InvalidMessage(
+                f"message {self.message_id!r}: the {TAGS_HEADER} header is not a JSON array "
+                f"of strings: {found!r:.200}"
+            )
+        return tuple(tags)
 
 
 def event_id_for(message_id: str) -> uuid.UUID:

@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import Any
 
 import sqlalchemy as sa
-from eventcraft.eventstore import EventStore, RecordedEvent
+from eventcraft.eventstore import EventStore, Query, RecordedEvent
 from eventcraft.projections import Database, Subscription, checkpoint, parking
 from eventcraft.projections import schema as checkpoint_schema
 from eventcraft.projections.partitions import Partition
@@ -82,8 +82,9 @@ class Relay:
         with Relay("orders-out", store, publisher, categories=["order"]) as relay:
             relay.start()                   # follow the log in a thread
 
-    `categories`, `types` and `where` (a predicate on the event's data)
-    select the events; the checkpoint passes the others too. `partition`
+    `categories`, `types`, `query` (an eventstore `Query` of types and tags)
+    and `where` (a predicate on the event's data) select the events; the
+    checkpoint passes the others too. `partition`
     makes it publish only the streams of one partition of the log, with a
     checkpoint of its own (see `PartitionedRunner`). Several processes may
     run the same relay: the lease lets one publish at a time.
@@ -97,6 +98,7 @@ class Relay:
         *,
         categories: Sequence[str] | str | None = None,
         types: Sequence[str] | str | None = None,
+        query: Query | None = None,
         where: Callable[[Mapping[str, Any]], bool] | None = None,
         database: Database | sa.Engine | str | None = None,
         batch_size: int = 500,
@@ -113,7 +115,7 @@ class Relay:
         full_name = name if partition is None else partition.name_of(name)
         # The subscription checks the name and the selection and reads batches.
         self.selection = Subscription(
-            full_name, _unused, categories=categories, types=types, where=where
+            full_name, _unused, categories=categories, types=types, query=query, where=where
         )
         self.name = full_name
         self.store = store

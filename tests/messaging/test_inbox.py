@@ -91,6 +91,16 @@ def test_an_inbox_takes_messages_handed_to_it_once_each(sqlite_url: str) -> None
             inbox.start()
 
 
+def test_a_source_closed_by_its_inbox_and_again_by_its_owner_raises_nothing(
+    producer: Producer, sqlite_url: str
+) -> None:
+    producer.send(orders(1))
+    source = producer.source()
+    with EventStore.open(sqlite_url) as store, Inbox("orders-in", store, order_received, source):
+        pass
+    source.close()  # failed before: the loop the source owned was closed already
+
+
 @pytest.mark.slow
 def test_an_inbox_killed_between_append_and_ack_stores_the_message_once(
     producer: Producer, pg_url: str, tmp_path: Path
