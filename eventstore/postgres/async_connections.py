@@ -21,7 +21,7 @@ from psycopg.types.json import set_json_loads
 
 from ..errors import PoolExhausted, StoreUnavailable
 from .async_appends import finish_outstanding
-from .connections import MAX_IDLE, PostgresTarget, _alive
+from .connections import PostgresTarget, _alive
 
 T = TypeVar("T")
 Conn = psycopg.AsyncConnection[Any]
@@ -98,7 +98,7 @@ class AsyncConnectionPool:
                 await conn.rollback()
             except psycopg.Error:
                 reusable = False
-        if reusable and not self._closed and len(self._idle) < max(MAX_IDLE, self.size):
+        if reusable and not self._closed:  # never more than size: all are lent here
             self._idle.append(conn)
             return
         await conn.close()

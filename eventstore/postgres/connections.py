@@ -3,6 +3,9 @@
 A store needs only a few connections at once (one per thread appending or
 reading), so the pool is a list of idle ones: a connection broken by the
 server or the network is dropped on return and a new one opened next time.
+Every connection the pool opened is kept for reuse, up to its size: a new
+one costs the server a process, and that process its caches and plans, which
+the store's functions fill again on their first calls.
 
 A connection may come back with a reply still to read (`wire.py`):
 it is read when the connection is next lent, by which time it has arrived.
@@ -29,10 +32,6 @@ from .wire import finish_outstanding
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 T = TypeVar("T")
-
-MAX_IDLE = 8
-"""Idle connections kept for reuse; more are closed when given back."""
-
 
 POOL_SIZE = 10
 """Default for the most connections a store's pool opens at once (`?pool_size=` in the URL).
@@ -172,7 +171,7 @@ class ConnectionPool:
             except psycopg.Error:
                 reusable = False
         with self._lock:
-            if reusable and not self._closed and len(self._idle) < MAX_IDLE:
+            if reusable and not self._closed:  # never more than pool_size: all are lent here
                 self._idle.append(conn)
                 return
         conn.close()

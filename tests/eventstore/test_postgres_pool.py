@@ -4,9 +4,11 @@ in time is told why."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -17,6 +19,7 @@ from eventcraft.eventstore import (
     UnsupportedStoreURL,
     WrongExpectedVersion,
 )
+from eventcraft.eventstore.postgres.async_connections import AsyncConnectionPool
 from eventcraft.eventstore.postgres.connections import (
     POOL_SIZE,
     ConnectionPool,
@@ -113,3 +116,56 @@ def test_the_pool_size_comes_from_the_url_or_the_default(pg_url: str) -> None:
 def test_a_bad_pool_setting_is_refused_by_name(pg_url: str, setting: str, named: str) -> None:
     with pytest.raises(UnsupportedStoreURL, match=named):
         EventStore.open(f"{pg_url}&{setting}")
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+def test_a_pool_busy_at_its_full_size_keeps_its_connections(pg_url: str, api: str) -> None:
+    """Rounds of 12 callers holding a connection at once, on a pool of 12: the first round
+    opens 12 connections and the later ones reuse them. The sync pool kept 8 and opened
+    the rest again each round: 128 new server processes in 1,500 decisions of 16 writers
+    (the conditional-append benchmark), each filling its caches and plans again."""
+    size, rounds = 12, 3
+    target = PostgresTarget.from_url(f"{pg_url}&pool_size={size}")
+    backends: list[set[int]] = []
+    if api == "sync":
+        pool = ConnectionPool(target)
+        start = threading.Barrier(size)
+
+        def hold(conn: psycopg.Connection[tuple[object, ...]]) -> int:
+            start.wait(timeout=30)  # all lent at once
+            return conn.info.backend_pid
+
+        try:
+            for _ in range(rounds):
+                found: list[int] = []
+                callers = [
+                    threading.Thread(target=lambda into=found: into.append(pool.run(hold)))
+                    for _ in range(size)
+                ]
+                for caller in callers:
+                    caller.start()
+                for caller in callers:
+                    caller.join()
+                backends.append(set(found))
+        finally:
+            pool.close()
+    else:
+
+        async def rounds_of_tasks() -> None:
+            pool = AsyncConnectionPool(target, size)
+            start = asyncio.Barrier(size)
+
+            async def hold(conn: psycopg.AsyncConnection[Any]) -> int:
+                await start.wait()
+                return conn.info.backend_pid
+
+            try:
+                for _ in range(rounds):
+                    found = await asyncio.gather(*(pool.run(hold) for _ in range(size)))
+                    backends.append(set(found))
+            finally:
+                await pool.close()
+
+        asyncio.run(rounds_of_tasks())
+    assert [len(pids) for pids in backends] == [size] * rounds
+    assert backends[1] == backends[0] and backends[2] == backends[0]
