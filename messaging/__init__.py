@@ -21,7 +21,7 @@ from .errors import (
 from .failed import FailedMessage
 from .inbox import Inbox, Mapped
 from .intake import HttpIntake
-from .messages import IncomingMessage, OutgoingMessage, event_id_for
+from .messages import TAGS_HEADER, IncomingMessage, OutgoingMessage, event_id_for
 from .publisher import Publisher
 from .relay import Relay, RelayStatus
 from .source import Delivery, Source
@@ -51,6 +51,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "TAGS_HEADER",
     "BrokerUnavailable",
     "Delivery",
     "FailedMessage",

@@ -11,6 +11,7 @@ import orjson
 import pytest
 from eventcraft.eventstore import EventStore, NewEvent, Query, QueryItem
 from eventcraft.messaging import (
+    TAGS_HEADER,
     Inbox,
     IncomingMessage,
     InvalidMessage,
@@ -21,7 +22,6 @@ from eventcraft.messaging import (
     Source,
 )
 from eventcraft.messaging.loop import EventLoopThread
-from eventcraft.messaging.messages import TAGS_HEADER
 
 from .brokers import wait_for
 from .conftest import Target
