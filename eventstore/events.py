@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import MISSING, dataclass, field, fields, make_dataclass
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
@@ -155,6 +155,17 @@ UnsealedEvent = make_dataclass(
     slots=True,
 )
 """`RecordedEvent`'s twin, not frozen: build one, then set its `__class__` to RecordedEvent."""
+
+
+_Stored = TypeVar("_Stored", bound=Hashable)
+_Made = TypeVar("_Made")
+
+
+def made_once_each(make: Callable[[_Stored], _Made], column: Sequence[_Stored]) -> Iterator[_Made]:
+    """`map(make, column)` with `make` called once per distinct value: for a page's
+    times, which the events of one append share."""
+    made = {value: make(value) for value in set(column)}
+    return map(made.__getitem__, column)
 
 
 def recorded_events(*columns: Iterable[Any]) -> list[RecordedEvent]:

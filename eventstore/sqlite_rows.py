@@ -12,7 +12,7 @@ per event is building the event itself.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from itertools import repeat
 from typing import Any
@@ -20,7 +20,13 @@ from typing import Any
 import orjson
 
 from .encoding import PreparedEvent
-from .events import EncodedRecord, RecordedEvent, recorded_at_text, recorded_events
+from .events import (
+    EncodedRecord,
+    RecordedEvent,
+    made_once_each,
+    recorded_at_text,
+    recorded_events,
+)
 from .ids import uuid_from_int, uuids_from_ints
 from .paging import Row
 
@@ -100,7 +106,7 @@ def recorded_page(rows: Sequence[Row]) -> list[RecordedEvent]:
         types,
         map(_loads, data),
         map(_loads, metadata),
-        _moments(moments),
+        made_once_each(_moment, moments),
         repeat((), len(tags)) if tags.count(None) == len(tags) else map(_tags, tags),
     )
 
@@ -111,12 +117,6 @@ def _ids(stored: tuple[bytes | str, ...]) -> list[uuid.UUID]:
     except TypeError:  # a page reaching rows of an earlier release, with text ids
         return list(map(event_id, stored))
     return uuids_from_ints(values, len(values))
-
-
-def _moments(stored: tuple[str, ...]) -> Iterator[datetime]:
-    # The events of an append share their time: parsed once a page, not once an event.
-    parsed = {moment: _moment(moment) for moment in set(stored)}
-    return map(parsed.__getitem__, stored)
 
 
 def encoded_page(rows: Sequence[Row]) -> list[EncodedRecord]:

@@ -21,7 +21,7 @@ import orjson
 import pyarrow as pa
 from eventcraft.eventstore import EncodedRecord, RecordedEvent
 from eventcraft.eventstore.collector import collector_paused
-from eventcraft.eventstore.events import recorded_events
+from eventcraft.eventstore.events import made_once_each, recorded_events
 from eventcraft.eventstore.ids import uuids_from_ints
 
 EVENT_SCHEMA = pa.schema(
@@ -94,7 +94,7 @@ def events_of(batch: pa.RecordBatch) -> Iterator[RecordedEvent]:
                 column("type").to_pylist(),
                 map(_loads, column("data").to_pylist()),
                 map(_loads, column("metadata").to_pylist()),
-                _moments(micros),
+                made_once_each(at, micros),
                 map(_tags, tags),
             )
         )
@@ -108,12 +108,6 @@ def _event_ids(texts: list[str]) -> list[uuid.UUID]:
         raise ValueError(f"badly formed event id {bad!r}")
     digits = map(str.replace, texts, repeat("-"), repeat(""))
     return uuids_from_ints(map(int, digits, repeat(16)), len(texts))
-
-
-def _moments(micros: list[int]) -> Iterator[datetime]:
-    # The events of an append share their time: made once a batch, not once an event.
-    made = {moment: at(moment) for moment in set(micros)}
-    return map(made.__getitem__, micros)
 
 
 def _tags(tags: list[str] | None) -> tuple[str, ...]:

@@ -43,6 +43,8 @@ class Target:
     read: Callable[[Callable[[list[Received]], bool], float], list[Received]]
     spec: str
     """How a worker process makes the same publisher: `kind|url|name`."""
+    stream: str = ""
+    """The JetStream stream that holds what is published (NATS only)."""
 
     def publisher(self, url: str | None = None) -> Publisher:
         return make_publisher(self.kind, url or self.url, self.name)
@@ -74,6 +76,7 @@ def jetstream(loop: EventLoopThread) -> Iterator[Target]:
         reader.prefix,
         lambda until, timeout: reader.read(until, timeout),
         f"nats|{NATS_URL}|{reader.prefix}",
+        reader.stream,
     )
     reader.close()
 

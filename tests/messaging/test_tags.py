@@ -49,8 +49,7 @@ def source(target: Target, loop: EventLoopThread) -> Iterator[Source]:
         queue = f"ec-tags-{tag}"
         taking: Source = RabbitMQSource(target.url, queue=queue, bindings=[(target.name, "#")])
     else:
-        stream = f"ECTEST{target.name.removeprefix('ectest')}"
-        taking = JetStreamSource(target.url, stream=stream, durable=f"tags{tag}")
+        taking = JetStreamSource(target.url, stream=target.stream, durable=f"tags{tag}")
     yield taking
     taking.close()
     if target.kind == "rabbitmq":
