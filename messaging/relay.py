@@ -163,9 +163,16 @@ class Relay:
         if upto <= after:
             return False
         chosen = self._chosen(events, after, upto)
+        refused: MessageRefused | None = None
         try:
             self.publisher.publish([outgoing(e) for e in chosen])
-        except MessageRefused as refused:
+        except MessageRefused as error:
+            refused = error
+        # The broker answered: an outage is over. Recorded before the checkpoint moves, as
+        # a pause is before status() says so: whoever sees the position move past an
+        # outage finds the relay running.
+        self._resumed()
+        if refused is not None:
             self._park(chosen, refused)
             return True
         with self.database.transaction() as connection:
@@ -260,7 +267,6 @@ class Relay:
         while not self._stopping.is_set():
             try:
                 if self.step():
-                    self._resumed()
                     backoff = _FIRST_BACKOFF
                     continue
                 self._resumed()

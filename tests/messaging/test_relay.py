@@ -8,11 +8,12 @@ import threading
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 from eventcraft.eventstore import EventStore, NewEvent
-from eventcraft.messaging import MessagingConfigError, Relay
+from eventcraft.messaging import MessagingConfigError, Relay, relay_state
 from eventcraft.messaging.loop import EventLoopThread
 from eventcraft.projections import PartitionedRunner
 
@@ -209,8 +210,19 @@ def _paused(relay: Relay) -> bool:
 
 @pytest.mark.slow
 def test_a_rabbitmq_outage_pauses_the_relay_and_it_resumes_with_nothing_lost(
-    rabbitmq: Target, sqlite_url: str
+    rabbitmq: Target, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A slow record of the relay's state widens the moment between it and the checkpoint's
+    # move: other processes must find the relay running once its position moved on (they
+    # found it paused when the record came after the move).
+    write = relay_state.write
+
+    def slow_write(connection: Any, state: relay_state.RelayState) -> None:
+        if state.state == "running":
+            time.sleep(0.3)
+        write(connection, state)
+
+    monkeypatch.setattr(relay_state, "write", slow_write)
     proxy = TcpProxy("127.0.0.1", 5672)
     url = rabbitmq.url.replace("127.0.0.1:5672", f"127.0.0.1:{proxy.port}")
     try:
