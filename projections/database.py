@@ -104,11 +104,18 @@ def engine_for(url: str) -> sa.Engine:
     if scheme == "sqlite":
         return sa.create_engine(url.split("?", 1)[0], connect_args={"timeout": 60})
     if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
-        # The store's own reading of the URL: `?schema=` checked and set as search_path.
+        # The store's own reading of the URL: `?schema=` checked and set as search_path,
+        # and its pool's bounds, which an operator sets for every connection the
+        # application opens under that URL (a role may allow only so many).
         target = PostgresTarget.from_url(url)
         plain = "postgresql+psycopg" + target.conninfo.removeprefix("postgresql")
         return sa.create_engine(
-            plain, connect_args={"options": target.options()}, pool_pre_ping=True
+            plain,
+            connect_args={"options": target.options()},
+            pool_pre_ping=True,
+            pool_size=target.pool_size,
+            max_overflow=0,
+            pool_timeout=target.pool_timeout,
         )
     return sa.create_engine(url)
 

@@ -1,0 +1,51 @@
+"""The read-model database opened from a store URL keeps to that URL's pool bounds."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+from eventcraft.eventstore import EventStore
+from eventcraft.projections.database import Database, engine_for
+
+
+@pytest.fixture
+def bounded(pg_url: str) -> Iterator[Database]:
+    with EventStore.open(pg_url):  # the schema the URL names
+        pass
+    database = Database(engine_for(f"{pg_url}&pool_size=2&pool_timeout=0.3"))
+    try:
+        yield database
+    finally:
+        database.close()
+
+
+def test_a_caller_beyond_the_urls_pool_size_waits_then_is_refused(bounded: Database) -> None:
+    # An operator caps a role's connections and sets pool_size to match: the read
+    # models' database, opened from the same URL, must not open more than that.
+    held = threading.Barrier(3)
+    release = threading.Event()
+    pids: list[int] = []
+
+    def hold() -> None:
+        with bounded.transaction() as connection:
+            pids.append(connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
+            held.wait()
+            release.wait(30)
+
+    holders = [threading.Thread(target=hold) for _ in range(2)]
+    for holder in holders:
+        holder.start()
+    try:
+        held.wait(30)
+        with pytest.raises(sa.exc.TimeoutError, match="size 2 overflow 0"), bounded.reading():
+            pass
+    finally:
+        release.set()
+        for holder in holders:
+            holder.join(30)
+    assert len(set(pids)) == 2
+    with bounded.reading() as connection:  # given back: usable again
+        assert connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one() in pids
