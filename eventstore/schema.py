@@ -126,6 +126,11 @@ TEXT_IDS = f"{EVENTS}.id text"
 """In `ddl`'s `existing`: a SQLite store made before holds its ids as 32 characters of
 hexadecimal text; rows appended since hold 16 bytes, and the old ones keep their text."""
 
+PLANS_KEPT = "eventcraft_stream_version.plpgsql"
+"""In `ddl`'s `existing`: the store's functions that append and check conditions run
+queries whose plans the session keeps (a store made before called two sql functions,
+planned again in every transaction)."""
+
 APPEND_GROUP = "eventcraft_append_group"
 """In `ddl`'s `existing`: the store has this release's function that writes a group of
 appends (its source holds `APPEND_GROUP_MARK`)."""
@@ -229,8 +234,13 @@ snapshots = sa.Table(
 
 _POSTGRES_STREAM_VERSION = f"""
 CREATE OR REPLACE FUNCTION eventcraft_stream_version(p_stream text) RETURNS bigint
-LANGUAGE sql STABLE AS $$
-    SELECT coalesce(max(version), 0) FROM {EVENTS} WHERE stream_id = p_stream
+LANGUAGE plpgsql STABLE AS $$
+-- plpgsql, not sql: PostgreSQL plans a sql function's query again in every
+-- transaction that calls it from plpgsql (80 us of an append at any version),
+-- where plpgsql keeps the plan for the session.
+BEGIN
+    RETURN (SELECT coalesce(max(version), 0) FROM {EVENTS} WHERE stream_id = p_stream);
+END
 $$"""
 
 _POSTGRES_APPEND = f"""
@@ -467,7 +477,8 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
 
     `existing` names the tables the database holds, `EARLIER_LAYOUT` if it
     was made by a release that kept each stream's version in the streams
-    table, and `APPEND_IS_CURRENT` if its append function is this release's. A
+    table, `APPEND_IS_CURRENT` if its append function is this release's, and
+    `PLANS_KEPT` if its stream version and condition functions are plpgsql. A
     store made by an older release lacks only newer objects: opening it adds
     them and brings the older ones up to date. `APPEND_GROUP` is in it when the
     group append function exists. On SQLite, `STREAMS_WITH_ROWID` and an index's
@@ -515,6 +526,10 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
 
         statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_APPEND_GROUP}")
         statements += [*schema_tags.FUNCTIONS, _POSTGRES_APPEND_GROUP]
+    if postgres and append_current and APPEND_GROUP in existing and PLANS_KEPT not in existing:
+        from . import schema_tags  # it builds on this module's names
+
+        statements += [_POSTGRES_STREAM_VERSION, schema_tags.FIRST_MATCH]
     if DELETED_STREAMS not in existing:
         # Deleted streams: their table and functions, and in a store made before, the
         # append functions that check them (deletion_postgres.py).

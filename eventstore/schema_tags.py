@@ -116,9 +116,12 @@ $$"""
 
 FIRST_MATCH = """
 CREATE OR REPLACE FUNCTION eventcraft_first_match(p_query jsonb, p_after bigint)
-RETURNS bigint LANGUAGE sql STABLE AS $$
-    SELECT min(p) FROM eventcraft_query_positions(
-        p_query, coalesce(p_after, 0), 9223372036854775807, 1) AS p
+RETURNS bigint LANGUAGE plpgsql STABLE AS $$
+-- plpgsql for its kept plan, as eventcraft_stream_version (schema.py).
+BEGIN
+    RETURN (SELECT min(p) FROM eventcraft_query_positions(
+        p_query, coalesce(p_after, 0), 9223372036854775807, 1) AS p);
+END
 $$"""
 
 LOCK_FOR = f"""

@@ -79,7 +79,10 @@ def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> Non
                 "UNION ALL SELECT %s FROM pg_proc WHERE oid = to_regprocedure(%s) "
                 "AND prosrc LIKE %s "
                 "UNION ALL SELECT %s FROM pg_attribute WHERE attrelid = to_regclass(%s) "
-                "AND attname = 'tags' AND NOT attisdropped",
+                "AND attname = 'tags' AND NOT attisdropped "
+                "UNION ALL SELECT %s FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang "
+                "WHERE p.oid = to_regprocedure('eventcraft_stream_version(text)') "
+                "AND l.lanname = 'plpgsql'",
                 (
                     [*sorted(schema.TABLES), *keyed_indexes.INDEXES],
                     schema.EARLIER_LAYOUT,
@@ -91,6 +94,7 @@ def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> Non
                     f"%{schema.APPEND_GROUP_MARK}%",
                     schema.TAGGED,
                     schema.EVENTS,
+                    schema.PLANS_KEPT,
                 ),
             )
         )

@@ -17,7 +17,16 @@ from typing import Any
 
 import psycopg
 import pytest
-from eventcraft.eventstore import DuplicateEventId, EventStore, NewEvent, schema
+from eventcraft.eventstore import (
+    AppendCondition,
+    AppendConditionFailed,
+    DuplicateEventId,
+    EventStore,
+    NewEvent,
+    Query,
+    QueryItem,
+    schema,
+)
 
 from ..conftest import PG_URL, _need_postgres
 from .previous_release.make_stores import APPENDS, SCHEMA, SNAPSHOT
@@ -170,3 +179,50 @@ def test_the_postgres_upgrade_keys_the_category_and_type_indexes(
             f'hashtextextended({column}, (0)::bigint), "position"'
             in (definitions[f"{schema.EVENTS}_{column}_key"])
         )
+
+
+_PLANNED_EACH_TIME = {
+    # As the release before this one's functions were: sql, planned again in every
+    # transaction that called them from plpgsql.
+    "eventcraft_stream_version(text)": """
+CREATE OR REPLACE FUNCTION eventcraft_stream_version(p_stream text) RETURNS bigint
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(max(version), 0) FROM eventcraft_events WHERE stream_id = p_stream
+$$""",
+    "eventcraft_first_match(jsonb, bigint)": """
+CREATE OR REPLACE FUNCTION eventcraft_first_match(p_query jsonb, p_after bigint)
+RETURNS bigint LANGUAGE sql STABLE AS $$
+    SELECT min(p) FROM eventcraft_query_positions(
+        p_query, coalesce(p_after, 0), 9223372036854775807, 1) AS p
+$$""",
+}
+
+
+def _languages(conn: psycopg.Connection[Any]) -> dict[str, str]:
+    return {
+        name: conn.execute(
+            "SELECT l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang "
+            "WHERE p.oid = to_regprocedure(%s)",
+            (name,),
+        ).fetchone()[0]  # type: ignore[index]
+        for name in _PLANNED_EACH_TIME
+    }
+
+
+def test_a_store_whose_functions_were_planned_each_time_gets_kept_plans(pg_url: str) -> None:
+    name = pg_url.split("schema=", 1)[1]
+    with EventStore.open(pg_url) as store:
+        store.append("order-1", [NewEvent("Placed", {}, tags=["order:1"])])
+    with psycopg.connect(PG_URL, autocommit=True, options=f"-c search_path={name}") as conn:
+        for statement in _PLANNED_EACH_TIME.values():
+            conn.execute(statement)
+        assert set(_languages(conn).values()) == {"sql"}
+    with EventStore.open(pg_url) as store:
+        query = Query([QueryItem(tags=["order:1"])])
+        with pytest.raises(AppendConditionFailed):
+            store.append(
+                "order-2", [NewEvent("Placed", {})], condition=AppendCondition(query, after=0)
+            )
+        assert store.append("order-1", [NewEvent("Paid", {})]).version == 2
+    with psycopg.connect(PG_URL, autocommit=True, options=f"-c search_path={name}") as conn:
+        assert set(_languages(conn).values()) == {"plpgsql"}
