@@ -521,15 +521,14 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
         statements += [_POSTGRES_STREAM_VERSION, _POSTGRES_INSERT_EVENTS]
     if postgres and not append_current:
         statements.append(_POSTGRES_APPEND)
-    if postgres and APPEND_GROUP not in existing:
+    if postgres:
         from . import schema_tags  # it builds on this module's names
 
-        statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_APPEND_GROUP}")
-        statements += [*schema_tags.FUNCTIONS, _POSTGRES_APPEND_GROUP]
-    if postgres and append_current and APPEND_GROUP in existing and PLANS_KEPT not in existing:
-        from . import schema_tags  # it builds on this module's names
-
-        statements += [_POSTGRES_STREAM_VERSION, schema_tags.FIRST_MATCH]
+        if APPEND_GROUP not in existing:
+            statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_APPEND_GROUP}")
+            statements += [*schema_tags.FUNCTIONS, _POSTGRES_APPEND_GROUP]
+        elif PLANS_KEPT not in existing:  # made while these two were sql functions
+            statements += [_POSTGRES_STREAM_VERSION, schema_tags.FIRST_MATCH]
     if DELETED_STREAMS not in existing:
         # Deleted streams: their table and functions, and in a store made before, the
         # append functions that check them (deletion_postgres.py).
