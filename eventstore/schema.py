@@ -131,6 +131,11 @@ PLANS_KEPT = "eventcraft_stream_version.plpgsql"
 queries whose plans the session keeps (a store made before called two sql functions,
 planned again in every transaction)."""
 
+QUERY_IN_ONE = "eventcraft_query_positions.lateral"
+"""In `ddl`'s `existing`: the store's query function reads the items with tags in one
+statement (`schema_tags.LATERAL_MARK`); a store made before took each apart in several.
+"""
+
 APPEND_GROUP = "eventcraft_append_group"
 """In `ddl`'s `existing`: the store has this release's function that writes a group of
 appends (its source holds `APPEND_GROUP_MARK`)."""
@@ -527,8 +532,11 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
         if APPEND_GROUP not in existing:
             statements.append(f"DROP FUNCTION IF EXISTS {_EARLIER_APPEND_GROUP}")
             statements += [*schema_tags.FUNCTIONS, _POSTGRES_APPEND_GROUP]
-        elif PLANS_KEPT not in existing:  # made while these two were sql functions
-            statements += [_POSTGRES_STREAM_VERSION, schema_tags.FIRST_MATCH]
+        else:
+            if PLANS_KEPT not in existing:  # made while these two were sql functions
+                statements += [_POSTGRES_STREAM_VERSION, schema_tags.FIRST_MATCH]
+            if QUERY_IN_ONE not in existing:
+                statements.append(schema_tags.QUERY_POSITIONS)
     if DELETED_STREAMS not in existing:
         # Deleted streams: their table and functions, and in a store made before, the
         # append functions that check them (deletion_postgres.py).

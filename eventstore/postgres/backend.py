@@ -15,7 +15,7 @@ import psycopg
 from psycopg.abc import Buffer
 from psycopg.rows import RowMaker
 
-from .. import deletion_postgres, json_lines, keyed_indexes, schema
+from .. import deletion_postgres, json_lines, keyed_indexes, schema, schema_tags
 from ..arguments import AppendCall
 from ..collector import collector_paused
 from ..deletion import StreamDeletion
@@ -82,7 +82,10 @@ def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> Non
                 "AND attname = 'tags' AND NOT attisdropped "
                 "UNION ALL SELECT %s FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang "
                 "WHERE p.oid = to_regprocedure('eventcraft_stream_version(text)') "
-                "AND l.lanname = 'plpgsql'",
+                "AND l.lanname = 'plpgsql' "
+                "UNION ALL SELECT %s FROM pg_proc WHERE oid = "
+                "to_regprocedure('eventcraft_query_positions(jsonb, bigint, bigint, bigint)') "
+                "AND prosrc LIKE %s",
                 (
                     [*sorted(schema.TABLES), *keyed_indexes.INDEXES],
                     schema.EARLIER_LAYOUT,
@@ -95,6 +98,8 @@ def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> Non
                     schema.TAGGED,
                     schema.EVENTS,
                     schema.PLANS_KEPT,
+                    schema.QUERY_IN_ONE,
+                    f"%{schema_tags.LATERAL_MARK}%",
                 ),
             )
         )

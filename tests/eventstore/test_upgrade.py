@@ -226,3 +226,75 @@ def test_a_store_whose_functions_were_planned_each_time_gets_kept_plans(pg_url: 
         assert store.append("order-1", [NewEvent("Paid", {})]).version == 2
     with psycopg.connect(PG_URL, autocommit=True, options=f"-c search_path={name}") as conn:
         assert set(_languages(conn).values()) == {"plpgsql"}
+
+
+# The query function as the release before this one made it: each item taken apart
+# in statements of its own.
+_QUERY_ITEM_BY_ITEM = """
+CREATE OR REPLACE FUNCTION eventcraft_query_positions(
+    p_query jsonb, p_after bigint, p_until bigint, p_limit bigint
+) RETURNS SETOF bigint LANGUAGE plpgsql STABLE ROWS 10 AS $$
+DECLARE
+    item jsonb;
+    item_types text[];
+    item_tags text[];
+    one_type text;
+BEGIN
+    IF jsonb_array_length(p_query) = 0 THEN
+        RETURN QUERY SELECT e.position FROM eventcraft_events e
+            WHERE e.position > p_after AND e.position <= p_until
+            ORDER BY e.position LIMIT p_limit;
+        RETURN;
+    END IF;
+    FOR item IN SELECT value FROM jsonb_array_elements(p_query) LOOP
+        item_types := ARRAY(SELECT jsonb_array_elements_text(item->0));
+        item_tags := ARRAY(SELECT jsonb_array_elements_text(item->1));
+        IF cardinality(item_tags) > 0 THEN
+            RETURN QUERY SELECT t.position FROM eventcraft_tags t
+                WHERE t.tag = item_tags[1] AND t.position > p_after AND t.position <= p_until
+                    AND (cardinality(item_types) = 0 OR t.type = ANY(item_types))
+                    AND (cardinality(item_tags) = 1 OR EXISTS (
+                        SELECT FROM eventcraft_events e
+                        WHERE e.position = t.position AND e.tags @> item_tags))
+                ORDER BY t.position LIMIT p_limit;
+        ELSE
+            FOREACH one_type IN ARRAY item_types LOOP
+                RETURN QUERY SELECT e.position FROM eventcraft_events e
+                    WHERE hashtextextended(e.type, 0) = hashtextextended(one_type, 0)
+                        AND e.type = one_type
+                        AND e.position > p_after AND e.position <= p_until
+                    ORDER BY e.position LIMIT p_limit;
+            END LOOP;
+        END IF;
+    END LOOP;
+END
+$$"""
+
+
+def test_a_store_whose_query_function_took_items_apart_gets_the_one_statement(
+    pg_url: str,
+) -> None:
+    name = pg_url.split("schema=", 1)[1]
+    with EventStore.open(pg_url) as store:
+        store.append("course-1", [NewEvent("Opened", {}, tags=["course:1"])])
+        store.append("enrol-1", [NewEvent("Enrolled", {}, tags=["course:1", "student:7"])])
+        store.append("enrol-2", [NewEvent("Enrolled", {}, tags=["course:2", "student:7"])])
+    with psycopg.connect(PG_URL, autocommit=True, options=f"-c search_path={name}") as conn:
+        conn.execute(_QUERY_ITEM_BY_ITEM)
+    with EventStore.open(pg_url) as store:
+        both = QueryItem(types=["Enrolled"], tags=["course:1", "student:7"])
+        query = Query([both, QueryItem(types=["Opened"])])
+        assert [e.stream_id for e in store.read_query(query).events] == ["course-1", "enrol-1"]
+        with pytest.raises(AppendConditionFailed) as refused:
+            store.append(
+                "enrol-3",
+                [NewEvent("Enrolled", {}, tags=["course:2", "student:8"])],
+                condition=AppendCondition(Query([QueryItem(tags=["course:2"])]), after=2),
+            )
+        assert refused.value.position == 3
+    with psycopg.connect(PG_URL, autocommit=True, options=f"-c search_path={name}") as conn:
+        body = conn.execute(
+            "SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure("
+            "'eventcraft_query_positions(jsonb, bigint, bigint, bigint)')"
+        ).fetchone()
+    assert body is not None and "CROSS JOIN LATERAL" in body[0]
