@@ -51,12 +51,11 @@ def create(column: str) -> str:
 
 def upgrades(existing: frozenset[str]) -> list[str]:
     """What brings a store of an earlier release to keyed indexes: each built (the events
-    table is locked for writes meanwhile, some seconds for a million events, once), the
-    (name, position) one it replaces dropped, and the query function that walks it."""
-    from .schema_tags import QUERY_POSITIONS  # it builds on schema's names, as this does
-
+    table is locked for writes meanwhile, some seconds for a million events, once) and the
+    (name, position) one it replaces dropped. The query function that walks them is
+    replaced with every function older than this release's (`schema.QUERY_IN_ONE`)."""
     statements: list[str] = []
     for column, index in zip(KEYED, INDEXES, strict=True):
         if index not in existing:
             statements += [create(column), f"DROP INDEX IF EXISTS {EVENTS}_{column}_position"]
-    return [*statements, QUERY_POSITIONS] if statements else []
+    return statements

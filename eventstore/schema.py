@@ -482,8 +482,9 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
 
     `existing` names the tables the database holds, `EARLIER_LAYOUT` if it
     was made by a release that kept each stream's version in the streams
-    table, `APPEND_IS_CURRENT` if its append function is this release's, and
-    `PLANS_KEPT` if its stream version and condition functions are plpgsql. A
+    table, `APPEND_IS_CURRENT` if its append function is this release's,
+    `PLANS_KEPT` if its stream version and condition functions are plpgsql, and
+    `QUERY_IN_ONE` if its query function is this release's. A
     store made by an older release lacks only newer objects: opening it adds
     them and brings the older ones up to date. `APPEND_GROUP` is in it when the
     group append function exists. On SQLite, `STREAMS_WITH_ROWID` and an index's

@@ -80,9 +80,9 @@ CREATE OR REPLACE FUNCTION eventcraft_query_positions(
 -- items [[types], [tags]] (tags sorted, the first walked) or [] for every event:
 -- for each item its first p_limit, in position order; an event may come from
 -- several items.
--- {LATERAL_MARK}: the items with tags, every decision's, in one statement. Taken
--- apart in a loop, each item cost three statements more, and this function a
--- third of a decision's time on the server.
+-- Read in {LATERAL_MARK}, as every decision's query is: taken apart
+-- in a loop, each item cost three statements more, and this function a third of a
+-- decision's time on the server.
 DECLARE
     item jsonb;
     one_type text;

@@ -162,9 +162,10 @@ def test_the_postgres_upgrade_keys_the_category_and_type_indexes(
 ) -> None:
     previous_store = previous_postgres_store
     with EventStore.open(previous_store) as store:
-        assert [e.position for e in store.read_all(types=["Placed"])] == [
-            position for _, _, _, position, type, *_ in _written() if type == "Placed"
-        ]
+        placed = [position for _, _, _, position, type, *_ in _written() if type == "Placed"]
+        assert [e.position for e in store.read_all(types=["Placed"])] == placed
+        by_query = store.read_query(Query([QueryItem(types=["Placed"])])).events
+        assert [e.position for e in by_query] == placed
     name = previous_store.split("schema=", 1)[1]
     with psycopg.connect(PG_URL, autocommit=True) as conn:
         found = conn.execute(
