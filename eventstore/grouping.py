@@ -8,6 +8,14 @@ A caller that finds fewer than `most_groups` groups being written becomes a
 next group. Once its own append is answered, a leader hands the lead to the
 first caller still queued, or stands down if there is none.
 
+A group may also be bounded by the events its members hold (`most_events`,
+given `events_of`): it takes members while they hold at most that many
+between them, and always the first. On SQLite, where one thread writes while
+the callers' threads encode their next appends, a group of several large
+batches keeps every caller waiting on it, so nobody encodes meanwhile and
+the writer idles after it; batches that fill a group alone are written one
+after another, and their callers encode while the writer writes.
+
 No timer: a lone caller leads at once and writes a group of one, which the
 backends send exactly as an ungrouped append. A group forms only from
 callers that arrived while another group was being written, so waiting to
@@ -38,10 +46,11 @@ MOST_GROUPS = 2
 
 
 class _Member(Generic[Request, Result]):
-    __slots__ = ("answered", "error", "leads", "request", "result", "woken")
+    __slots__ = ("answered", "error", "events", "leads", "request", "result", "woken")
 
-    def __init__(self, request: Request) -> None:
+    def __init__(self, request: Request, events: int) -> None:
         self.request = request
+        self.events = events
         self.result: Result | None = None
         self.error: BaseException | None = None
         self.answered = False
@@ -57,7 +66,8 @@ class GroupCommit(Generic[Request, Result]):
 
     `write(requests)` returns, for each request in order, its result or the
     exception to raise to its caller. An exception raised by `write` itself
-    is raised to every caller of the group.
+    is raised to every caller of the group. With `events_of` (the events a
+    request holds), a group holds at most `most_events` events, or one request.
     """
 
     def __init__(
@@ -66,12 +76,18 @@ class GroupCommit(Generic[Request, Result]):
         *,
         most_members: int = MOST_MEMBERS,
         most_groups: int = MOST_GROUPS,
+        events_of: Callable[[Request], int] | None = None,
+        most_events: int = 0,
     ) -> None:
         if most_members < 1 or most_groups < 1:
             raise ValueError("a group commit needs room for one member and one group")
+        if events_of is not None and most_events < 1:
+            raise ValueError("a group commit bounded by events needs room for one event")
         self._write = write
         self._most_members = most_members
         self._most_groups = most_groups
+        self._events_of = events_of
+        self._most_events = most_events
         self._lock = threading.Lock()
         self._queued: list[_Member[Request, Result]] = []
         self._leaders = 0
@@ -84,7 +100,8 @@ class GroupCommit(Generic[Request, Result]):
 
     def submit(self, request: Request) -> Result:
         """`request`'s result, written in a group with whatever else is waiting."""
-        member: _Member[Request, Result] = _Member(request)
+        events = 0 if self._events_of is None else self._events_of(request)
+        member: _Member[Request, Result] = _Member(request, events)
         with self._lock:
             self._queued.append(member)
             member.leads = self._leaders < self._most_groups
@@ -103,8 +120,8 @@ class GroupCommit(Generic[Request, Result]):
         """Write groups until `own` is answered, then pass the lead on."""
         while not own.answered:
             with self._lock:
-                group = self._queued[: self._most_members]
-                del self._queued[: self._most_members]
+                group = self._queued[: self._group_size()]
+                del self._queued[: len(group)]
                 if not group:
                     # Another leader took `own` into its group and is writing it: stand
                     # down, and be woken by the answer like any member that does not lead.
@@ -126,6 +143,17 @@ class GroupCommit(Generic[Request, Result]):
                     self._leaders -= 1
             return
         own.woken.acquire()
+
+    def _group_size(self) -> int:
+        """How many of the queued members the next group takes (under the lock)."""
+        if self._events_of is None:
+            return self._most_members
+        events = 0
+        for taken, member in enumerate(self._queued[: self._most_members]):
+            events += member.events
+            if taken and events > self._most_events:
+                return taken
+        return self._most_members
 
     def _write_group(self, group: list[_Member[Request, Result]]) -> None:
         try:

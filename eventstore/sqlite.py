@@ -65,8 +65,18 @@ PAGE = 1000
 
 _ID_CHUNK = 400  # ids per lookup: twice as many parameters (bytes and text) stay under 999
 
+MOST_EVENTS = 64
+"""The most events a group holds (a larger member goes alone): single events and small
+batches from many threads share commits, and two batches of more than 32 events never
+do (`grouping.py`). Four threads appending 50-event batches made 11% more with it than
+with groups of up to 32 batches, as many as with grouping off (interleaved runs)."""
+
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+def _events_in(member: Sequence[AppendCall]) -> int:
+    return sum(len(call.batch) for call in member)
 
 
 class SQLiteBackend(Backend):
@@ -74,7 +84,13 @@ class SQLiteBackend(Backend):
         self.path = path = target.path
         self._lock = threading.RLock()
         # One writer at a time: a second group would only wait for the first.
-        self._groups = GroupCommit(self._write_group, most_groups=1) if group_commit else None
+        self._groups = (
+            GroupCommit(
+                self._write_group, most_groups=1, events_of=_events_in, most_events=MOST_EVENTS
+            )
+            if group_commit
+            else None
+        )
         try:
             self._conn = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=60.0

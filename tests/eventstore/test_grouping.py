@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import pytest
 from eventcraft.eventstore.grouping import GroupCommit
@@ -90,6 +91,44 @@ def test_a_group_holds_at_most_most_members() -> None:
         thread.join(_LONG)
     assert [len(group) for group in writer.groups] == [1, 2, 2, 1]
     assert answers == {2: 4, 4: 8, 6: 12, 8: 16, 10: 20}
+
+
+def _waiting(commit: GroupCommit[int, int], count: int) -> bool:
+    return commit.waiting == count
+
+
+def test_a_group_holds_at_most_most_events_and_a_larger_member_goes_alone() -> None:
+    writer = _Writer()
+    writer.release.clear()
+    # Each request holds as many events as its value.
+    commit: GroupCommit[int, int] = GroupCommit(
+        writer, most_groups=1, events_of=lambda request: request, most_events=10
+    )
+    threads, answers = _submit_all(commit, [0])
+    assert writer.writing.wait(_LONG)
+    replies = [answers]
+    for queued, request in enumerate([4, 6, 2, 12, 8], start=1):  # queued in this order
+        more, answered = _submit_all(commit, [request])
+        threads += more
+        replies.append(answered)
+        _until(partial(_waiting, commit, queued))
+    writer.release.set()
+    for thread in threads:
+        thread.join(_LONG)
+    assert writer.groups == [[0], [4, 6], [2], [12], [8]]
+    assert {k: v for reply in replies for k, v in reply.items()} == {
+        0: 0,
+        4: 8,
+        6: 12,
+        2: 4,
+        12: 24,
+        8: 16,
+    }
+
+
+def test_a_group_bounded_by_events_needs_room_for_one() -> None:
+    with pytest.raises(ValueError, match="room for one event"):
+        GroupCommit(_Writer(), events_of=lambda request: request, most_events=0)
 
 
 def test_a_members_error_reaches_its_caller_alone() -> None:
