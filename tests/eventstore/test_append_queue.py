@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from eventcraft.eventstore.grouping import MOST_MEMBERS
 from eventcraft.eventstore.postgres.async_appends import AppendQueue
 
 
@@ -21,9 +22,12 @@ class FakeServer:
     def __init__(self) -> None:
         self.gate = asyncio.Event()
         self.calls = 0
+        self.sizes: list[int] = []
+        """The members of each call, in the order the calls were made."""
 
     async def run(self, call: Any) -> list[str]:
         self.calls += 1
+        self.sizes.append(len(call.keywords["members"]))
         await self.gate.wait()
         return [f"answer {self.calls}"] * len(call.keywords["members"])
 
@@ -50,3 +54,39 @@ def test_a_member_queued_as_the_last_sender_finishes_is_sent() -> None:
         await queue.close()
 
     asyncio.run(main())
+
+
+async def _settle() -> None:
+    for _ in range(10):  # every task runs as far as it can
+        await asyncio.sleep(0)
+
+
+def _queue_behind_an_inline_append(waiting: int) -> list[int]:
+    """The calls' sizes while gated and at the end: `waiting` members queued at once,
+    two senders allowed, while an inline append is in flight."""
+
+    async def main() -> list[int]:
+        server = FakeServer()
+        queue = AppendQueue(server.run, senders=2, notify=b"")
+        inline = asyncio.create_task(queue.submit(()))
+        await asyncio.sleep(0)  # the inline append is in flight
+        callers = [asyncio.create_task(queue.submit(())) for _ in range(waiting)]
+        await _settle()
+        in_flight = list(server.sizes)
+        server.gate.set()
+        answers = await asyncio.wait_for(asyncio.gather(inline, *callers), 5)
+        assert len(answers) == waiting + 1
+        await queue.close()
+        return [len(in_flight), *server.sizes]
+
+    return asyncio.run(main())
+
+
+def test_one_group_goes_at_a_time_while_it_takes_every_append_queued() -> None:
+    # 33 queued: one group takes 32, and the one left waits for that sender's next group.
+    assert _queue_behind_an_inline_append(MOST_MEMBERS + 1) == [2, 1, MOST_MEMBERS, 1]
+
+
+def test_a_second_group_goes_beside_the_first_while_more_wait_than_it_takes() -> None:
+    # 70 queued: two groups of 32 in flight side by side, then the 6 left.
+    assert _queue_behind_an_inline_append(70) == [3, 1, MOST_MEMBERS, MOST_MEMBERS, 6]

@@ -157,19 +157,32 @@ def test_a_failed_write_fails_every_caller_of_its_group_and_no_other() -> None:
     assert commit.submit(1) == 1
 
 
-def test_groups_are_written_side_by_side_up_to_most_groups() -> None:
+def test_a_second_group_goes_beside_the_first_only_when_more_wait_than_one_takes() -> None:
+    """Each group costs a transaction and a call: while one group takes every caller
+    waiting, one is written at a time; a second goes beside it once more wait."""
     writer = _Writer()
     writer.release.clear()
-    commit: GroupCommit[int, int] = GroupCommit(writer, most_groups=2)
-    threads, answers = _submit_all(commit, [0, 2])
-    _until(lambda: len(writer.groups) == 2)  # both lead: two groups in flight at once
-    later, more = _submit_all(commit, [4, 6])
-    _until(lambda: commit.waiting == 2)
+    commit: GroupCommit[int, int] = GroupCommit(writer, most_members=2, most_groups=2)
+    threads, answers = _submit_all(commit, [0])
+    assert writer.writing.wait(_LONG)
+    replies = [answers]
+    for queued, request in enumerate([2, 4], start=1):
+        more, answered = _submit_all(commit, [request])
+        threads += more
+        replies.append(answered)
+        _until(partial(_waiting, commit, queued))  # one group takes both: nobody leads
+    more, answered = _submit_all(commit, [6])  # three wait: this caller leads a second
+    threads += more
+    replies.append(answered)
+    _until(lambda: len(writer.groups) == 2)
+    assert writer.groups[1] == [2, 4]
+    assert commit.waiting == 1
     writer.release.set()
-    for thread in threads + later:
+    for thread in threads:
         thread.join(_LONG)
-    assert sorted(map(len, writer.groups)) == [1, 1, 2]
-    assert {**answers, **more} == {0: 0, 2: 4, 4: 8, 6: 12}
+    assert writer.groups == [[0], [2, 4], [6]]
+    assert {k: v for reply in replies for k, v in reply.items()} == {0: 0, 2: 4, 4: 8, 6: 12}
+    assert commit._leaders == 0
 
 
 @pytest.mark.parametrize("most_groups", [1, 2, 3])
