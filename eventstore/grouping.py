@@ -52,6 +52,13 @@ MOST_GROUPS = 2
 """Default for the most groups written at once (each on a connection of its own)."""
 
 
+def another_group_goes(in_flight: int, most_groups: int, queued: int, one_group: int) -> bool:
+    """Whether the callers `queued` get a group of their own beside the `in_flight` ones:
+    when none is in flight, or when more are queued than `one_group` takes and there is
+    room for another (the module's docstring). The async store's senders decide so too."""
+    return in_flight == 0 or (in_flight < most_groups and queued > one_group)
+
+
 class _Member(Generic[Request, Result]):
     __slots__ = ("answered", "error", "events", "leads", "request", "result", "woken")
 
@@ -111,7 +118,9 @@ class GroupCommit(Generic[Request, Result]):
         member: _Member[Request, Result] = _Member(request, events)
         with self._lock:
             self._queued.append(member)
-            member.leads = self._another_leader_needed()
+            member.leads = another_group_goes(
+                self._leaders, self._most_groups, len(self._queued), self._group_size()
+            )
             if member.leads:
                 self._leaders += 1
         if not member.leads:
@@ -142,10 +151,14 @@ class GroupCommit(Generic[Request, Result]):
             with self._lock:
                 # Still queued, so in no group: only this wakes it. Not one that
                 # leads already (its caller has yet to take its first group).
+                # Unless another leader is at work and its next group takes them all.
+                others = self._leaders - 1
                 successor = (
                     next((m for m in self._queued if not m.leads), None)
-                    if self._leaders == 1 or len(self._queued) > self._most_members
-                    else None  # another leader is at work, and its next group takes them
+                    if another_group_goes(
+                        others, self._most_groups, len(self._queued), self._group_size()
+                    )
+                    else None
                 )
                 if successor is not None:
                     successor.leads = True  # the count of leaders stays: the lead moves
@@ -154,13 +167,6 @@ class GroupCommit(Generic[Request, Result]):
                     self._leaders -= 1
             return
         own.woken.acquire()
-
-    def _another_leader_needed(self) -> bool:
-        """Whether a caller just queued leads (under the lock): when nobody does, or
-        when more are queued than one group takes and there is room for another group."""
-        return self._leaders == 0 or (
-            self._leaders < self._most_groups and len(self._queued) > self._most_members
-        )
 
     def _group_size(self) -> int:
         """How many of the queued members the next group takes (under the lock)."""

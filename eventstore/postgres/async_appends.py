@@ -31,7 +31,7 @@ import psycopg
 from psycopg import pq
 from psycopg.errors import error_from_result
 
-from ..grouping import MOST_GROUPS, MOST_MEMBERS
+from ..grouping import MOST_GROUPS, MOST_MEMBERS, another_group_goes
 from .group import (
     Answer,
     Member,
@@ -89,9 +89,9 @@ class AppendQueue:
         sent or not (the caller resends, as after any lost connection).
         """
         events = [events_json(call) for call in member]
-        # A sender that has emptied the queue is done at once, but its done-callback
-        # forgets it only on the loop's next turn, after any caller its last answer woke:
-        # counted as sending, it would leave this member queued with no sender, forever.
+        # A sender forgets itself as it ends (`_send`), but one cancelled before it ran
+        # is forgotten only by its done-callback, on the loop's next turn: counted as
+        # sending, it would leave this member queued with no sender, forever.
         self._senders.difference_update([sender for sender in self._senders if sender.done()])
         if not self._grouped or (not self._senders and not self._inline):
             # Nothing in flight: send it from this task, sparing a sender's start.
@@ -105,8 +105,8 @@ class AppendQueue:
             return answers[0]
         queued = Queued(member, events)
         self._queued.append(queued)
-        if not self._senders or (
-            len(self._senders) < self._most_senders and len(self._queued) > MOST_MEMBERS
+        if another_group_goes(
+            len(self._senders), self._most_senders, len(self._queued), MOST_MEMBERS
         ):
             sender = asyncio.create_task(self._send(), name="eventcraft-appends")
             self._senders.add(sender)
@@ -121,19 +121,17 @@ class AppendQueue:
         me = asyncio.current_task()
         assert me is not None  # run as a task of its own
         try:
-            await self._send_queued(me)
+            await self._send_queued()
         finally:
             # At once, not by the done-callback on the loop's next turn: a sender that
             # counted this one as at work could stand down and leave members unsent.
             self._senders.discard(me)
 
-    async def _send_queued(self, me: asyncio.Task[Any]) -> None:
+    async def _send_queued(self) -> None:
         while self._queued:
-            others = len(self._senders) - (me in self._senders)
-            if others and len(self._queued) <= MOST_MEMBERS:
-                # Another sender's next group takes what is queued: one group at a time
-                # costs less than two halves (the module's docstring).
-                return
+            others = len(self._senders) - 1  # this one is among them until it ends
+            if not another_group_goes(others, self._most_senders, len(self._queued), MOST_MEMBERS):
+                return  # another sender's next group takes what is queued
             taken = self._queued[:MOST_MEMBERS]
             del self._queued[:MOST_MEMBERS]
             taken = [queued for queued in taken if not queued.answer.cancelled()]
