@@ -13,7 +13,13 @@ arises only while more callers are queued than one group takes, and stands
 down once another leader's next group takes them all: each group costs a
 transaction and a call, and two half groups cost the appends in them half
 as much again in CPU as one whole (PostgreSQL, 16 threads on 2 cores: 146-176
-against 204-236 us an append, client and server).
+against 204-236 us an append, client and server). Except for a *hurried*
+request (`hurried`, on PostgreSQL a conditional append), which gets a second
+group as soon as there is room: its condition was read at some head and
+grows more likely to fail the longer it waits, so it goes now rather than
+behind the group in flight. Decided so, 16 threads deciding on one shared tag
+on PostgreSQL made 120 decisions/s against 80 (5.6 retries a decision against
+7.5; interleaved rounds), and on tags of their own as many (1,182 against 1,197).
 
 A group may also be bounded by the events its members hold (`most_events`,
 given `events_of`): it takes members while they hold at most that many
@@ -52,19 +58,23 @@ MOST_GROUPS = 2
 """Default for the most groups written at once (each on a connection of its own)."""
 
 
-def another_group_goes(in_flight: int, most_groups: int, queued: int, one_group: int) -> bool:
+def another_group_goes(
+    in_flight: int, most_groups: int, queued: int, one_group: int, hurried: bool = False
+) -> bool:
     """Whether the callers `queued` get a group of their own beside the `in_flight` ones:
-    when none is in flight, or when more are queued than `one_group` takes and there is
-    room for another (the module's docstring). The async store's senders decide so too."""
-    return in_flight == 0 or (in_flight < most_groups and queued > one_group)
+    when none is in flight, or when there is room for another and more are queued than
+    `one_group` takes or one of them is `hurried` (the module's docstring). The async
+    store's senders decide so too."""
+    return in_flight == 0 or (in_flight < most_groups and (hurried or queued > one_group))
 
 
 class _Member(Generic[Request, Result]):
-    __slots__ = ("answered", "error", "events", "leads", "request", "result", "woken")
+    __slots__ = ("answered", "error", "events", "hurried", "leads", "request", "result", "woken")
 
-    def __init__(self, request: Request, events: int) -> None:
+    def __init__(self, request: Request, events: int, hurried: bool) -> None:
         self.request = request
         self.events = events
+        self.hurried = hurried
         self.result: Result | None = None
         self.error: BaseException | None = None
         self.answered = False
@@ -81,7 +91,8 @@ class GroupCommit(Generic[Request, Result]):
     `write(requests)` returns, for each request in order, its result or the
     exception to raise to its caller. An exception raised by `write` itself
     is raised to every caller of the group. With `events_of` (the events a
-    request holds), a group holds at most `most_events` events, or one request.
+    request holds), a group holds at most `most_events` events, or one request. A
+    request `hurried` is true of gets a group beside the one in flight at once.
     """
 
     def __init__(
@@ -92,6 +103,7 @@ class GroupCommit(Generic[Request, Result]):
         most_groups: int = MOST_GROUPS,
         events_of: Callable[[Request], int] | None = None,
         most_events: int = 0,
+        hurried: Callable[[Request], bool] | None = None,
     ) -> None:
         if most_members < 1 or most_groups < 1:
             raise ValueError("a group commit needs room for one member and one group")
@@ -102,6 +114,7 @@ class GroupCommit(Generic[Request, Result]):
         self._most_groups = most_groups
         self._events_of = events_of
         self._most_events = most_events
+        self._hurried = hurried
         self._lock = threading.Lock()
         self._queued: list[_Member[Request, Result]] = []
         self._leaders = 0
@@ -115,11 +128,12 @@ class GroupCommit(Generic[Request, Result]):
     def submit(self, request: Request) -> Result:
         """`request`'s result, written in a group with whatever else is waiting."""
         events = 0 if self._events_of is None else self._events_of(request)
-        member: _Member[Request, Result] = _Member(request, events)
+        hurried = self._hurried is not None and self._hurried(request)
+        member: _Member[Request, Result] = _Member(request, events, hurried)
         with self._lock:
             self._queued.append(member)
             member.leads = another_group_goes(
-                self._leaders, self._most_groups, len(self._queued), self._group_size()
+                self._leaders, self._most_groups, len(self._queued), self._group_size(), hurried
             )
             if member.leads:
                 self._leaders += 1
@@ -156,7 +170,11 @@ class GroupCommit(Generic[Request, Result]):
                 successor = (
                     next((m for m in self._queued if not m.leads), None)
                     if another_group_goes(
-                        others, self._most_groups, len(self._queued), self._group_size()
+                        others,
+                        self._most_groups,
+                        len(self._queued),
+                        self._group_size(),
+                        any(member.hurried for member in self._queued),
                     )
                     else None
                 )

@@ -33,6 +33,7 @@ from .group import (
     events_json,
     group_answers,
     group_param,
+    hurried,
     lock_order,
     lost_races,
     member_json,
@@ -53,7 +54,7 @@ class Appends:
     def __init__(self, pool: ConnectionPool, notify: bytes, *, group_commit: bool) -> None:
         self._pool = pool
         self._notify = notify
-        self._groups = GroupCommit(self._write_group) if group_commit else None
+        self._groups = GroupCommit(self._write_group, hurried=hurried) if group_commit else None
 
     def append(self, call: AppendCall) -> AppendResult:
         if plain(call) and (self._groups is None or len(call.batch) > PART):

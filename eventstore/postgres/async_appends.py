@@ -38,6 +38,7 @@ from .group import (
     events_json,
     group_answers,
     group_param,
+    hurried,
     lock_order,
     member_json,
     refusal_of,
@@ -55,11 +56,12 @@ _prepared: weakref.WeakSet[Conn] = weakref.WeakSet()
 class Queued:
     """A member waiting to be sent: its appends, their events as JSON, its answer."""
 
-    __slots__ = ("answer", "events", "member")
+    __slots__ = ("answer", "events", "hurried", "member")
 
     def __init__(self, member: Member, events: list[bytes]) -> None:
         self.member = member
         self.events = events
+        self.hurried = hurried(member)
         self.answer: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
 
 
@@ -106,7 +108,7 @@ class AppendQueue:
         queued = Queued(member, events)
         self._queued.append(queued)
         if another_group_goes(
-            len(self._senders), self._most_senders, len(self._queued), MOST_MEMBERS
+            len(self._senders), self._most_senders, len(self._queued), MOST_MEMBERS, queued.hurried
         ):
             sender = asyncio.create_task(self._send(), name="eventcraft-appends")
             self._senders.add(sender)
@@ -130,7 +132,10 @@ class AppendQueue:
     async def _send_queued(self) -> None:
         while self._queued:
             others = len(self._senders) - 1  # this one is among them until it ends
-            if not another_group_goes(others, self._most_senders, len(self._queued), MOST_MEMBERS):
+            hurry = any(queued.hurried for queued in self._queued)
+            if not another_group_goes(
+                others, self._most_senders, len(self._queued), MOST_MEMBERS, hurry
+            ):
                 return  # another sender's next group takes what is queued
             taken = self._queued[:MOST_MEMBERS]
             del self._queued[:MOST_MEMBERS]

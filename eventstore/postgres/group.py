@@ -45,6 +45,12 @@ class Refusal(NamedTuple):
 Answer = list[AppendResult] | Refusal
 
 
+def hurried(member: Member) -> bool:
+    """Whether `member` gets a group beside the one in flight at once (`grouping.py`):
+    a conditional append, whose read grows stale while it waits."""
+    return any(call.condition is not None for call in member)
+
+
 def events_json(call: AppendCall) -> bytes:
     """One append's events as the append function takes them. An event that cannot be
     encoded raises `InvalidEvent`: encode before sending, for that caller alone."""

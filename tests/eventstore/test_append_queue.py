@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from eventcraft.eventstore import ANY, AppendCondition, NewEvent, Query, QueryItem
+from eventcraft.eventstore.arguments import append_call
 from eventcraft.eventstore.grouping import MOST_MEMBERS
 from eventcraft.eventstore.postgres.async_appends import AppendQueue
 
@@ -90,3 +92,30 @@ def test_one_group_goes_at_a_time_while_it_takes_every_append_queued() -> None:
 def test_a_second_group_goes_beside_the_first_while_more_wait_than_it_takes() -> None:
     # 70 queued: two groups of 32 in flight side by side, then the 6 left.
     assert _queue_behind_an_inline_append(70) == [3, 1, MOST_MEMBERS, MOST_MEMBERS, 6]
+
+
+def test_a_conditional_append_gets_a_second_sender_at_once() -> None:
+    """A conditional append's read grows stale while it waits: it goes beside the group
+    in flight, with what is queued, though that sender's next group would take them."""
+    condition = AppendCondition(Query([QueryItem(types=["Decided"], tags=["course:c1"])]), 0)
+    hurried = append_call("decision-1", [NewEvent("Decided", {})], ANY, 1024, condition)
+
+    async def main() -> list[int]:
+        server = FakeServer()
+        queue = AppendQueue(server.run, senders=2, notify=b"")
+        inline = asyncio.create_task(queue.submit(()))
+        await asyncio.sleep(0)  # the inline append is in flight
+        callers = [asyncio.create_task(queue.submit(())) for _ in range(3)]
+        await _settle()  # a sender took the three
+        callers.append(asyncio.create_task(queue.submit(())))
+        await _settle()  # one group takes it: it waits for that sender
+        callers.append(asyncio.create_task(queue.submit((hurried,))))
+        await _settle()
+        in_flight = list(server.sizes)
+        server.gate.set()
+        await asyncio.wait_for(asyncio.gather(inline, *callers), 5)
+        await queue.close()
+        assert server.sizes == in_flight
+        return in_flight
+
+    assert asyncio.run(main()) == [1, 3, 2]

@@ -214,3 +214,31 @@ def test_many_callers_all_get_answers_and_the_leaders_all_stand_down(
     assert sorted(results) == sorted(2 * (1000 * t + n) for t in range(12) for n in range(300))
     assert commit._leaders == 0
     assert commit.submit(1) == 2
+
+
+def test_a_hurried_request_gets_a_second_group_beside_the_first_at_once() -> None:
+    """A conditional append's read grows stale while it waits: it goes beside the group
+    in flight even when that group's successor would take every caller waiting."""
+    writer = _Writer()
+    writer.release.clear()
+    commit: GroupCommit[int, int] = GroupCommit(
+        writer, most_members=2, most_groups=2, hurried=lambda request: request >= 100
+    )
+    threads, answers = _submit_all(commit, [0])
+    assert writer.writing.wait(_LONG)
+    replies = [answers]
+    more, answered = _submit_all(commit, [2])
+    threads += more
+    replies.append(answered)
+    _until(partial(_waiting, commit, 1))  # a plain request waits for the next group
+    more, answered = _submit_all(commit, [100])
+    threads += more
+    replies.append(answered)
+    _until(lambda: len(writer.groups) == 2)  # while the first is still being written
+    assert writer.groups[1] == [2, 100]
+    writer.release.set()
+    for thread in threads:
+        thread.join(_LONG)
+    assert writer.groups == [[0], [2, 100]]
+    assert {k: v for reply in replies for k, v in reply.items()} == {0: 0, 2: 4, 100: 200}
+    assert commit._leaders == 0
