@@ -13,13 +13,13 @@ arises only while more callers are queued than one group takes, and stands
 down once another leader's next group takes them all: each group costs a
 transaction and a call, and two half groups cost the appends in them half
 as much again in CPU as one whole (PostgreSQL, 16 threads on 2 cores: 146-176
-against 204-236 us an append, client and server). Except for a *hurried*
-request (`hurried`, on PostgreSQL a conditional append), which gets a second
-group as soon as there is room: its condition was read at some head and
-grows more likely to fail the longer it waits, so it goes now rather than
-behind the group in flight. Decided so, 16 threads deciding on one shared tag
-on PostgreSQL made 120 decisions/s against 80 (5.6 retries a decision against
-7.5; interleaved rounds), and on tags of their own as many (1,182 against 1,197).
+against 204-236 us an append, client and server). A *hurried* request
+(`hurried`, on PostgreSQL a conditional append) is the exception: it gets a
+second group as soon as there is room, since its condition was read at some
+head and grows more likely to fail the longer it waits. Decided so, 16 threads
+deciding on one shared tag on PostgreSQL made 120 decisions/s against 80 (5.6
+retries a decision against 7.5; interleaved rounds), and on tags of their own
+as many (1,182 against 1,197).
 
 A group may also be bounded by the events its members hold (`most_events`,
 given `events_of`): it takes members while they hold at most that many

@@ -7,8 +7,9 @@ log. With a hundred tasks appending at once, both add up. So appends queue
 here, and a sender task sends what is queued as one call of the group
 function (`group.py`): one transaction, one commit, each member still
 committed or refused alone. A second sender (`grouping.MOST_GROUPS`, as on
-the sync store) starts only while more are queued than one group takes, and
-stops once one group takes them again: two groups in flight cost each append
+the sync store) starts only while more are queued than one group takes, or a
+conditional append is queued (`group.hurried`: its read grows stale while it
+waits), and stops once neither holds: two groups in flight cost each append
 half as much again in CPU as one that takes them all (on 2 cores, 16 tasks:
 client 58-64 against 73-83 us an append, server 66-81 against 113-122). A
 lone caller's append goes at once, alone, in the exchange the sync store
