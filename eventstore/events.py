@@ -199,3 +199,11 @@ class StreamInfo:
 def category_of(stream_id: str) -> str:
     """The part of a stream id before the first `-` (the whole id if it has none)."""
     return stream_id.split("-", 1)[0]
+
+
+def category_range(category: str) -> tuple[str, str]:
+    """The range [low, high) of stream ids, in code point order (the stores' collation),
+    that holds every stream of `category`: the id `category` itself and the ids that
+    start `category-`, which sort below `category.`. Ids of other categories may fall in
+    it too (`category!x`), so a read by it checks the category as well."""
+    return category, category + "."

@@ -126,6 +126,10 @@ TEXT_IDS = f"{EVENTS}.id text"
 """In `ddl`'s `existing`: a SQLite store made before holds its ids as 32 characters of
 hexadecimal text; rows appended since hold 16 bytes, and the old ones keep their text."""
 
+STREAMS_CATEGORY_INDEX = f"{STREAMS}_category"
+"""In `ddl`'s `existing`: a store made before keeps an index of its streams by category,
+which listing a category no longer reads (`events.category_range`); opening it drops it."""
+
 PLANS_KEPT = "eventcraft_stream_version.plpgsql"
 """In `ddl`'s `existing`: the store's functions that append and check conditions run
 queries whose plans the session keeps (a store made before called two sql functions,
@@ -221,8 +225,8 @@ streams = sa.Table(
     # keep a second tree, keyed by a rowid no read asks for.
     sqlite_with_rowid=False,
 )
-# list_streams(category=...), which the saga orchestrator reads its sagas by.
-sa.Index(f"{STREAMS}_category", streams.c.category, streams.c.stream_id)
+# No index by category: list_streams(category=C), which the saga orchestrator reads its
+# sagas by, walks the primary key's range of C's streams (`events.category_range`).
 
 # Derived data outside the log: one row per stream, replaced by newer ones.
 snapshots = sa.Table(
@@ -487,7 +491,8 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
     `QUERY_IN_ONE` if its query function is this release's. A
     store made by an older release lacks only newer objects: opening it adds
     them and brings the older ones up to date. `APPEND_GROUP` is in it when the
-    group append function exists. On SQLite, `STREAMS_WITH_ROWID` and an index's
+    group append function exists, `STREAMS_CATEGORY_INDEX` when the streams' index by
+    category (dropped) does. On SQLite, `STREAMS_WITH_ROWID` and an index's
     name followed by `ROWID_IN_INDEX` say what an earlier release laid out
     otherwise (`_sqlite_upgrades`).
     """
@@ -516,6 +521,9 @@ def ddl(dialect_name: str, existing: frozenset[str] = frozenset()) -> list[str]:
         from . import keyed_indexes  # it builds on this module's names
 
         statements += keyed_indexes.upgrades(existing)
+    if STREAMS_CATEGORY_INDEX in existing:
+        # IF EXISTS: a SQLite streams table rebuilt above took its indexes with it.
+        statements.append(f"DROP INDEX IF EXISTS {STREAMS_CATEGORY_INDEX}")
     if not fresh and TAGGED not in existing:
         statements.append(
             f"ALTER TABLE {EVENTS} ADD COLUMN tags {'text[]' if postgres else 'TEXT'}"

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import deletion_sql, schema
-from .events import EVENT_VERSION
+from .events import EVENT_VERSION, category_range
 
 E = schema.EVENTS
 S = schema.STREAMS
@@ -25,7 +25,8 @@ EXISTING = (
     "WHERE type = 'table' AND name = :streams AND sql NOT LIKE '%WITHOUT ROWID%' "
     "UNION ALL SELECT :text_ids FROM pragma_table_info(:events) "
     "WHERE name = 'id' AND upper(type) <> 'BLOB' "
-    "UNION ALL SELECT :tagged FROM pragma_table_info(:events) WHERE name = 'tags'"
+    "UNION ALL SELECT :tagged FROM pragma_table_info(:events) WHERE name = 'tags' "
+    "UNION ALL SELECT name FROM sqlite_master WHERE type = 'index' AND name = :streams_category"
 )
 """What `schema.ddl` needs to know of the store found: its tables, and what an earlier
 release laid out otherwise."""
@@ -37,6 +38,7 @@ EXISTING_NAMES = {
     "streams_with_rowid": schema.STREAMS_WITH_ROWID,
     "text_ids": schema.TEXT_IDS,
     "tagged": schema.TAGGED,
+    "streams_category": schema.STREAMS_CATEGORY_INDEX,
 }
 
 EVENT_BY_ID = f"SELECT {COLUMNS} FROM {E} WHERE id IN (?, ?)"
@@ -133,8 +135,8 @@ def list_streams_query(
     )
     params: list[Any] = [after or ""]
     if category is not None:
-        query += " AND category = ?"
-        params.append(category)
+        query += " AND stream_id >= ? AND stream_id < ? AND category = ?"
+        params += [*category_range(category), category]
     query += " ORDER BY stream_id LIMIT ?"
     params.append(-1 if limit is None else limit)
     return query, tuple(params)

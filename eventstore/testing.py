@@ -474,3 +474,18 @@ class EventStoreConformance(
         assert [s.stream_id for s in store.list_streams(limit=1)] == ["invoice-1"]
         assert store.stream_version("order-10") == 3
         assert store.stream_version("order-404") == 0
+
+    def test_a_category_lists_its_streams_and_no_other_named_alike(self, store: EventStore) -> None:
+        # Ids that sort between "order" and "order." belong to other categories, as do
+        # those that share the name's first letters; "order" and "order-..." are its own.
+        for stream_id in ("order!x", "order-1", "orders-1", "order", "order--2", "order,-1",
+                          "order!x-1", "orde-1", "order.x", "order x", "order-é"):  # fmt: skip
+            store.append(stream_id, events("A"))
+        listed = [s.stream_id for s in store.list_streams(category="order")]
+        assert listed == ["order", "order--2", "order-1", "order-é"]
+        after = store.list_streams(category="order", after="order--2", limit=1)
+        assert [s.stream_id for s in after] == ["order-1"]
+        assert [s.stream_id for s in store.list_streams(category="order!x")] == [
+            "order!x",
+            "order!x-1",
+        ]

@@ -87,7 +87,7 @@ def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> Non
                 "to_regprocedure('eventcraft_query_positions(jsonb, bigint, bigint, bigint)') "
                 "AND prosrc LIKE %s",
                 (
-                    [*sorted(schema.TABLES), *keyed_indexes.INDEXES],
+                    [*sorted(schema.TABLES), *keyed_indexes.INDEXES, schema.STREAMS_CATEGORY_INDEX],
                     schema.EARLIER_LAYOUT,
                     schema.STREAMS,
                     schema.APPEND_IS_CURRENT,

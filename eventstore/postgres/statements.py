@@ -27,6 +27,7 @@ from ..events import (
     EncodedRecord,
     RecordedEvent,
     StreamState,
+    category_range,
 )
 from ..keyed_indexes import matches
 from ..query import Query
@@ -266,10 +267,13 @@ def list_streams_query(
         f"SELECT stream_id, (SELECT max(version) FROM {E} e WHERE e.stream_id = s.stream_id) "
         f"FROM {S} s WHERE stream_id > %(after)s AND {deletion_sql.listed('s')}"
     )
+    params: dict[str, Any] = {"after": after or "", "limit": limit}
     if category is not None:
-        query += " AND category = %(category)s"
+        query += " AND stream_id >= %(low)s AND stream_id < %(high)s AND category = %(category)s"
+        low, high = category_range(category)
+        params.update(low=low, high=high, category=category)
     query += " ORDER BY stream_id LIMIT %(limit)s"
-    return query, {"after": after or "", "category": category, "limit": limit}
+    return query, params
 
 
 def snapshot_params(

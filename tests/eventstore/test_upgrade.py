@@ -166,13 +166,7 @@ def test_the_postgres_upgrade_keys_the_category_and_type_indexes(
         assert [e.position for e in store.read_all(types=["Placed"])] == placed
         by_query = store.read_query(Query([QueryItem(types=["Placed"])])).events
         assert [e.position for e in by_query] == placed
-    name = previous_store.split("schema=", 1)[1]
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        found = conn.execute(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s AND tablename = %s",
-            (name, schema.EVENTS),
-        ).fetchall()
-    definitions: dict[str, str] = dict(found)
+    definitions = _postgres_indexes(previous_store, schema.EVENTS)
     assert f"{schema.EVENTS}_category_position" not in definitions
     assert f"{schema.EVENTS}_type_position" not in definitions
     for column in ("category", "type"):
@@ -299,3 +293,68 @@ def test_a_store_whose_query_function_took_items_apart_gets_the_one_statement(
             "'eventcraft_query_positions(jsonb, bigint, bigint, bigint)')"
         ).fetchone()
     assert body is not None and "CROSS JOIN LATERAL" in body[0]
+
+
+def test_the_previous_release_s_index_of_streams_by_category_is_dropped(
+    previous_store: str,
+) -> None:
+    # Listing a category walks the primary key's range of its streams instead.
+    with EventStore.open(previous_store) as store:
+        assert [s.stream_id for s in store.list_streams(category="order")] == [
+            "order-1",
+            "order-2",
+        ]
+    assert schema.STREAMS_CATEGORY_INDEX not in _index_names(previous_store)
+
+
+def test_a_store_of_the_last_layout_loses_its_index_of_streams_by_category(
+    shared_store_url: str,
+) -> None:
+    # As the release before this one made it, on streams already without a rowid.
+    with EventStore.open(shared_store_url) as store:
+        store.append("order-1", [NewEvent("Placed", {})])
+    index = (
+        f"CREATE INDEX {schema.STREAMS_CATEGORY_INDEX} ON {schema.STREAMS} (category, stream_id)"
+    )
+    _execute(shared_store_url, index)
+    assert schema.STREAMS_CATEGORY_INDEX in _index_names(shared_store_url)
+    with EventStore.open(shared_store_url) as store:
+        store.append("order-2", [NewEvent("Placed", {})])
+        assert [s.stream_id for s in store.list_streams(category="order")] == [
+            "order-1",
+            "order-2",
+        ]
+    assert schema.STREAMS_CATEGORY_INDEX not in _index_names(shared_store_url)
+
+
+def _execute(url: str, statement: str) -> None:
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            conn.execute(statement)
+        return
+    name = url.split("schema=", 1)[1]
+    with psycopg.connect(PG_URL, autocommit=True, options=f"-c search_path={name}") as conn:
+        conn.execute(statement.encode())
+
+
+def _index_names(url: str) -> set[str]:
+    """The names of the indexes of the streams table of the store at `url`."""
+    if not url.startswith("sqlite"):
+        return set(_postgres_indexes(url, schema.STREAMS))
+    conn = sqlite3.connect(url.removeprefix("sqlite:///"))
+    try:
+        rows = conn.execute("SELECT name FROM pragma_index_list(?)", (schema.STREAMS,))
+        return {name for (name,) in rows}
+    finally:
+        conn.close()
+
+
+def _postgres_indexes(url: str, table: str) -> dict[str, str]:
+    """The indexes of `table` in the PostgreSQL store at `url`: their definitions by name."""
+    name = url.split("schema=", 1)[1]
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        found = conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s AND tablename = %s",
+            (name, table),
+        ).fetchall()
+    return dict(found)
