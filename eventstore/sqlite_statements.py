@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import deletion_sql, schema
-from .events import EVENT_VERSION, category_range
+from . import deletion_sql, schema, stream_listing
+from .events import EVENT_VERSION
 
 E = schema.EVENTS
 S = schema.STREAMS
@@ -128,15 +128,8 @@ def read_all_query(
 
 def list_streams_query(
     category: str | None, after: str | None, limit: int | None
-) -> tuple[str, tuple[Any, ...]]:
-    query = (
-        f"SELECT stream_id, (SELECT max(version) FROM {E} e WHERE e.stream_id = s.stream_id) "
-        f"FROM {S} s WHERE stream_id > ? AND {deletion_sql.listed('s')}"
+) -> tuple[str, dict[str, Any]]:
+    # A negative LIMIT is none on SQLite, where NULL is refused.
+    return stream_listing.list_streams_query(
+        category, after, -1 if limit is None else limit, ":{}".format
     )
-    params: list[Any] = [after or ""]
-    if category is not None:
-        query += " AND stream_id >= ? AND stream_id < ? AND category = ?"
-        params += [*category_range(category), category]
-    query += " ORDER BY stream_id LIMIT ?"
-    params.append(-1 if limit is None else limit)
-    return query, tuple(params)

@@ -16,7 +16,7 @@ import psycopg
 from psycopg.abc import Buffer
 from psycopg.rows import RowMaker
 
-from .. import deletion_sql, events, json_lines, schema
+from .. import deletion_sql, events, json_lines, schema, stream_listing
 from ..encoding import PreparedEvent
 from ..errors import AppendOutcomeUnknown, EventStoreError
 from ..events import (
@@ -27,7 +27,6 @@ from ..events import (
     EncodedRecord,
     RecordedEvent,
     StreamState,
-    category_range,
 )
 from ..keyed_indexes import matches
 from ..query import Query
@@ -45,7 +44,6 @@ ANY_TRIES = 100
 R = TypeVar("R")
 
 E = schema.EVENTS
-S = schema.STREAMS
 COLUMNS = "id, stream_id, version, position, type, data::text, metadata::text, recorded_at, tags"
 """What a read of events selects. The JSON comes as text (the same bytes jsonb's binary
 form carries, after a version byte) and `recorded_events` decodes it with one call of
@@ -263,17 +261,7 @@ def read_all_encoded_query(
 def list_streams_query(
     category: str | None, after: str | None, limit: int | None
 ) -> tuple[str, dict[str, Any]]:
-    query = (
-        f"SELECT stream_id, (SELECT max(version) FROM {E} e WHERE e.stream_id = s.stream_id) "
-        f"FROM {S} s WHERE stream_id > %(after)s AND {deletion_sql.listed('s')}"
-    )
-    params: dict[str, Any] = {"after": after or "", "limit": limit}
-    if category is not None:
-        query += " AND stream_id >= %(low)s AND stream_id < %(high)s AND category = %(category)s"
-        low, high = category_range(category)
-        params.update(low=low, high=high, category=category)
-    query += " ORDER BY stream_id LIMIT %(limit)s"
-    return query, params
+    return stream_listing.list_streams_query(category, after, limit, "%({})s".format)
 
 
 def snapshot_params(
