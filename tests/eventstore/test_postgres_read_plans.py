@@ -3,7 +3,9 @@
 A page of a rare category must cost what its rows cost, not a walk of the primary key
 over every row of the common ones: `category = ANY(...)` let the planner do that from
 about a million events on (one 1,000-event page of a 1% category read 9,852 buffers at
-10M events, against 154 through the category index).
+10M events, against 154 through the category index). So must the high-water mark that
+every read goes up to: a few pages on a new log, one walk of the rows a long
+transaction elsewhere keeps past the horizon.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 import psycopg
 import pytest
 from eventcraft.eventstore import EventStore, NewEvent
-from eventcraft.eventstore.postgres import statements
+from eventcraft.eventstore.postgres import head, statements
 
 from ..conftest import PG_URL
 
@@ -105,3 +107,50 @@ def test_the_store_reads_a_rare_category_whole_and_in_order(big_log: str) -> Non
     assert [e.stream_id for e in rare[:11]] == ["rare-0"] * 10 + ["rare-1"]
     assert [e.position for e in both] == list(range(1, STREAMS * 1000 + 1))
     assert [e.position for e in typed] == list(range(1, 2501))
+
+
+def _walked(node: dict[str, Any]) -> int:
+    """Rows the high-water mark's walks past the settled row gave, over the whole plan."""
+    own = int(node["Actual Rows"] * node["Actual Loops"]) if node["Node Type"] == "WindowAgg" else 0
+    return own + sum(_walked(child) for child in node.get("Plans", []))
+
+
+def test_the_high_water_mark_walks_the_rows_past_a_long_transaction_once(pg_url: str) -> None:
+    """While a transaction elsewhere on the server stays open, the rows committed since
+    it began are past the coarse rule's horizon, and every read walks them to find
+    the mark: once, not once for each use of the mark in the statement."""
+    schema = parse_qs(urlsplit(pg_url).query)["schema"][0]
+    with EventStore.open(pg_url) as store, psycopg.connect(PG_URL) as long_transaction:
+        store.append("before-1", [NewEvent("Counted", {"n": 0})])
+        long_transaction.execute("SELECT pg_current_xact_id()")  # holds the horizon
+        for n in range(3):
+            store.append(f"after-{n}", [NewEvent("Counted", {"n": i}) for i in range(100)])
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(f"SET search_path TO {schema}")
+            row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {head._COARSE}", {"after": 0})
+            plan = row.fetchone()[0][0]  # type: ignore[index]
+            assert head.safe_head(conn, 0) == 301
+        long_transaction.rollback()
+    assert _walked(plan["Plan"]) == 300, plan
+
+
+def test_the_high_water_mark_of_a_new_log_costs_a_few_pages_whatever_its_size(
+    pg_url: str,
+) -> None:
+    """Until its first ANALYZE, the planner read a log of a few thousand events whole, three
+    times over, to walk the rows past the settled one (none, on a quiet log): 239 pages
+    for a read of a log of 5,000, 701 for 15,000."""
+    schema = parse_qs(urlsplit(pg_url).query)["schema"][0]
+    with EventStore.open(pg_url) as store:
+        for n in range(50):
+            store.append(f"s-{n}", [NewEvent("Counted", {"n": i}) for i in range(100)])
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f"SET search_path TO {schema}")
+        size = conn.execute("SELECT pg_relation_size('eventcraft_events') / 8192")
+        assert size.fetchone()[0] > 50  # type: ignore[index]
+        for after in (0, 4990):
+            row = conn.execute(
+                f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {head._COARSE}", {"after": after}
+            )
+            plan = row.fetchone()[0][0]  # type: ignore[index]
+            assert _buffers(plan) < 20, plan
