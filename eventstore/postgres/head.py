@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 
 from .. import schema
+from ..encoding import MAX_INT
 from ..log_status import HeldPosition, LogStatus
 
 WALK = 10_000
@@ -33,7 +34,6 @@ a writer still running stops it again."""
 
 E = schema.EVENTS
 _MASK = 4294967295
-_BIGINT_MAX = 9223372036854775807
 
 # Transactions that hold the store's append lock, as the lock manager has
 # them when the statement reads it: after the statement's snapshot was taken.
@@ -100,7 +100,7 @@ WITH {{horizon}}, settled AS (
     SELECT e.position, e.position - row_number() OVER (ORDER BY e.position) AS base
     FROM {E} e
     WHERE e.position > (SELECT position FROM settled)
-      AND e.position <= (SELECT position + least({WALK}, {_BIGINT_MAX} - position) FROM settled)
+      AND e.position <= (SELECT position + least({WALK}, {MAX_INT} - position) FROM settled)
     ORDER BY e.position LIMIT {WALK}
 ), head AS MATERIALIZED (
     SELECT greatest(

@@ -51,17 +51,20 @@ def big_log() -> Iterator[str]:
 
 
 def _plan(url: str, categories: list[str] | None, types: list[str] | None) -> dict[str, Any]:
-    schema = parse_qs(urlsplit(url).query)["schema"][0]
     query, params = statements.read_all_query(categories, types)
-    with psycopg.connect(PG_URL) as conn:
+    # What a log of millions makes the planner conclude (sorting a category's rows
+    # costs more than walking the primary key), said here for 100,000 events.
+    return _explained(url, query, {**params, "start": 0, "count": 1000}, "SET enable_sort = off")
+
+
+def _explained(url: str, query: str, params: dict[str, Any], *settings: str) -> dict[str, Any]:
+    """The plan of `query` run in the store at `url`, with its buffers, after `settings`."""
+    schema = parse_qs(urlsplit(url).query)["schema"][0]
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
         conn.execute(f"SET search_path TO {schema}")
-        # What a log of millions makes the planner conclude (sorting a category's rows
-        # costs more than walking the primary key), said here for 100,000 events.
-        conn.execute("SET enable_sort = off")
-        row = conn.execute(
-            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {query}",
-            {**params, "start": 0, "count": 1000},
-        ).fetchone()
+        for setting in settings:
+            conn.execute(setting.encode())
+        row = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {query}", params).fetchone()
     assert row is not None
     plan: dict[str, Any] = row[0][0]
     return plan
@@ -119,17 +122,13 @@ def test_the_high_water_mark_walks_the_rows_past_a_long_transaction_once(pg_url:
     """While a transaction elsewhere on the server stays open, the rows committed since
     it began are past the coarse rule's horizon, and every read walks them to find
     the mark: once, not once for each use of the mark in the statement."""
-    schema = parse_qs(urlsplit(pg_url).query)["schema"][0]
     with EventStore.open(pg_url) as store, psycopg.connect(PG_URL) as long_transaction:
         store.append("before-1", [NewEvent("Counted", {"n": 0})])
         long_transaction.execute("SELECT pg_current_xact_id()")  # holds the horizon
         for n in range(3):
             store.append(f"after-{n}", [NewEvent("Counted", {"n": i}) for i in range(100)])
-        with psycopg.connect(PG_URL, autocommit=True) as conn:
-            conn.execute(f"SET search_path TO {schema}")
-            row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {head._COARSE}", {"after": 0})
-            plan = row.fetchone()[0][0]  # type: ignore[index]
-            assert head.safe_head(conn, 0) == 301
+        plan = _explained(pg_url, head._COARSE, {"after": 0})
+        assert store.high_water_mark() == 301
         long_transaction.rollback()
     assert _walked(plan["Plan"]) == 300, plan
 
@@ -140,17 +139,11 @@ def test_the_high_water_mark_of_a_new_log_costs_a_few_pages_whatever_its_size(
     """Until its first ANALYZE, the planner read a log of a few thousand events whole, three
     times over, to walk the rows past the settled one (none, on a quiet log): 239 pages
     for a read of a log of 5,000, 701 for 15,000."""
-    schema = parse_qs(urlsplit(pg_url).query)["schema"][0]
     with EventStore.open(pg_url) as store:
         for n in range(50):
             store.append(f"s-{n}", [NewEvent("Counted", {"n": i}) for i in range(100)])
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f"SET search_path TO {schema}")
-        size = conn.execute("SELECT pg_relation_size('eventcraft_events') / 8192")
-        assert size.fetchone()[0] > 50  # type: ignore[index]
-        for after in (0, 4990):
-            row = conn.execute(
-                f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {head._COARSE}", {"after": after}
-            )
-            plan = row.fetchone()[0][0]  # type: ignore[index]
-            assert _buffers(plan) < 20, plan
+    for after in (0, 4990):
+        plan = _explained(pg_url, head._COARSE, {"after": after})
+        assert _buffers(plan) < 20, plan
+    whole = _explained(pg_url, "SELECT count(*) FROM eventcraft_events", {})
+    assert _buffers(whole) > 50  # read whole, as before, the log would fail the test
