@@ -316,7 +316,8 @@ class AsyncPostgresBackend(AsyncBackend):
         return await self._with_connection(log_status_async)
 
     async def wait_for_events(self, after: int, timeout: float) -> bool:
-        return await self._listener.wait(after, timeout, self.high_water_mark)
+        # As PostgresBackend.wait_for_events: the mark above `after`.
+        return await self._listener.wait(after, timeout, partial(self._safe_head, after))
 
     async def stream_version(self, stream_id: str) -> int:
         async def query(conn: Conn) -> int:

@@ -27,15 +27,13 @@ class AsyncListener:
         self._listening = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    async def wait(
-        self, after: int, timeout: float, high_water_mark: Callable[[], Awaitable[int]]
-    ) -> bool:
+    async def wait(self, after: int, timeout: float, mark: Callable[[], Awaitable[int]]) -> bool:
         await self._start()
         deadline = time.monotonic() + timeout
         while True:
             seen = self._count
             # Read after taking `seen`: a commit between the two shows as a new count.
-            if await high_water_mark() > after:
+            if await mark() > after:
                 return True
             remaining = deadline - time.monotonic()
             if remaining <= 0:

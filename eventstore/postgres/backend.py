@@ -238,7 +238,9 @@ class PostgresBackend(Backend):
         return self._with_connection(log_status)
 
     def wait_for_events(self, after: int, timeout: float) -> bool:
-        return self._listener.wait(after, timeout, self.high_water_mark)
+        # The mark above `after`, not above 0: what read_all(after=after) goes up to, and
+        # a walk of the rows past `after` alone, however long the log behind it.
+        return self._listener.wait(after, timeout, partial(self._safe_head, after))
 
     def stream_version(self, stream_id: str) -> int:
         def query(conn: psycopg.Connection[Any]) -> int:

@@ -4,10 +4,11 @@ Two statements with one body. `_COARSE` bounds the writers that may still
 fill a gap by the snapshot's xmin, the oldest transaction running anywhere on
 the server: an index probe or two, and all a read pays while the log has no
 gap, or only gaps whose writers have ended. When it stops short of a
-committed row, `_PRECISE` judges again by the transactions that hold the
-store's append lock (`schema.LOG_LOCK_KEY`), so that a transaction elsewhere
-on the server never holds readers back. Each statement is sound on its own;
-the second only passes more.
+committed row (at a gap, or after walking `WALK` rows past the horizon),
+`_PRECISE` judges again by the transactions that hold the store's append lock
+(`schema.LOG_LOCK_KEY`), so that a transaction elsewhere on the server never
+holds readers back, however much is appended while it runs. Each statement is
+sound on its own; the second only passes more.
 """
 
 from __future__ import annotations
@@ -20,8 +21,13 @@ from .. import schema
 from ..encoding import MAX_INT
 from ..log_status import HeldPosition, LogStatus
 
-WALK = 10_000
-"""Most rows the high-water mark moves past the last settled row in one call."""
+WALK = 1_000
+"""Most rows a statement of the high-water mark looks at past `after`, in each of its two
+walks: down from the top for the last settled row, and up from it while positions run
+on. Either bound reached, the statement stops short of a committed row, and the
+precise rule, whose horizon a transaction elsewhere on the server does not hold back,
+judges again: so a statement's cost is bounded, never by what was appended since the
+oldest transaction on the server began."""
 
 PRECISE_TRIES = 2
 """Statements of the precise rule a read runs before it stops short of a committed row.
@@ -76,20 +82,25 @@ _PRECISE_HORIZON = f"""{_LOCKS}, snap AS (
     ) AS xid
 )"""
 
-# `settled` is the highest row whose inserting xid is below the horizon:
-# every gap under it is final. Above it a row is safe only while positions
-# stay contiguous. Row xids are 32 bits: compared modulo 2**32. The second
-# column says whether a committed row waits beyond a gap the rule did not pass.
+# `settled` is the highest row whose inserting xid is below the horizon, among the
+# WALK highest rows past `after`: every gap under it is final. Above it a row is
+# safe only while positions stay contiguous. Row xids are 32 bits: compared modulo
+# 2**32. The second column says whether a committed row lies past the mark: one
+# beyond a gap the rule did not pass, or past the end of a walk.
 # `head` MATERIALIZED: inlined, its walk of `run` ran once for each of the three
 # uses of head.position below (halving what a read pays while a long
 # transaction elsewhere keeps thousands of rows past the horizon).
 _HEAD = f"""
 WITH {{horizon}}, settled AS (
     SELECT coalesce((
-        SELECT e.position FROM {E} e, horizon
-        WHERE e.position > %(after)s
-          AND ((horizon.xid - e.xmin::text::bigint) & {_MASK}) BETWEEN 1 AND 2147483647
-        ORDER BY e.position DESC LIMIT 1
+        SELECT top.position FROM horizon, (
+            -- Bounded: a long transaction elsewhere keeps every row written since it
+            -- began above the horizon, and this walk down would cross them all.
+            SELECT e.position, e.xmin::text::bigint AS xid FROM {E} e
+            WHERE e.position > %(after)s ORDER BY e.position DESC LIMIT {WALK}
+        ) top
+        WHERE ((horizon.xid - top.xid) & {_MASK}) BETWEEN 1 AND 2147483647
+        ORDER BY top.position DESC LIMIT 1
     ), %(after)s) AS position
 ), run AS (
     -- A scalar subquery, not a join: the bound must reach the index scan as a
@@ -109,8 +120,7 @@ WITH {{horizon}}, settled AS (
     ) AS position FROM settled
 )
 SELECT head.position,
-       coalesce((SELECT min(e.position) FROM {E} e WHERE e.position > head.position)
-                > head.position + 1, false)
+       (SELECT min(e.position) FROM {E} e WHERE e.position > head.position) IS NOT NULL
 FROM head
 """
 _COARSE = _HEAD.format(horizon=_COARSE_HORIZON)

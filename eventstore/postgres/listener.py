@@ -40,14 +40,14 @@ class Listener:
         self._thread: threading.Thread | None = None
         self._conn: psycopg.Connection[tuple[object, ...]] | None = None
 
-    def wait(self, after: int, timeout: float, high_water_mark: Callable[[], int]) -> bool:
+    def wait(self, after: int, timeout: float, mark: Callable[[], int]) -> bool:
         self._start()
         deadline = time.monotonic() + timeout
         while True:
             with self._changed:
                 seen = self._count
             # Read after taking `seen`: a commit between the two shows as a new count.
-            if high_water_mark() > after:
+            if mark() > after:
                 return True
             remaining = deadline - time.monotonic()
             if remaining <= 0:

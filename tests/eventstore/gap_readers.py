@@ -5,10 +5,11 @@ Module-level functions so that a spawned process can import them.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
-from eventcraft.eventstore import EventStore
+from eventcraft.eventstore import AsyncEventStore, EventStore
 from eventcraft.projections import ProjectionRunner, Subscription
 
 
@@ -31,12 +32,27 @@ def read_now(url: str) -> dict[str, Any]:
     }
 
 
-def wait_for_event(url: str, after: int, ready: Any, timeout: float) -> dict[str, Any]:
-    """Wait for an event past `after` as a live subscriber does; when it came (monotonic)."""
+def wait_for_event(
+    url: str, after: int, ready: Any, timeout: float, api: str = "sync"
+) -> dict[str, Any]:
+    """Wait for an event past `after` as a live subscriber does; when it came (monotonic).
+    `api`: "sync" (`EventStore`) or "async" (`AsyncEventStore`)."""
+    if api == "async":
+        return asyncio.run(_wait_for_event_async(url, after, ready, timeout))
     with EventStore.open(url) as store:
         store.high_water_mark()  # connected and listening before the test appends
         ready.set()
         woke = store.wait_for_events(after, timeout)
         at = time.monotonic()
         positions = [event.position for event in store.read_all(after=after)]
+    return {"woke": woke, "at": at, "positions": positions}
+
+
+async def _wait_for_event_async(url: str, after: int, ready: Any, timeout: float) -> dict[str, Any]:
+    async with await AsyncEventStore.open(url) as store:
+        await store.high_water_mark()  # connected and listening before the test appends
+        ready.set()
+        woke = await store.wait_for_events(after, timeout)
+        at = time.monotonic()
+        positions = [event.position async for event in store.read_all(after=after)]
     return {"woke": woke, "at": at, "positions": positions}

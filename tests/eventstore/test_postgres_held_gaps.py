@@ -28,7 +28,7 @@ from eventcraft.eventstore import (
     NewEvent,
     schema,
 )
-from eventcraft.eventstore.postgres import PostgresTarget
+from eventcraft.eventstore.postgres import PostgresTarget, head
 from eventcraft.projections import Projection, ProjectionRunner
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
@@ -78,7 +78,9 @@ def _xid_in_another_database() -> Iterator[None]:
         yield
 
 
-def _readers_pass_the_gap(store: EventStore, url: str, reader: Executor) -> None:
+def _readers_pass_the_gap(
+    store: EventStore, url: str, reader: Executor, waiting_api: str = "sync"
+) -> None:
     """Make a gap, append past it, and see every kind of reader pass it at once."""
     stream = f"order-{uuid.uuid4().hex[:8]}"
     before = store.high_water_mark()
@@ -87,7 +89,7 @@ def _readers_pass_the_gap(store: EventStore, url: str, reader: Executor) -> None
     with pytest.raises(DuplicateEventId):  # refused by the unique index, its position drawn
         store.append(f"{stream}-again", [NewEvent("B", {}, id=placed.id)])
     ready = SPAWN.Manager().Event()
-    waiter = reader.submit(gap_readers.wait_for_event, url, first, ready, 10.0)
+    waiter = reader.submit(gap_readers.wait_for_event, url, first, ready, 10.0, waiting_api)
     assert ready.wait(30)
     later = store.append(f"invoice-{uuid.uuid4().hex[:8]}", [NewEvent("C", {})]).positions[0]
     appended_at = time.monotonic()
@@ -123,6 +125,20 @@ def test_a_long_write_on_a_users_table_holds_no_reader_back(pg_url: str, reader:
     finally:
         with psycopg.connect(PG_URL, autocommit=True) as admin:
             admin.execute(f"DROP TABLE {table}")
+
+
+@pytest.mark.parametrize("waiting_api", ["sync", "async"])
+def test_a_long_transaction_holds_no_reader_back_however_much_is_appended_since(
+    pg_url: str, reader: Executor, waiting_api: str
+) -> None:
+    """An idle session left in a transaction (or a long report, or pg_dump) in the store's
+    own database, while more is appended than the high-water mark walks in one statement:
+    the mark stopped one walk past the transaction's start, and waiting readers slept."""
+    with EventStore.open(pg_url) as store, _xid_held(PG_URL):
+        for n in range(head.WALK // 1_000 + 1):
+            store.append(f"busy-{n}", [NewEvent("Busy", {"n": i}) for i in range(1_000)])
+        _readers_pass_the_gap(store, pg_url, reader, waiting_api)
+        assert store.log_status().held is None
 
 
 def test_a_prepared_transaction_holds_no_reader_back(reader: Executor) -> None:
@@ -201,6 +217,31 @@ def test_an_append_in_flight_holds_readers_until_it_ends_and_the_store_names_it(
         assert woken["positions"] == expected
         status = store.log_status()
         assert (status.head, status.high_water_mark, status.held) == (later, later, None)
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+def test_a_waiter_past_an_append_in_flight_wakes_for_what_it_can_read(
+    pg_url: str, reader: Executor, api: str
+) -> None:
+    """`wait_for_events(after)` answers whether `read_all(after=after)` has something, as its
+    docstring says: a caller past a held gap (at its own append, say) is woken by the next
+    event, not left asleep until the append in flight below it ends."""
+    target = PostgresTarget.from_url(pg_url)
+    with (
+        EventStore.open(pg_url) as store,
+        psycopg.connect(target.conninfo, options=target.options()) as held,
+    ):
+        append_uncommitted(held, "held-1")
+        mine = store.append("mine-1", [NewEvent("Mine", {})]).positions[0]
+        ready = SPAWN.Manager().Event()
+        waiter = reader.submit(gap_readers.wait_for_event, pg_url, mine, ready, 10.0, api)
+        assert ready.wait(30)
+        reply = store.append("reply-1", [NewEvent("Reply", {})]).positions[0]
+        appended_at = time.monotonic()
+        woken = waiter.result()
+        held.rollback()
+    assert woken["woke"] and woken["positions"] == [reply]
+    assert woken["at"] - appended_at < 1.0, "the waiter slept though it could read"
 
 
 def test_the_store_behaves_like_its_model_while_another_database_runs_long_transactions(
