@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import MISSING, dataclass, field, fields, make_dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
@@ -166,6 +167,15 @@ def made_once_each(make: Callable[[_Stored], _Made], column: Sequence[_Stored]) 
     times, which the events of one append share."""
     made = {value: make(value) for value in set(column)}
     return map(made.__getitem__, column)
+
+
+def encoded_events(rows: Iterable[Sequence[Any]]) -> list[EncodedEvent]:
+    """`EncodedEvent`s of rows of (version, type, data, event_version), unchecked."""
+    return list(map(_encoded, rows))
+
+
+# tuple.__new__ straight from C: _make would check each row's length in Python.
+_encoded = partial(tuple.__new__, EncodedEvent)
 
 
 def recorded_events(*columns: Iterable[Any]) -> list[RecordedEvent]:

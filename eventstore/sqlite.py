@@ -43,10 +43,11 @@ from .events import (
     RecordedEvent,
     StreamInfo,
     StreamState,
+    encoded_events,
 )
 from .grouping import GroupCommit
 from .idempotency import StoredId, resolve_stored_appends
-from .paging import Row, paged
+from .paging import paged
 from .port import Backend
 from .query import AppendCondition, Query, QueryResult, covered
 from .snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
@@ -302,7 +303,7 @@ class SQLiteBackend(Backend):
             from_version,
             _version_after,
             None,
-            _encoded_events,
+            encoded_events,
         )
 
     def read_all(
@@ -357,7 +358,7 @@ class SQLiteBackend(Backend):
                     )
                 )
 
-        return paged(fetch, start, next_start, None, limit, PAGE)
+        return paged(fetch, start, next_start, limit, PAGE)
 
     def _fetch(self, query: str, params: Sequence[Any] | dict[str, Any]) -> list[Any]:
         with self._lock:
@@ -456,8 +457,3 @@ def _version_after(event: RecordedEvent | EncodedEvent) -> int:
 
 def _position(event: RecordedEvent | EncodedRecord) -> int:
     return event.position
-
-
-def _encoded_events(rows: list[Row]) -> list[EncodedEvent]:
-    make = tuple.__new__  # straight from C: _make would check each row's length in Python
-    return [make(EncodedEvent, row) for row in rows]

@@ -24,7 +24,6 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg.abc import Buffer
-from psycopg.rows import RowMaker
 
 from .. import deletion_postgres, json_lines
 from ..arguments import AppendCall
@@ -40,6 +39,7 @@ from ..events import (
     RecordedEvent,
     StreamInfo,
     StreamState,
+    encoded_events,
 )
 from ..idempotency import StoredId
 from ..json_lines import JsonLines
@@ -209,7 +209,7 @@ class AsyncPostgresBackend(AsyncBackend):
     ) -> AsyncIterator[RecordedEvent]:
         plan = sql.read_stream_plan(stream_id, from_version, backwards)
         return self._pages(
-            plan.query, plan.params, plan.start, plan.next_start, limit, rows=sql.recorded_events
+            plan.query, plan.params, plan.start, plan.next_start, limit, rows=sql.recorded_page
         )
 
     def read_stream_encoded(
@@ -221,7 +221,7 @@ class AsyncPostgresBackend(AsyncBackend):
             from_version,
             sql.version_after,
             None,
-            rows=sql.encoded_events,
+            rows=encoded_events,
         )
 
     async def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
@@ -243,7 +243,7 @@ class AsyncPostgresBackend(AsyncBackend):
         head = await self._safe_head(after)
         query, params = sql.read_all_query(categories, types)
         async for event in self._pages(
-            query, params, after, sql.position, limit, rows=sql.recorded_events, upto=head
+            query, params, after, sql.position, limit, rows=sql.recorded_page, upto=head
         ):
             yield event
 
@@ -267,7 +267,7 @@ class AsyncPostgresBackend(AsyncBackend):
         params = sql.read_query_params(query, head)
         rest = reads.rest_limit(limit, len(found))
         pages = self._pages(
-            sql.READ_QUERY, params, start, sql.position, rest, rows=sql.recorded_events
+            sql.READ_QUERY, params, start, sql.position, rest, rows=sql.recorded_page
         )
         found += [event async for event in pages]
         return covered(found, limit, head, after)
@@ -403,16 +403,16 @@ class AsyncPostgresBackend(AsyncBackend):
         next_start: Callable[[R], int],
         limit: int | None,
         *,
-        rows: Callable[[Any], RowMaker[R]],
+        rows: Callable[[list[tuple[Any, ...]]], list[R]],
         upto: int | None = None,
     ) -> AsyncIterator[R]:
         async def fetch(key: int, count: int) -> list[R]:
             async def run(conn: Conn) -> list[R]:
-                async with conn.cursor(binary=True, row_factory=rows) as cur:
+                async with conn.cursor(binary=True) as cur:
                     await cur.execute(query, {**params, "start": key, "count": count})
                     # The rows are in memory by now: fetchall builds them without a wait.
                     with collector_paused():  # why: eventstore/collector.py
-                        return await cur.fetchall()
+                        return rows(await cur.fetchall())
 
             return sql.up_to(await self._with_connection(run), upto)
 

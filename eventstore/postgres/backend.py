@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg.abc import Buffer
-from psycopg.rows import RowMaker
 
 from .. import deletion_postgres, json_lines, keyed_indexes, schema, schema_tags
 from ..arguments import AppendCall
@@ -30,6 +29,7 @@ from ..events import (
     RecordedEvent,
     StreamInfo,
     StreamState,
+    encoded_events,
 )
 from ..json_lines import JsonLines
 from ..log_status import LogStatus
@@ -137,7 +137,7 @@ class PostgresBackend(Backend):
     ) -> Iterator[RecordedEvent]:
         plan = sql.read_stream_plan(stream_id, from_version, backwards)
         return self._pages(
-            plan.query, plan.params, plan.start, plan.next_start, limit, rows=sql.recorded_events
+            plan.query, plan.params, plan.start, plan.next_start, limit, rows=sql.recorded_page
         )
 
     def read_stream_encoded(self, stream_id: str, *, from_version: int) -> Iterator[EncodedEvent]:
@@ -147,7 +147,7 @@ class PostgresBackend(Backend):
             from_version,
             sql.version_after,
             None,
-            rows=sql.encoded_events,
+            rows=encoded_events,
         )
 
     def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
@@ -168,7 +168,7 @@ class PostgresBackend(Backend):
         head = self._safe_head(after)
         query, params = sql.read_all_query(categories, types)
         return self._pages(
-            query, params, after, sql.position, limit, rows=sql.recorded_events, upto=head
+            query, params, after, sql.position, limit, rows=sql.recorded_page, upto=head
         )
 
     def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
@@ -191,7 +191,7 @@ class PostgresBackend(Backend):
         params = sql.read_query_params(query, head)
         rest = reads.rest_limit(limit, len(found))
         found += self._pages(
-            sql.READ_QUERY, params, start, sql.position, rest, rows=sql.recorded_events
+            sql.READ_QUERY, params, start, sql.position, rest, rows=sql.recorded_page
         )
         return covered(found, limit, head, after)
 
@@ -322,21 +322,22 @@ class PostgresBackend(Backend):
         next_start: Callable[[R], int],
         limit: int | None,
         *,
-        rows: Callable[[psycopg.Cursor[Any]], RowMaker[R]],
+        rows: Callable[[list[tuple[Any, ...]]], list[R]],
         upto: int | None = None,
     ) -> Iterator[R]:
-        """The rows of `query`, page by page; with `upto`, only those at positions up to it."""
+        """What `rows` makes of the rows of `query`, page by page; with `upto`, only those
+        at positions up to it."""
 
         def fetch(key: int, count: int) -> list[R]:
             def run(conn: psycopg.Connection[Any]) -> list[R]:
-                with conn.cursor(binary=True, row_factory=rows) as cur:
+                with conn.cursor(binary=True) as cur:
                     cur.execute(query, {**params, "start": key, "count": count})
                     with collector_paused():  # why: eventstore/collector.py
-                        return cur.fetchall()
+                        return rows(cur.fetchall())
 
             return sql.up_to(self._with_connection(run), upto)
 
-        return paged(fetch, start, next_start, sql.same, limit, PAGE)
+        return paged(fetch, start, next_start, limit, PAGE)
 
     def _with_connection(self, call: Callable[[psycopg.Connection[Any]], T]) -> T:
         """Run `call` on a pooled connection; once more on a new one if the first broke.
