@@ -64,6 +64,7 @@ fill), as `read_all` does, without locks: its writers take no tag lock.
 
 from __future__ import annotations
 
+from .encoding import MAX_INT
 from .keyed_indexes import matches
 from .schema import EVENTS, LOG_LOCK_KEY, TAGS
 
@@ -116,13 +117,13 @@ BEGIN
 END
 $$"""
 
-FIRST_MATCH = """
+FIRST_MATCH = f"""
 CREATE OR REPLACE FUNCTION eventcraft_first_match(p_query jsonb, p_after bigint)
 RETURNS bigint LANGUAGE plpgsql STABLE AS $$
 -- plpgsql for its kept plan, as eventcraft_stream_version (schema.py).
 BEGIN
     RETURN (SELECT min(p) FROM eventcraft_query_positions(
-        p_query, coalesce(p_after, 0), 9223372036854775807, 1) AS p);
+        p_query, coalesce(p_after, 0), {MAX_INT}, 1) AS p);
 END
 $$"""
 
