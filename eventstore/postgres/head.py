@@ -90,16 +90,16 @@ _PRECISE_HORIZON = f"""{_LOCKS}, snap AS (
 # `head` MATERIALIZED: inlined, its walk of `run` ran once for each of the three
 # uses of head.position below (halving what a read pays while a long
 # transaction elsewhere keeps thousands of rows past the horizon).
-_HEAD = f"""
-WITH {{horizon}}, settled AS (
+_HEAD = """
+WITH {horizon}, settled AS (
     SELECT coalesce((
         SELECT top.position FROM horizon, (
             -- Bounded: a long transaction elsewhere keeps every row written since it
             -- began above the horizon, and this walk down would cross them all.
-            SELECT e.position, e.xmin::text::bigint AS xid FROM {E} e
-            WHERE e.position > %(after)s ORDER BY e.position DESC LIMIT {WALK}
+            SELECT e.position, e.xmin::text::bigint AS xid FROM {events} e
+            WHERE e.position > %(after)s ORDER BY e.position DESC LIMIT {walk}
         ) top
-        WHERE ((horizon.xid - top.xid) & {_MASK}) BETWEEN 1 AND 2147483647
+        WHERE ((horizon.xid - top.xid) & {mask}) BETWEEN 1 AND 2147483647
         ORDER BY top.position DESC LIMIT 1
     ), %(after)s) AS position
 ), run AS (
@@ -109,10 +109,10 @@ WITH {{horizon}}, settled AS (
     -- and tells the planner a few rows come: with the lower bound alone it took
     -- a third of the log, and on a new log (no statistics yet) read it all.
     SELECT e.position, e.position - row_number() OVER (ORDER BY e.position) AS base
-    FROM {E} e
+    FROM {events} e
     WHERE e.position > (SELECT position FROM settled)
-      AND e.position <= (SELECT position + least({WALK}, {MAX_INT} - position) FROM settled)
-    ORDER BY e.position LIMIT {WALK}
+      AND e.position <= (SELECT position + least({walk}, {max_int} - position) FROM settled)
+    ORDER BY e.position LIMIT {walk}
 ), head AS MATERIALIZED (
     SELECT greatest(
         settled.position,
@@ -120,11 +120,22 @@ WITH {{horizon}}, settled AS (
     ) AS position FROM settled
 )
 SELECT head.position,
-       (SELECT min(e.position) FROM {E} e WHERE e.position > head.position) IS NOT NULL
+       (SELECT min(e.position) FROM {events} e WHERE e.position > head.position) IS NOT NULL
 FROM head
 """
-_COARSE = _HEAD.format(horizon=_COARSE_HORIZON)
-_PRECISE = _HEAD.format(horizon=_PRECISE_HORIZON)
+
+
+def statements(walk: int) -> tuple[str, str]:
+    """The coarse and the precise statement, each walk at most `walk` rows long (tests
+    make the walks short to exercise the hand-over between the two)."""
+    coarse, precise = (
+        _HEAD.format(horizon=horizon, events=E, walk=walk, mask=_MASK, max_int=MAX_INT)
+        for horizon in (_COARSE_HORIZON, _PRECISE_HORIZON)
+    )
+    return coarse, precise
+
+
+_COARSE, _PRECISE = statements(WALK)
 
 # The oldest append in flight: the one that holds the first position readers wait at.
 _OLDEST_WRITER = f"""

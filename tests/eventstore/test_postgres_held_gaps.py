@@ -270,6 +270,38 @@ def test_the_store_behaves_like_its_model_while_another_database_runs_long_trans
                 conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
+def test_the_store_behaves_like_its_model_with_short_walks_past_a_long_transaction(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transaction left open in the store's own database keeps every row appended since
+    past the coarse rule's horizon; with walks of two rows, nearly every read stops at a
+    walk's end, among the gaps that refused appends leave, and hands over to the precise
+    rule. What the store returns must still be the model's log, whole and in order."""
+    monkeypatch.setattr(head, "_COARSE", head.statements(2)[0])
+    monkeypatch.setattr(head, "_PRECISE", head.statements(2)[1])
+    schemas: list[str] = []
+
+    def new_url() -> str:
+        schemas.append(f"model_{uuid.uuid4().hex[:12]}")
+        return f"{PG_URL}?schema={schemas[-1]}"
+
+    try:
+        with _xid_held(PG_URL):
+            run_state_machine_as_test(
+                machine_on(new_url),
+                settings=settings(
+                    max_examples=10,
+                    stateful_step_count=12,
+                    deadline=None,
+                    suppress_health_check=list(HealthCheck),
+                ),
+            )
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            for schema in schemas:
+                conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
 def test_a_store_made_by_the_previous_release_gets_the_append_that_takes_the_lock(
     pg_url: str,
 ) -> None:
