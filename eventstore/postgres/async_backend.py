@@ -226,9 +226,9 @@ class AsyncPostgresBackend(AsyncBackend):
 
     async def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
         async def find(conn: Conn) -> RecordedEvent | None:
-            async with conn.cursor(binary=True, row_factory=sql.recorded_events) as cur:
-                await cur.execute(sql.EVENT_BY_ID, (event_id,))
-                return await cur.fetchone()
+            async with conn.cursor(binary=True) as cur:
+                rows = await (await cur.execute(sql.EVENT_BY_ID, (event_id,))).fetchall()
+            return sql.recorded_page(rows)[0] if rows else None
 
         return await self._with_connection(find)
 
@@ -256,7 +256,7 @@ class AsyncPostgresBackend(AsyncBackend):
         else:
 
             async def first(conn: psycopg.AsyncConnection[Any]) -> reads.LockedPage:
-                async with conn.cursor(binary=True, row_factory=reads.locked_rows) as cur:
+                async with conn.cursor(binary=True) as cur:
                     rows = await (await cur.execute(reads.READ_LOCKED, locked)).fetchall()
                     return reads.locked_page(rows, after)
 

@@ -152,8 +152,9 @@ class PostgresBackend(Backend):
 
     def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
         def find(conn: psycopg.Connection[Any]) -> RecordedEvent | None:
-            with conn.cursor(binary=True, row_factory=sql.recorded_events) as cur:
-                return cur.execute(sql.EVENT_BY_ID, (event_id,)).fetchone()
+            with conn.cursor(binary=True) as cur:
+                rows = cur.execute(sql.EVENT_BY_ID, (event_id,)).fetchall()
+            return sql.recorded_page(rows)[0] if rows else None
 
         return self._with_connection(find)
 
@@ -180,7 +181,7 @@ class PostgresBackend(Backend):
         else:
 
             def first(conn: psycopg.Connection[Any]) -> reads.LockedPage:
-                with conn.cursor(binary=True, row_factory=reads.locked_rows) as cur:
+                with conn.cursor(binary=True) as cur:
                     rows = cur.execute(reads.READ_LOCKED, locked).fetchall()
                     return reads.locked_page(rows, after)
 

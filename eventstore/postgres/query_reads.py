@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import orjson
-from psycopg.rows import RowMaker
 
 from ..events import RecordedEvent
 from ..query import Query
@@ -48,20 +47,13 @@ def locked_params(query: Query, after: int, count: int) -> dict[str, Any] | None
     }
 
 
-def locked_rows(cursor: Any) -> RowMaker[tuple[RecordedEvent | None, int]]:
-    return _locked_row
-
-
-def _locked_row(values: Sequence[Any]) -> tuple[RecordedEvent | None, int]:
-    """A row of `READ_LOCKED`: its event (None on the row of a read that found none), and
-    the head."""
-    event = None if values[0] is None else sql.recorded_event(values[:9])
-    return event, int(values[9])
-
-
-def locked_page(rows: list[tuple[RecordedEvent | None, int]], after: int) -> LockedPage:
-    events = [event for event, _ in rows if event is not None]
-    return LockedPage(events, rows[0][1] if rows else after)
+def locked_page(rows: Sequence[Sequence[Any]], after: int) -> LockedPage:
+    """The rows of `READ_LOCKED` as events, and the head each row carries. A read that
+    found none gives one row, of nulls but the head."""
+    if not rows:
+        return LockedPage([], after)
+    found = rows if rows[0][0] is not None else []
+    return LockedPage(sql.recorded_page(found), int(rows[0][9]))
 
 
 def first_count(limit: int | None) -> int:

@@ -14,7 +14,6 @@ from typing import Any, NamedTuple, TypeVar
 import orjson
 import psycopg
 from psycopg.abc import Buffer
-from psycopg.rows import RowMaker
 
 from .. import deletion_sql, events, json_lines, schema, stream_listing
 from ..encoding import PreparedEvent
@@ -351,21 +350,13 @@ def _annotated_event(event: PreparedEvent) -> dict[str, Any]:
     return sent
 
 
-def recorded_events(cursor: Any) -> RowMaker[RecordedEvent]:
-    return recorded_event
-
-
-def recorded_event(values: Sequence[Any]) -> RecordedEvent:
-    """The event of a row of `COLUMNS` (or of a statement giving metadata whole)."""
-    return recorded_page([values])[0]
-
-
 def recorded_page(rows: Sequence[Sequence[Any]]) -> list[RecordedEvent]:
-    """The events of rows of `COLUMNS`, a column at a time (the columns walked in C, as
-    `sqlite_rows.recorded_page` does): a Python call less per event than a row factory."""
+    """The events of rows that start with `COLUMNS` (any columns after them are left
+    alone), a column at a time (the columns walked in C, as `sqlite_rows.recorded_page`
+    does): a Python call less per event than a row factory."""
     if not rows:
         return []
-    ids, streams, versions, positions, types, data, metadata, moments, tags = zip(
+    ids, streams, versions, positions, types, data, metadata, moments, tags, *_ = zip(
         *rows, strict=True
     )
     return events.recorded_events(
