@@ -16,7 +16,7 @@ from eventcraft.eventstore import AppendConditionFailed, AppendResult, AsyncEven
 
 from .decision import Decided, Decision, DecisionProjection, DecisionRules, conflict
 from .registry import EventRegistry
-from .repository_rules import check_attempts
+from .repository_rules import check_attempts, taken_before
 
 
 class AsyncDecisions(DecisionRules):
@@ -59,8 +59,11 @@ class AsyncDecisions(DecisionRules):
         """As `Decisions.execute`; `decide` is awaited if it returns an awaitable."""
         check_attempts(attempts)
         plan = self.plan(projections)
+        taken = None
+        if idempotency_key is not None:
+            taken = taken_before(await self.store.read_event(idempotency_key), stream_id)
         for attempt in range(1, attempts + 1):
-            decision = self.fold(plan, await self.store.read_query(plan.query))
+            decision = self.fold(plan, await self.store.read_query(plan.query), taken=taken)
             outcome = decide(decision)
             decided = await outcome if inspect.isawaitable(outcome) else outcome
             try:

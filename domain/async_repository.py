@@ -18,6 +18,7 @@ from eventcraft.eventstore import (
     AppendResult,
     AsyncEventStore,
     EventStoreError,
+    RecordedEvent,
     WrongExpectedVersion,
 )
 
@@ -25,7 +26,7 @@ from . import telemetry
 from .aggregate import Aggregate
 from .errors import AggregateNotFound
 from .evolve import evolve
-from .repository_rules import RepositoryRules, check_attempts
+from .repository_rules import RepositoryRules, check_attempts, taken_before
 
 A = TypeVar("A", bound=Aggregate[Any])
 R = TypeVar("R")
@@ -46,22 +47,25 @@ class AsyncRepository(RepositoryRules[A]):
         super().__init__(aggregate_type, snapshot_every=snapshot_every)
         self.store = store
 
-    async def load(self, aggregate_id: str) -> A:
-        """The aggregate rebuilt from its stream (after its snapshot, if one fits).
+    async def load(self, aggregate_id: str, *, version: int | None = None) -> A:
+        """As `Repository.load`: with `version`, the aggregate as it was then.
 
         Raises `AggregateNotFound` when its stream holds no events.
         """
+        until = self._until(version)
         aggregate = self.aggregate_type(aggregate_id)
         cls = self.aggregate_type
         state, version = aggregate.state, 0
         with telemetry.loading(cls.category, aggregate.stream_id) as load:
             if self.snapshot_every is not None:
                 snapshot = await self.store.load_snapshot(aggregate.stream_id)
-                state, version = self._start_from(aggregate, snapshot)
+                state, version = self._start_from(aggregate, self._fitting(snapshot, until))
                 load.snapshot(version)
             decode, stream_id = cls.registry.decode_encoded, aggregate.stream_id
             reading = self.store.read_stream_encoded(stream_id, from_version=version + 1)
             async for stored in reading:
+                if stored.version > until:
+                    break
                 state = evolve(state, decode(stored, stream_id))
                 version = stored.version
             load.loaded(version)
@@ -147,16 +151,24 @@ class AsyncRepository(RepositoryRules[A]):
         `AggregateNotFound`. After `attempts` lost races, the last
         `WrongExpectedVersion` is raised. Returns what `command` returned.
         With `idempotency_key` (a client's request id), the events' ids derive
-        from it: a request sent again stores nothing new (see `save`).
+        from it: a request sent again stores nothing new (see `save`) and returns
+        what it returned the first time (see `Repository.execute`).
         """
         check_attempts(attempts)
+        taken = None
+        if idempotency_key is not None:
+            stream_id = self.aggregate_type.stream_id_of(aggregate_id)
+            taken = taken_before(await self.store.read_event(idempotency_key), stream_id)
         for attempt in range(1, attempts + 1):
-            try:
-                aggregate = await self.load(aggregate_id)
-            except AggregateNotFound:
-                if not create:
-                    raise
-                aggregate = self.aggregate_type(aggregate_id)
+            if taken is not None:  # sent again: decided on what it saw the first time
+                aggregate = await self._as_before(aggregate_id, taken)
+            else:
+                try:
+                    aggregate = await self.load(aggregate_id)
+                except AggregateNotFound:
+                    if not create:
+                        raise
+                    aggregate = self.aggregate_type(aggregate_id)
             outcome = command(aggregate)
             if inspect.isawaitable(outcome):
                 outcome = await outcome
@@ -168,6 +180,12 @@ class AsyncRepository(RepositoryRules[A]):
                 continue
             return outcome
         raise AssertionError("unreachable")
+
+    async def _as_before(self, aggregate_id: str, taken: RecordedEvent) -> A:
+        """The aggregate as it was before the event `taken` was appended."""
+        if taken.version == 1:
+            return self.aggregate_type(aggregate_id)
+        return await self.load(aggregate_id, version=taken.version - 1)
 
     async def _snapshot(self, aggregate: A) -> None:
         # The events are saved: a snapshot that fails costs only speed.

@@ -34,6 +34,7 @@ from eventcraft.eventstore import (
     Query,
     QueryItem,
     QueryResult,
+    RecordedEvent,
 )
 
 from .context import CommandContext, current_context
@@ -164,17 +165,25 @@ class DecisionRules:
         query = Query([part.query.items[0] for part in parts])
         return DecisionPlan(tuple(parts), query)
 
-    def fold(self, plan: DecisionPlan, read: QueryResult) -> Decision:
-        """Each projection's state after the events it matches among `read`'s."""
+    def fold(
+        self, plan: DecisionPlan, read: QueryResult, *, taken: RecordedEvent | None = None
+    ) -> Decision:
+        """Each projection's state after the events it matches among `read`'s; with
+        `taken` (the first event of a keyed request sent again, `taken_before`), only
+        those stored before it: what the request was first decided on."""
+        events, head = read.events, read.head
+        if taken is not None:
+            events = [event for event in events if event.position < taken.position]
+            head = taken.position - 1
         states = {part.name: part.projection.initial for part in plan.parts}
         decode = self.registry.decode
-        for recorded in read.events:
+        for recorded in events:
             event = decode(recorded)
             for part in plan.parts:
                 if part.query.matches(recorded.type, recorded.tags):
                     handler = part.projection.handlers[type(event)]
                     states[part.name] = handler(states[part.name], event)
-        return Decision(states, AppendCondition(plan.query, after=read.head), len(read.events))
+        return Decision(states, AppendCondition(plan.query, after=head), len(events))
 
     def to_append(
         self,

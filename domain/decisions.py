@@ -31,7 +31,7 @@ from eventcraft.eventstore import AppendConditionFailed, AppendResult, EventStor
 
 from .decision import Decided, Decision, DecisionProjection, DecisionRules, conflict
 from .registry import EventRegistry
-from .repository_rules import check_attempts
+from .repository_rules import check_attempts, taken_before
 
 
 class Decisions(DecisionRules):
@@ -79,13 +79,17 @@ class Decisions(DecisionRules):
         `decide` raises (a `DomainError`) to refuse, and nothing is written;
         it may run several times, so it must act only through what it returns.
         With `idempotency_key` (a client's request id) the events' ids derive
-        from it, as with `Repository.execute`. Returns the append's result, None
-        when nothing was decided.
+        from it, as with `Repository.execute`: a request sent again is decided on
+        what it was first decided on, and answered with the first append's
+        result. Returns the append's result, None when nothing was decided.
         """
         check_attempts(attempts)
         plan = self.plan(projections)
+        taken = None
+        if idempotency_key is not None:
+            taken = taken_before(self.store.read_event(idempotency_key), stream_id)
         for attempt in range(1, attempts + 1):
-            decision = self.fold(plan, self.store.read_query(plan.query))
+            decision = self.fold(plan, self.store.read_query(plan.query), taken=taken)
             try:
                 return self.append(
                     decision,

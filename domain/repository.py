@@ -13,13 +13,19 @@ from collections.abc import Callable, Mapping, Sequence
 from types import EllipsisType
 from typing import Any, TypeVar
 
-from eventcraft.eventstore import AppendResult, EventStore, EventStoreError, WrongExpectedVersion
+from eventcraft.eventstore import (
+    AppendResult,
+    EventStore,
+    EventStoreError,
+    RecordedEvent,
+    WrongExpectedVersion,
+)
 
 from . import telemetry
 from .aggregate import Aggregate
 from .errors import AggregateNotFound
 from .evolve import evolve
-from .repository_rules import RepositoryRules, check_attempts
+from .repository_rules import RepositoryRules, check_attempts, taken_before
 
 A = TypeVar("A", bound=Aggregate[Any])
 R = TypeVar("R")
@@ -40,22 +46,27 @@ class Repository(RepositoryRules[A]):
         super().__init__(aggregate_type, snapshot_every=snapshot_every)
         self.store = store
 
-    def load(self, aggregate_id: str) -> A:
+    def load(self, aggregate_id: str, *, version: int | None = None) -> A:
         """The aggregate rebuilt from its stream (after its snapshot, if one fits).
 
-        Raises `AggregateNotFound` when its stream holds no events.
+        With `version`, the aggregate as it was then: its first `version`
+        events (all of them if it has fewer). Raises `AggregateNotFound` when
+        its stream holds no events.
         """
+        until = self._until(version)
         aggregate = self.aggregate_type(aggregate_id)
         cls = self.aggregate_type
         state, version = aggregate.state, 0
         with telemetry.loading(cls.category, aggregate.stream_id) as load:
             if self.snapshot_every is not None:
                 state, version = self._start_from(
-                    aggregate, self.store.load_snapshot(aggregate.stream_id)
+                    aggregate, self._fitting(self.store.load_snapshot(aggregate.stream_id), until)
                 )
                 load.snapshot(version)
             decode, stream_id = cls.registry.decode_encoded, aggregate.stream_id
             for stored in self.store.read_stream_encoded(stream_id, from_version=version + 1):
+                if stored.version > until:
+                    break
                 state = evolve(state, decode(stored, stream_id))
                 version = stored.version
             load.loaded(version)
@@ -129,16 +140,25 @@ class Repository(RepositoryRules[A]):
         `AggregateNotFound`. After `attempts` lost races, the last
         `WrongExpectedVersion` is raised. Returns what `command` returned.
         With `idempotency_key` (a client's request id), the events' ids derive
-        from it: a request sent again stores nothing new (see `save`).
+        from it: a request sent again stores nothing new (see `save`), and its
+        command runs on the state it first ran on, so it returns what it
+        returned then instead of refusing what it already did.
         """
         check_attempts(attempts)
+        taken = None
+        if idempotency_key is not None:
+            stream_id = self.aggregate_type.stream_id_of(aggregate_id)
+            taken = taken_before(self.store.read_event(idempotency_key), stream_id)
         for attempt in range(1, attempts + 1):
-            try:
-                aggregate = self.load(aggregate_id)
-            except AggregateNotFound:
-                if not create:
-                    raise
-                aggregate = self.aggregate_type(aggregate_id)
+            if taken is not None:  # sent again: decided on what it saw the first time
+                aggregate = self._as_before(aggregate_id, taken)
+            else:
+                try:
+                    aggregate = self.load(aggregate_id)
+                except AggregateNotFound:
+                    if not create:
+                        raise
+                    aggregate = self.aggregate_type(aggregate_id)
             outcome = command(aggregate)
             try:
                 self.save(aggregate, idempotency_key=idempotency_key)
@@ -148,6 +168,12 @@ class Repository(RepositoryRules[A]):
                 continue
             return outcome
         raise AssertionError("unreachable")
+
+    def _as_before(self, aggregate_id: str, taken: RecordedEvent) -> A:
+        """The aggregate as it was before the event `taken` was appended."""
+        if taken.version == 1:
+            return self.aggregate_type(aggregate_id)
+        return self.load(aggregate_id, version=taken.version - 1)
 
     def _snapshot(self, aggregate: A) -> None:
         # The events are saved: a snapshot that fails costs only speed, so

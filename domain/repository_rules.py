@@ -13,7 +13,14 @@ from collections.abc import Mapping, Sequence
 from types import EllipsisType
 from typing import Any, Generic, TypeVar
 
-from eventcraft.eventstore import NO_STREAM, AppendResult, ExpectedVersion, NewEvent, Snapshot
+from eventcraft.eventstore import (
+    NO_STREAM,
+    AppendResult,
+    ExpectedVersion,
+    NewEvent,
+    RecordedEvent,
+    Snapshot,
+)
 from pydantic import ValidationError
 
 from .aggregate import Aggregate
@@ -23,6 +30,8 @@ from .context import CommandContext, current_context
 A = TypeVar("A", bound=Aggregate[Any])
 
 log = logging.getLogger("eventcraft.domain")
+
+_EVERY_VERSION = 1 << 62
 
 
 class RepositoryRules(Generic[A]):
@@ -55,6 +64,20 @@ class RepositoryRules(Generic[A]):
                 error,
             )
             return initial, 0
+
+    @staticmethod
+    def _until(version: int | None) -> int:
+        """The last version a load folds: `version`, checked, or all of them."""
+        if version is None:
+            return _EVERY_VERSION
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise ValueError(f"version must be a positive int, not {version!r}")
+        return version
+
+    @staticmethod
+    def _fitting(snapshot: Snapshot | None, until: int) -> Snapshot | None:
+        """`snapshot` unless it is past the last version a load folds."""
+        return snapshot if snapshot is None or snapshot.version <= until else None
 
     def _to_append(
         self,
@@ -140,6 +163,20 @@ def keyed_ids(key: uuid.UUID, count: int) -> list[uuid.UUID]:
     """`count` event ids for the events of one command keyed by `key`: the key itself
     first, then ids derived from it (UUID 5), the same every time."""
     return [key, *(uuid.uuid5(key, str(n)) for n in range(1, count))]
+
+
+def taken_before(stored: RecordedEvent | None, stream_id: str) -> RecordedEvent | None:
+    """The first event a keyed command stored (`read_event(key)`: the key is its id), if
+    the command stored it in `stream_id`: the request was taken before.
+
+    Run again on the state it first saw (up to before that event), a command
+    decides as it did then, with the same events and ids, and the store
+    answers their append as a retry with the first result. Run on today's
+    state it might refuse (the money is withdrawn, the seat taken) a request
+    that in fact succeeded. An id stored in another stream is left to the
+    store, which refuses the append (`DuplicateEventId`).
+    """
+    return stored if stored is not None and stored.stream_id == stream_id else None
 
 
 def check_attempts(attempts: int) -> int:

@@ -130,6 +130,28 @@ def test_a_command_keyed_by_a_request_id_stores_once_however_often_it_is_sent(
     run(test, store_url)
 
 
+def test_a_keyed_command_sent_again_is_run_on_what_it_first_saw(store_url: str) -> None:
+    async def test(store: AsyncEventStore) -> None:
+        repo = AsyncRepository(store, BankAccount, snapshot_every=1)
+        await opened(repo)
+        await repo.execute("ann", lambda a: a.deposit(10))
+        key = uuid.uuid4()
+
+        async def withdraw_all(account: BankAccount) -> int:
+            account.withdraw(10)  # refused once the 10 are gone
+            return account.state.balance_cents
+
+        first = await repo.execute("ann", withdraw_all, idempotency_key=key)
+        await repo.execute("ann", lambda a: a.deposit(3))
+        again = await repo.execute("ann", withdraw_all, idempotency_key=key)
+        assert (first, again) == (0, 0)
+        assert (await repo.load("ann")).state.balance_cents == 3
+        then = await repo.load("ann", version=2)  # before the snapshot at version 4
+        assert (then.version, then.state.balance_cents) == (2, 10)
+
+    run(test, store_url)
+
+
 def test_the_sync_and_async_repositories_read_each_others_aggregates_and_snapshots(
     sqlite_url: str,
 ) -> None:

@@ -23,6 +23,7 @@ from eventcraft.domain import (
 )
 from eventcraft.eventstore import (
     AppendConditionFailed,
+    AppendResult,
     AsyncEventStore,
     EventStore,
     InvalidEvent,
@@ -213,6 +214,28 @@ def test_decided_events_carry_the_command_context_and_ids_from_the_idempotency_k
     assert (stored.metadata["user"], stored.metadata["channel"]) == ("registrar", "web")
 
 
+def test_a_keyed_decision_sent_again_is_answered_as_first_though_it_would_now_refuse(
+    store: EventStore,
+) -> None:
+    _school(store)
+    decisions = Decisions(store, course_events)
+    key = uuid.uuid4()
+
+    def send() -> AppendResult | None:
+        return decisions.execute(
+            _seats("c1"), _subscribe("s2", "c1"), stream_id="student-s2", idempotency_key=key
+        )
+
+    sent = [send(), send()]
+    store.append("other-1", [NewEvent("Noise", {})])
+    # The last seat of c1 is s2's own: decided afresh, the request would be CourseFull.
+    sent.append(send())
+    assert sent[0] is not None and sent == [sent[0]] * 3
+    assert sent[0].positions == (7,) and store.high_water_mark() == 8
+    with pytest.raises(CourseFull):
+        decisions.execute(_seats("c1"), _subscribe("s3", "c1"), stream_id="student-s3")
+
+
 def test_projections_are_declared_with_event_classes_the_registry_knows() -> None:
     class Unregistered(DomainEvent):
         pass
@@ -273,6 +296,25 @@ async def _async_school(store: AsyncEventStore) -> None:
     await _append(store, "student-s2", StudentRegistered(student_id="s2", name="b", max_courses=9))
     await _append(store, "student-s1", StudentSubscribed(student_id="s1", course_id="c1"))
     await _append(store, "student-s1", StudentSubscribed(student_id="s1", course_id="c2"))
+
+
+def test_the_async_face_answers_a_keyed_decision_sent_again_as_the_first_time(
+    store_url: str,
+) -> None:
+    async def test(store: AsyncEventStore) -> None:
+        await _async_school(store)
+        decisions = AsyncDecisions(store, course_events)
+        key = uuid.uuid4()
+        answers = [
+            await decisions.execute(
+                _seats("c1"), _subscribe("s2", "c1"), stream_id="student-s2", idempotency_key=key
+            )
+            for _ in range(2)
+        ]
+        assert answers[0] is not None and answers == [answers[0]] * 2
+        assert await store.high_water_mark() == 7
+
+    run(test, store_url)
 
 
 def test_the_async_face_reads_decides_and_appends_on_the_same_rules(store_url: str) -> None:

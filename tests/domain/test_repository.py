@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 
 import pytest
 from eventcraft.domain import (
@@ -14,7 +15,7 @@ from eventcraft.domain import (
     caused_by,
     command_context,
 )
-from eventcraft.eventstore import EventStore, NewEvent, WrongExpectedVersion
+from eventcraft.eventstore import DuplicateEventId, EventStore, NewEvent, WrongExpectedVersion
 
 from examples.bank import AccountAlreadyOpen, BankAccount, InsufficientFunds
 
@@ -133,6 +134,57 @@ def test_execute_passes_a_domain_error_through_and_saves_nothing(store: EventSto
         repo.execute("bob", lambda a: a.deposit(1))
     assert store.stream_version("account-ann") == 1
     assert store.stream_version("account-bob") == 0
+
+
+def test_a_keyed_command_sent_again_answers_as_the_first_time_though_it_would_now_refuse(
+    store: EventStore,
+) -> None:
+    repo = Repository(store, BankAccount)
+    account = opened(repo)
+    account.deposit(10)
+    repo.save(account)
+    key, opening = uuid.uuid4(), uuid.uuid4()
+
+    def withdraw_all(account: BankAccount) -> int:
+        account.withdraw(10)  # refused once the 10 are gone
+        return account.state.balance_cents
+
+    def open_bob(account: BankAccount) -> str:
+        account.open("bob")  # refused once the account is open
+        return account.state.owner
+
+    repo.execute("ann", lambda a: a.deposit(5))
+    answers = [repo.execute("ann", withdraw_all, idempotency_key=key) for _ in range(3)]
+    repo.execute("ann", lambda a: a.deposit(7))  # later events change nothing
+    answers.append(repo.execute("ann", withdraw_all, idempotency_key=key))
+    assert answers == [5, 5, 5, 5]
+    created = [repo.execute("bob", open_bob, create=True, idempotency_key=opening)] * 2
+    assert created == ["bob", "bob"]
+    assert [e.type for e in store.read_stream("account-ann")][2:] == [
+        "MoneyDeposited",
+        "MoneyWithdrawn",
+        "MoneyDeposited",
+    ]
+    assert store.stream_version("account-bob") == 1
+    # A key first used for another aggregate is not taken as this one's.
+    with pytest.raises(DuplicateEventId):
+        repo.execute("ann", withdraw_all, idempotency_key=opening)
+
+
+def test_an_aggregate_loads_as_it_was_at_a_version(store: EventStore) -> None:
+    repo = Repository(store, BankAccount, snapshot_every=2)
+    opened(repo)
+    for amount in (1, 10, 100):
+        account = repo.load("ann")
+        account.deposit(amount)
+        repo.save(account)
+    assert store.load_snapshot("account-ann") is not None  # at version 4, past 3
+    then = repo.load("ann", version=3)
+    assert (then.version, then.state.balance_cents) == (3, 11)
+    assert repo.load("ann", version=99).state.balance_cents == 111
+    for wrong in (0, -1, True, "3"):
+        with pytest.raises(ValueError, match="version must be a positive int"):
+            repo.load("ann", version=wrong)  # type: ignore[arg-type]
 
 
 def test_events_carry_the_command_context_and_their_schema_version(store: EventStore) -> None:
