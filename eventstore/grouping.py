@@ -37,13 +37,26 @@ be grouped never costs more than the write it waited behind.
 What a group promises is each backend's to keep (`postgres/group.py`,
 `sqlite.py`): every member commits or fails alone, with its own version
 check and idempotent retry, as if it had been appended by itself.
+
+A signal's exception (Ctrl-C, a timeout raised from an alarm) reaches one
+thread, the main one, whether it waits in a queue or leads: it leaves
+(`_leave`), out of the queue and, if the lead was its own or on its way
+to it, handing it on, so the others never wait on a caller that is gone.
+A leader interrupted while writing raises the interrupt itself; the other
+members of its group get `interrupted(request, error)` (the backends: the
+outcome is unknown), not an interrupt that was never theirs.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from .errors import AppendOutcomeUnknown
+
+if TYPE_CHECKING:
+    from .arguments import AppendCall
 
 Request = TypeVar("Request")
 Result = TypeVar("Result")
@@ -66,6 +79,16 @@ def another_group_goes(
     `one_group` takes or one of them is `hurried` (the module's docstring). The async
     store's senders decide so too."""
     return in_flight == 0 or (in_flight < most_groups and (hurried or queued > one_group))
+
+
+def interrupted_append(member: Sequence[AppendCall], error: BaseException) -> BaseException:
+    """What the other appends of a group get when its leader's write is interrupted: it
+    may have committed (the backends' `interrupted`)."""
+    unknown = AppendOutcomeUnknown(
+        member[0].stream_id, f"the group it was written in was interrupted ({error!r})"
+    )
+    unknown.__cause__ = error
+    return unknown
 
 
 class _Member(Generic[Request, Result]):
@@ -93,6 +116,9 @@ class GroupCommit(Generic[Request, Result]):
     is raised to every caller of the group. With `events_of` (the events a
     request holds), a group holds at most `most_events` events, or one request. A
     request `hurried` is true of gets a group beside the one in flight at once.
+    When a leader's write is cut short by an exception that is not an `Exception`
+    (`KeyboardInterrupt`, `SystemExit`), the other members get
+    `interrupted(request, error)` instead (by default the error itself).
     """
 
     def __init__(
@@ -104,6 +130,7 @@ class GroupCommit(Generic[Request, Result]):
         events_of: Callable[[Request], int] | None = None,
         most_events: int = 0,
         hurried: Callable[[Request], bool] | None = None,
+        interrupted: Callable[[Request, BaseException], BaseException] | None = None,
     ) -> None:
         if most_members < 1 or most_groups < 1:
             raise ValueError("a group commit needs room for one member and one group")
@@ -115,6 +142,7 @@ class GroupCommit(Generic[Request, Result]):
         self._events_of = events_of
         self._most_events = most_events
         self._hurried = hurried
+        self._interrupted = interrupted
         self._lock = threading.Lock()
         self._queued: list[_Member[Request, Result]] = []
         self._leaders = 0
@@ -137,11 +165,15 @@ class GroupCommit(Generic[Request, Result]):
             )
             if member.leads:
                 self._leaders += 1
-        if not member.leads:
-            # Released once: by its answer, or, while still queued, by the lead passed on.
-            member.woken.acquire()
-        if member.leads:
-            self._lead(member)
+        try:
+            if not member.leads:
+                # Released once: by its answer, or, while still queued, by the lead passed on.
+                member.woken.acquire()
+            if member.leads:
+                self._lead(member)
+        except BaseException:
+            self._leave(member)
+            raise
         if member.error is not None:
             raise member.error
         return member.result  # type: ignore[return-value]  # answered: set by the writer
@@ -160,31 +192,47 @@ class GroupCommit(Generic[Request, Result]):
                     if own.answered:
                         return
                     break
-            self._write_group(group)
+            self._write_group(group, own)
         else:
             with self._lock:
-                # Still queued, so in no group: only this wakes it. Not one that
-                # leads already (its caller has yet to take its first group).
-                # Unless another leader is at work and its next group takes them all.
-                others = self._leaders - 1
-                successor = (
-                    next((m for m in self._queued if not m.leads), None)
-                    if another_group_goes(
-                        others,
-                        self._most_groups,
-                        len(self._queued),
-                        self._group_size(),
-                        any(member.hurried for member in self._queued),
-                    )
-                    else None
-                )
-                if successor is not None:
-                    successor.leads = True  # the count of leaders stays: the lead moves
-                    successor.woken.release()
-                else:
-                    self._leaders -= 1
+                own.leads = False
+                self._hand_on()
             return
         own.woken.acquire()
+
+    def _hand_on(self) -> None:
+        """Pass a lead given up to the first caller still queued, or stand down (under
+        the lock)."""
+        # Still queued, so in no group: only this wakes it. Not one that leads
+        # already (its caller has yet to take its first group). Unless another
+        # leader is at work and its next group takes them all.
+        successor = (
+            next((m for m in self._queued if not m.leads), None)
+            if another_group_goes(
+                self._leaders - 1,
+                self._most_groups,
+                len(self._queued),
+                self._group_size(),
+                any(member.hurried for member in self._queued),
+            )
+            else None
+        )
+        if successor is not None:
+            successor.leads = True  # the count of leaders stays: the lead moves
+            successor.woken.release()
+        else:
+            self._leaders -= 1
+
+    def _leave(self, member: _Member[Request, Result]) -> None:
+        """`member`'s caller is gone (a signal's exception): out of the queue, and its
+        lead, held or handed to it, handed on. In a group already, it is written and
+        answered to nobody."""
+        with self._lock:
+            if member in self._queued:
+                self._queued.remove(member)
+            if member.leads:
+                member.leads = False
+                self._hand_on()
 
     def _group_size(self) -> int:
         """How many of the queued members the next group takes (under the lock)."""
@@ -197,11 +245,21 @@ class GroupCommit(Generic[Request, Result]):
                 return taken
         return self._most_members
 
-    def _write_group(self, group: list[_Member[Request, Result]]) -> None:
+    def _write_group(
+        self, group: list[_Member[Request, Result]], leader: _Member[Request, Result]
+    ) -> None:
         try:
             outcomes = self._write([member.request for member in group])
-        except BaseException as error:  # the whole group shares the failure
+        except Exception as error:  # the whole group shares the failure
             outcomes = [error] * len(group)
+        except BaseException as error:  # the leader's own interrupt: the others' is unknown
+            interrupted = self._interrupted
+            outcomes = [
+                error
+                if member is leader or interrupted is None
+                else interrupted(member.request, error)
+                for member in group
+            ]
         with self._lock:  # `leads` is decided under it: each member is woken once
             for member, outcome in zip(group, outcomes, strict=True):
                 if isinstance(outcome, BaseException):

@@ -45,7 +45,7 @@ from .events import (
     StreamState,
     encoded_events,
 )
-from .grouping import GroupCommit
+from .grouping import GroupCommit, interrupted_append
 from .idempotency import StoredId, resolve_stored_appends
 from .paging import paged
 from .port import Backend
@@ -87,7 +87,11 @@ class SQLiteBackend(Backend):
         # One writer at a time: a second group would only wait for the first.
         self._groups = (
             GroupCommit(
-                self._write_group, most_groups=1, events_of=_events_in, most_events=MOST_EVENTS
+                self._write_group,
+                most_groups=1,
+                events_of=_events_in,
+                most_events=MOST_EVENTS,
+                interrupted=interrupted_append,
             )
             if group_commit
             else None

@@ -22,7 +22,7 @@ from ..arguments import AppendCall
 from ..encoding import PreparedBatch
 from ..errors import EventStoreError, StoreUnavailable
 from ..events import AppendResult
-from ..grouping import GroupCommit
+from ..grouping import GroupCommit, interrupted_append
 from ..idempotency import StoredId
 from . import statements as sql
 from .connections import ConnectionPool
@@ -54,7 +54,11 @@ class Appends:
     def __init__(self, pool: ConnectionPool, notify: bytes, *, group_commit: bool) -> None:
         self._pool = pool
         self._notify = notify
-        self._groups = GroupCommit(self._write_group, hurried=hurried) if group_commit else None
+        self._groups = (
+            GroupCommit(self._write_group, hurried=hurried, interrupted=interrupted_append)
+            if group_commit
+            else None
+        )
 
     def append(self, call: AppendCall) -> AppendResult:
         if plain(call) and (self._groups is None or len(call.batch) > PART):

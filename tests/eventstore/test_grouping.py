@@ -3,6 +3,7 @@ with a writer that records the groups it is given."""
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -242,3 +243,85 @@ def test_a_hurried_request_gets_a_second_group_beside_the_first_at_once() -> Non
     assert writer.groups == [[0], [2, 100]]
     assert {k: v for reply in replies for k, v in reply.items()} == {0: 0, 2: 4, 100: 200}
     assert commit._leaders == 0
+
+
+class _Interrupt(BaseException):
+    """What a signal handler raises: Ctrl-C's `KeyboardInterrupt`, say, in a test."""
+
+
+def _answers_of(
+    commit: GroupCommit[int, int], requests: Sequence[int]
+) -> tuple[list[threading.Thread], dict[int, object]]:
+    """`_submit_all`, keeping whatever each caller got, interrupts too."""
+    answers: dict[int, object] = {}
+
+    def submit(request: int) -> None:
+        try:
+            answers[request] = commit.submit(request)
+        except BaseException as error:
+            answers[request] = error
+
+    threads = [threading.Thread(target=submit, args=(r,), daemon=True) for r in requests]
+    for thread in threads:
+        thread.start()
+    return threads, answers
+
+
+def test_a_caller_interrupted_while_queued_leaves_and_the_others_go_on() -> None:
+    writer = _Writer()
+    writer.release.clear()
+    commit: GroupCommit[int, int] = GroupCommit(writer, most_groups=1)
+    leader, answers = _answers_of(commit, [0])
+    assert writer.writing.wait(_LONG)
+    behind: list[tuple[list[threading.Thread], dict[int, object]]] = []
+
+    def queue_behind_then_interrupt() -> None:
+        _until(lambda: commit.waiting == 1)  # the main thread is queued first
+        behind.append(_answers_of(commit, [4]))
+        _until(lambda: commit.waiting == 2)
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGUSR1)
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise _Interrupt
+
+    previous = signal.signal(signal.SIGUSR1, interrupt)
+    try:
+        threading.Thread(target=queue_behind_then_interrupt, daemon=True).start()
+        with pytest.raises(_Interrupt):
+            commit.submit(2)  # the lead would come to it next, once 0 is written
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    writer.release.set()
+    ((more, later),) = behind
+    for thread in leader + more:
+        thread.join(_LONG)
+        assert not thread.is_alive(), "a caller still waits on the one that left"
+    assert answers == {0: 0} and later == {4: 8}
+    assert writer.groups == [[0], [4]]  # the interrupted request was never written
+    assert commit.submit(6) == 12
+
+
+def test_a_leader_interrupted_in_its_write_raises_it_and_its_group_gets_interrupted() -> None:
+    writer = _Writer()
+    writer.release.clear()
+
+    def write(requests: Sequence[int]) -> list[int | BaseException]:
+        if 13 in requests:
+            raise _Interrupt  # a signal reaching the leader's thread mid-write
+        return writer(requests)
+
+    commit: GroupCommit[int, int] = GroupCommit(
+        write, most_groups=1, interrupted=lambda request, error: RuntimeError(f"unknown {request}")
+    )
+    first, answers = _answers_of(commit, [0])
+    assert writer.writing.wait(_LONG)
+    leads, led = _answers_of(commit, [13])
+    _until(lambda: commit.waiting == 1)
+    follows, followed = _answers_of(commit, [2])
+    _until(lambda: commit.waiting == 2)
+    writer.release.set()
+    for thread in first + leads + follows:
+        thread.join(_LONG)
+    assert isinstance(led[13], _Interrupt)  # raised where it came from, the leader
+    assert str(followed[2]) == "unknown 2"
+    assert answers == {0: 0} and commit.submit(4) == 8
