@@ -5,8 +5,9 @@ deadlines, compensation and the outage-proof service loop. What changes is
 where the steps run:
 
 - a coroutine action or compensation is awaited on the caller's loop (the
-  loop that opened the orchestrator), within the step's timeout; its try is
-  cancelled when the timeout passes;
+  loop that opened the orchestrator), within the try's cut-off (the step's
+  timeout, or the saga's deadline if sooner); its try is cancelled when the
+  cut-off passes, as the sync orchestrator cancels it (`calls.OnLoop`);
 - a plain one runs in a worker thread, as the passes do, so a blocking
   step never stalls the loop;
 - the store is the caller's async store, its calls made on that loop.
@@ -18,11 +19,10 @@ methods are awaited. `request()` sends a command and awaits its reply.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import dataclasses
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from eventcraft.eventstore import (
@@ -34,10 +34,9 @@ from eventcraft.eventstore import (
     RecordedEvent,
 )
 
-from .calls import is_async
-from .context import StepContext
-from .definition import Action, Saga, Step
-from .errors import ReplyTimeout, StepTimedOut
+from .calls import OnLoop, is_async
+from .definition import Action, Saga
+from .errors import ReplyTimeout
 from .orchestrator import Orchestrator
 from .request_reply import answers, as_request
 from .service import OrchestratorStatus
@@ -175,29 +174,15 @@ def _steps_on(loop: asyncio.AbstractEventLoop, saga: Saga) -> Saga:
     steps = [
         dataclasses.replace(
             step,
-            action=_on_loop(loop, step, step.action),
-            compensation=_on_loop(loop, step, step.compensation),
+            action=_on_loop(loop, step.action),
+            compensation=_on_loop(loop, step.compensation),
         )
         for step in saga.steps
     ]
     return Saga(saga.name, steps, timeout=saga.timeout)
 
 
-def _on_loop(loop: asyncio.AbstractEventLoop, step: Step, action: Any) -> Any:
+def _on_loop(loop: asyncio.AbstractEventLoop, action: Action | None) -> Any:
     if action is None or not is_async(action):
         return action
-    coroutine_action = cast(Action, action)
-
-    def on_loop(data: dict[str, Any], context: StepContext) -> Any:
-        future = asyncio.run_coroutine_threadsafe(_awaited(coroutine_action, data, context), loop)
-        try:
-            return future.result(step.timeout)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise StepTimedOut(step.name, step.timeout or 0.0) from None
-
-    return on_loop
-
-
-async def _awaited(action: Callable[..., Any], data: dict[str, Any], context: StepContext) -> Any:
-    return await action(data, context)
+    return OnLoop(loop, action)

@@ -22,6 +22,8 @@ def call(
     cannot stop it); its late result is ignored, and the step's idempotency
     key is what keeps the retry or the compensation that follows safe.
     """
+    if isinstance(function, OnLoop):
+        return function.within(data, context, timeout)
     if inspect.iscoroutinefunction(function):
         return asyncio.run(_awaited(function, data, context, timeout))
     if timeout is None:
@@ -44,6 +46,33 @@ def call(
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("result")
+
+
+class OnLoop:
+    """A coroutine action or compensation that runs on `loop` (an async orchestrator's),
+    called from the orchestrator's worker thread.
+
+    `call` hands it the try's own cut-off (the step's timeout, or the saga's
+    deadline if sooner): past it the coroutine is cancelled on the loop and
+    awaited to its end, as `asyncio.run` ends it in the sync orchestrator, so
+    it cannot take effect after its compensation began.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, function: Action) -> None:
+        self.loop = loop
+        self.function = function
+
+    def __call__(self, data: dict[str, Any], context: StepContext) -> Any:
+        return self.within(data, context, None)
+
+    def within(self, data: dict[str, Any], context: StepContext, timeout: float | None) -> Any:
+        awaited = _awaited(self.function, data, context, timeout)
+        future = asyncio.run_coroutine_threadsafe(awaited, self.loop)
+        try:
+            return future.result()
+        finally:
+            # A caller that stops waiting for any other reason takes the try with it.
+            future.cancel()
 
 
 def refuse_in_running_loop(method: str, sagas: Iterable[Saga]) -> None:

@@ -210,7 +210,11 @@ class Orchestrator:
         return True
 
     def cancel(self, name: str, saga_id: str, reason: str) -> bool:
-        """Stop a running instance and compensate what it did; False if it was not running."""
+        """Stop a running instance and compensate what it did; False if it was not running.
+
+        An action under way is not interrupted: once it returns (or its owner's
+        lease lapses) it is compensated as possibly done, with the steps before it.
+        """
         while True:
             current = self.state(name, saga_id)
             if current.status != "running":
@@ -344,6 +348,15 @@ class Orchestrator:
         return self._record(current, events, defer=True)
 
     def _backward(self, saga: Saga, current: SagaState) -> None:
+        cut_short = current.cut_short
+        if cut_short is not None and not isinstance(saga.step(cut_short.step).action, Awaiting):
+            # Its owner is done with it or presumed dead (`advance` waits out its lease
+            # first); its outcome was to go with the owner's next move, which the
+            # failure refused. It may have taken effect: undone like a try that timed out.
+            reason = current.failure or "the saga failed"
+            self._record(
+                current, [T.step_cut_short(cut_short.step, cut_short.attempt, reason)], defer=True
+            )
         names = [s.name for s in saga.steps]
         undo = [n for n in current.to_compensate(names) if saga.step(n).compensation is not None]
         if not undo:

@@ -29,10 +29,15 @@ def request(
     wanted = str(command.id)
     deadline = time.monotonic() + timeout
     while True:
+        # Taken before the read, which reads at least this far: the next wait
+        # starts past every event it covered, not only past the replies it found,
+        # or events of other types would wake each wait at once.
+        covered = store.high_water_mark()
         for event in store.read_all(after=after, types=list(reply_types)):
             if answers(event, wanted):
                 return event
-            after = event.position
+            covered = max(covered, event.position)
+        after = max(after, covered)
         remaining = deadline - time.monotonic()
         if remaining <= 0 or not store.wait_for_events(after, remaining):
             raise ReplyTimeout(command.type, wanted, list(reply_types), timeout)

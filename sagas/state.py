@@ -153,6 +153,15 @@ class SagaState:
         )
         return self.lost.get(try_key(step, compensating), 0) + under_way
 
+    @property
+    def cut_short(self) -> InFlight | None:
+        """The action under way when the saga failed, if any: cancelled in the midst of a
+        try, whose outcome (appended with the owner's next move) can no longer be recorded."""
+        flight = self.in_flight
+        if self.status == "compensating" and flight is not None and not flight.compensating:
+            return flight
+        return None
+
     def to_compensate(self, steps: list[str]) -> list[str]:
         """Steps that may have taken effect and are not yet undone, last first."""
         done = set(self.succeeded) | set(self.unknown)

@@ -51,11 +51,22 @@ def step_failed(
     step: str, attempt: int, error: str, outcome: Outcome, final: bool
 ) -> list[NewEvent]:
     """The failed try, and the saga's failure with it when no try is left."""
-    failed = NewEvent(
+    failed = _failed_try(step, attempt, error, outcome, final)
+    return [failed, saga_failed(f"step {step} failed: {error}")] if final else [failed]
+
+
+def step_cut_short(step: str, attempt: int, reason: str) -> NewEvent:
+    """A try under way when its saga failed (it was cancelled): its outcome, if it had
+    one, was never recorded. It may have taken effect, so it ends as a try that timed out
+    on its last attempt does, possibly done, and is compensated with the others."""
+    return _failed_try(step, attempt, f"cut short: {reason}", "unknown", True)
+
+
+def _failed_try(step: str, attempt: int, error: str, outcome: Outcome, final: bool) -> NewEvent:
+    return NewEvent(
         S.STEP_FAILED,
         {"step": step, "attempt": attempt, "error": error, "outcome": outcome, "final": final},
     )
-    return [failed, saga_failed(f"step {step} failed: {error}")] if final else [failed]
 
 
 def saga_failed(reason: str) -> NewEvent:

@@ -123,6 +123,37 @@ def test_a_coroutine_step_past_its_timeout_is_cancelled_and_compensated(
     run(test, store_url)
 
 
+def test_a_coroutine_step_cut_short_by_the_sagas_timeout_is_cancelled_before_compensation(
+    store_url: str,
+) -> None:
+    """The saga's deadline comes before the step's own timeout (it has none): the try is
+    cancelled on the loop, as the sync orchestrator cancels it, before it is undone."""
+
+    async def test(store: AsyncEventStore) -> None:
+        happened: list[str] = []
+
+        async def book(data: dict[str, Any], context: StepContext) -> None:
+            try:
+                await asyncio.Event().wait()  # a booking service that never answers
+            except asyncio.CancelledError:
+                happened.append("cancelled")
+                raise
+            happened.append("booked")
+
+        def unbook(data: dict[str, Any], context: StepContext) -> None:
+            happened.append("unbooked")
+
+        saga = Saga("async_trip", [Step("book", book, unbook)], timeout=0.2)
+        orchestrator = await AsyncOrchestrator.open(store, [saga])
+        await orchestrator.start(saga, {}, saga_id="1")
+        await orchestrator.run_pending()
+        state = await orchestrator.state("async_trip", "1")
+        assert state.status == "compensated" and state.unknown == ["book"]
+        assert happened == ["cancelled", "unbooked"]
+
+    run(test, store_url)
+
+
 def test_a_request_awaits_the_event_that_answers_it(store_url: str) -> None:
     async def test(store: AsyncEventStore) -> None:
         async def payments() -> None:

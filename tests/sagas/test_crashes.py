@@ -52,6 +52,21 @@ def crash_then_recover(
     return status, effects
 
 
+def killed_inside_the_charge(url: str, directory: Path, attempts: int) -> Path:
+    """Run order 1 (steps of 30 s) in a process killed once its charge took effect and
+    hangs; the ledger of its effects."""
+    ledger = directory / "ledger"
+    worker = SPAWN.Process(target=run_until_hung, args=(url, str(ledger), "charge", 30, attempts))
+    worker.start()
+    deadline = time.monotonic() + 120
+    while not (directory / "hanging").exists():
+        assert worker.is_alive() and time.monotonic() < deadline, "the worker never hung"
+        time.sleep(0.01)
+    os.kill(worker.pid or 0, signal.SIGKILL)
+    worker.join()
+    return ledger
+
+
 @pytest.mark.parametrize("crash_after", range(1, HAPPY_APPENDS))
 def test_a_crash_after_any_transition_still_completes_each_step_once(
     shared_store_url: str, tmp_path: Path, crash_after: int
@@ -96,17 +111,7 @@ def test_a_step_that_hangs_when_its_process_dies_times_out_after_the_restart(
     """The deadline is in the stream: once it passes, the next orchestrator counts the try
     as timed out. With a try left it tries again with the same key (the effect, already
     applied, is not applied twice); with none, it compensates the step with the others."""
-    ledger = tmp_path / "ledger"
-    worker = SPAWN.Process(
-        target=run_until_hung, args=(shared_store_url, str(ledger), "charge", 30, attempts)
-    )
-    worker.start()
-    deadline = time.monotonic() + 120
-    while not (tmp_path / "hanging").exists():
-        assert worker.is_alive() and time.monotonic() < deadline, "the worker never hung"
-        time.sleep(0.01)
-    os.kill(worker.pid or 0, signal.SIGKILL)
-    worker.join()
+    ledger = killed_inside_the_charge(shared_store_url, tmp_path, attempts)
     with EventStore.open(shared_store_url) as store:
         saga = fulfilment(ledger, timeout=30, attempts=attempts)
         before_deadline = Orchestrator(store, [saga], clock=lambda: time.time() + 10)
@@ -120,3 +125,21 @@ def test_a_step_that_hangs_when_its_process_dies_times_out_after_the_restart(
     else:
         assert final.status == "completed" and final.attempts["charge"] == 2
         assert Ledger(ledger).effects() == ["reserve:1", "charge:1", "ship:1"]
+
+
+def test_a_step_whose_process_died_in_it_is_compensated_when_the_saga_is_cancelled(
+    shared_store_url: str, tmp_path: Path
+) -> None:
+    """The charge took effect, then its process died; the saga is cancelled. The charge
+    may have been done, so it is refunded, but not before its owner's lease lapses."""
+    ledger = killed_inside_the_charge(shared_store_url, tmp_path, 1)
+    with EventStore.open(shared_store_url) as store:
+        saga = fulfilment(ledger, timeout=30, attempts=1)
+        assert Orchestrator(store, [saga]).cancel("fulfilment", "1", "order withdrawn")
+        within_lease = Orchestrator(store, [saga], clock=lambda: time.time() + 10)
+        assert within_lease.advance("fulfilment", "1").status == "compensating"
+        assert Ledger(ledger).effects() == ["reserve:1", "charge:1"]  # its owner may be at it
+        after_lease = Orchestrator(store, [saga], clock=lambda: time.time() + 31)
+        final = after_lease.advance("fulfilment", "1")
+    assert Ledger(ledger).effects() == UNDONE
+    assert (final.status, final.unknown) == ("compensated", ["charge"])

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from eventcraft.domain import caused_by
-from eventcraft.eventstore import EventStore, NewEvent
+from eventcraft.eventstore import AppendResult, EventStore, NewEvent, RecordedEvent
 from eventcraft.projections import ProjectionRunner
 from eventcraft.sagas import (
     Orchestrator,
@@ -130,3 +131,33 @@ def test_a_request_gets_the_event_caused_by_it_or_times_out(store: EventStore) -
             reply_types=["CardCharged"],
             timeout=0.2,
         )
+
+
+def test_a_request_waiting_behind_events_of_other_types_sleeps_until_more_arrive(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another service writes right after the command; the request reads past its event
+    once, then sleeps on the store's wake-up until its timeout, reading nothing again."""
+    appending, reading = store.append, store.read_all
+    reads: list[int] = []
+
+    def followed_by_another_service(stream_id: str, *args: Any, **kwargs: Any) -> AppendResult:
+        done = appending(stream_id, *args, **kwargs)
+        appending("audit-1", [NewEvent("Audited", {})])
+        return done
+
+    def counted(*args: Any, **kwargs: Any) -> Iterator[RecordedEvent]:
+        reads.append(kwargs["after"])
+        return reading(*args, **kwargs)
+
+    monkeypatch.setattr(store, "append", followed_by_another_service)
+    monkeypatch.setattr(store, "read_all", counted)
+    with pytest.raises(ReplyTimeout):
+        request(
+            store,
+            "payments-commands",
+            NewEvent("ChargeCard", {}),
+            reply_types=["CardCharged"],
+            timeout=0.5,
+        )
+    assert len(reads) == 1

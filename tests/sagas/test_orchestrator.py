@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -193,3 +194,42 @@ def _refused_shipment(name: str, refund: Any, *, refund_tries: int) -> Saga:
             Step("ship", refuse),
         ],
     )
+
+
+def test_a_step_under_way_when_its_saga_is_cancelled_is_compensated_as_possibly_done(
+    store: EventStore, tmp_path: Path
+) -> None:
+    """The charge takes effect while the cancel is recorded: its owner's outcome comes too
+    late to be appended, so the charge is undone as a try that timed out would be."""
+    ledger = Ledger(tmp_path / "ledger")
+    charging, cancelled = threading.Event(), threading.Event()
+
+    def service(name: str) -> Any:
+        def run(data: dict[str, object], context: StepContext) -> None:
+            ledger.apply(context.idempotency_key, f"{name}:{context.saga_id}")
+            if name == "charge":
+                charging.set()
+                assert cancelled.wait(30), "the test never cancelled"
+
+        return run
+
+    saga = Saga(
+        "checkout",
+        [
+            Step(n, service(n), service(u))
+            for n, u in (("reserve", "release"), ("charge", "refund"), ("ship", "cancel"))
+        ],
+    )
+    worker = Orchestrator(store, [saga])
+    worker.start(saga, {}, saga_id="1")
+    advancing = threading.Thread(target=worker.advance, args=("checkout", "1"))
+    advancing.start()
+    assert charging.wait(30), "the charge never started"
+    operator = Orchestrator(store, [saga])  # another process's, as a console's would be
+    assert operator.cancel("checkout", "1", "customer withdrew")
+    cancelled.set()
+    advancing.join(30)
+    assert ledger.effects() == ["reserve:1", "charge:1", "refund:1", "release:1"]
+    final = operator.state("checkout", "1")
+    assert (final.status, final.unknown) == ("compensated", ["charge"])
+    assert final.failure == "cancelled: customer withdrew"
