@@ -24,6 +24,7 @@ from typing import TypeVar
 
 from .errors import StoreUnavailable, UnsupportedStoreURL
 from .keys import KEY_BYTES, DataKey, KeyTable, MemoryKeyTable, new_key
+from .sqlite_transaction import immediate
 
 KEYS = "eventcraft_keys"
 
@@ -107,8 +108,7 @@ class SQLiteKeyTable(KeyTable):
             found = find(conn, subjects) if _has_table(conn) else {}
             if len(found) == len(subjects):
                 return found
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(conn):
                 _create_sqlite(conn)
                 found.update(find(conn, [s for s in subjects if s not in found]))
                 made = [new_key(s) for s in subjects if s not in found]
@@ -117,10 +117,6 @@ class SQLiteKeyTable(KeyTable):
                     "VALUES (?, ?, ?, ?)",
                     [(k.id, k.subject, k.material, _now()) for k in made],
                 )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
             found.update((key.subject, key) for key in made)
             return found
 
@@ -148,8 +144,7 @@ class SQLiteKeyTable(KeyTable):
         def work(conn: sqlite3.Connection) -> int:
             if not _has_table(conn):
                 return 0
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(conn):
                 # Zeros of the same length first: SQLite overwrites the cell in place.
                 erased = conn.execute(
                     f"UPDATE {KEYS} SET material = zeroblob(?) "
@@ -161,10 +156,6 @@ class SQLiteKeyTable(KeyTable):
                     "WHERE subject = ? AND material IS NOT NULL",
                     (_now(), subject),
                 )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
             if erased:
                 busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
                 if busy:

@@ -27,6 +27,7 @@ from .retention import (
     rules_text,
 )
 from .schema import EVENTS, TAGS
+from .sqlite_transaction import immediate
 
 RUNS = "eventcraft_retention_runs"
 ACTIVE = "eventcraft_retention_active"
@@ -153,16 +154,10 @@ class SQLiteRetention(Retention):
 
         def work(conn: sqlite3.Connection) -> RetentionRun:
             if not _installed(conn):
-                conn.execute("BEGIN IMMEDIATE")
-                try:
+                with immediate(conn):
                     for statement in _INSTALL:
                         conn.execute(statement)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(conn):
                 conn.execute(f"INSERT INTO {ACTIVE} (run) VALUES (1)")
                 removed = 0
                 for policy in policies:
@@ -192,10 +187,6 @@ class SQLiteRetention(Retention):
                     "VALUES (?, ?, ?, ?, ?)",
                     (max(up_to, mark), removed, archive, rules, finished),
                 )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
             return RetentionRun(
                 int(cursor.lastrowid or 0), max(up_to, mark), removed, archive, rules, now
             )

@@ -60,6 +60,7 @@ from .sqlite_rows import (
     recorded_page,
     tag_rows,
 )
+from .sqlite_transaction import immediate
 
 PAGE = 1000
 """Rows a read fetches under the connection lock before yielding them."""
@@ -116,18 +117,12 @@ class SQLiteBackend(Backend):
         return cls(target, group_commit=group_commit)
 
     def _create_schema(self) -> None:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                existing = frozenset(
-                    row[0] for row in self._conn.execute(sql.EXISTING, sql.EXISTING_NAMES)
-                )
-                for statement in schema.ddl("sqlite", existing):
-                    self._conn.execute(statement)
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
+        with self._lock, immediate(self._conn):
+            existing = frozenset(
+                row[0] for row in self._conn.execute(sql.EXISTING, sql.EXISTING_NAMES)
+            )
+            for statement in schema.ddl("sqlite", existing):
+                self._conn.execute(statement)
         self._text_ids = schema.TEXT_IDS in existing
         """Older rows hold ids as text: lookups ask for both forms, and an append checks its
         ids against the text ones, which the unique index on ids cannot tell apart."""
@@ -180,32 +175,26 @@ class SQLiteBackend(Backend):
         conn = self._conn
         alone = len(members) == 1  # no savepoint needed: the transaction is the member's
         written: list[list[AppendResult] | Exception] = []
-        with self._lock:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                for member in members:
-                    if not alone:
-                        conn.execute("SAVEPOINT member")
-                    try:
-                        for call in member:  # each against the store before the member
-                            self._check(call)
-                        written.append([self._write(call) for call in member])
-                    except (
-                        WrongExpectedVersion,
-                        AppendConditionFailed,
-                        StreamTombstoned,
-                        sqlite3.IntegrityError,
-                    ) as error:
-                        written.append(error)
-                        conn.execute("ROLLBACK" if alone else "ROLLBACK TO member")
-                        if alone:
-                            return written
-                    if not alone:
-                        conn.execute("RELEASE member")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+        with self._lock, immediate(conn):
+            for member in members:
+                if not alone:
+                    conn.execute("SAVEPOINT member")
+                try:
+                    for call in member:  # each against the store before the member
+                        self._check(call)
+                    written.append([self._write(call) for call in member])
+                except (
+                    WrongExpectedVersion,
+                    AppendConditionFailed,
+                    StreamTombstoned,
+                    sqlite3.IntegrityError,
+                ) as error:
+                    written.append(error)
+                    conn.execute("ROLLBACK" if alone else "ROLLBACK TO member")
+                    if alone:
+                        return written
+                if not alone:
+                    conn.execute("RELEASE member")
         return written
 
     def _write(self, call: AppendCall) -> AppendResult:
@@ -410,15 +399,8 @@ class SQLiteBackend(Backend):
         self, stream_id: str, expected: int | StreamState, tombstone: bool
     ) -> StreamDeletion:
         def delete() -> StreamDeletion:
-            with self._lock:
-                self._conn.execute("BEGIN IMMEDIATE")
-                try:
-                    deleted = deletion_sql.sqlite_delete(self._conn, stream_id, expected, tombstone)
-                except BaseException:
-                    self._conn.execute("ROLLBACK")
-                    raise
-                self._conn.execute("COMMIT")
-                return deleted
+            with self._lock, immediate(self._conn):
+                return deletion_sql.sqlite_delete(self._conn, stream_id, expected, tombstone)
 
         return self._guard(delete)
 
