@@ -21,7 +21,7 @@ from psycopg.types.json import set_json_loads
 
 from ..errors import PoolExhausted, StoreUnavailable
 from .async_appends import finish_outstanding
-from .connections import PostgresTarget, _alive
+from .connections import PostgresTarget, _alive, _readable
 
 T = TypeVar("T")
 Conn = psycopg.AsyncConnection[Any]
@@ -70,14 +70,17 @@ class AsyncConnectionPool:
         conn = None
         while self._idle and conn is None:
             candidate = self._idle.pop()
-            if not _alive(candidate):  # type: ignore[arg-type]  # reads pgconn only
-                await candidate.close()
-                continue
-            if settle:
+            # Whatever the server sent since is read first, at no wait when it is at
+            # hand: a NOTIFY's reply, or the goodbye of a connection it ended. Left
+            # unread, a dead connection in pipeline mode went out to an append.
+            if settle or _readable(candidate):  # type: ignore[arg-type]  # pgconn only
                 try:
                     await finish_outstanding(candidate)
                 except psycopg.OperationalError:
                     continue  # closed: try another
+            if not _alive(candidate):  # type: ignore[arg-type]  # reads pgconn only
+                await candidate.close()
+                continue
             conn = candidate
         if conn is None:
             conn = await self.connect()

@@ -100,8 +100,18 @@ def _alive(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
     """
     if conn.pgconn.pipeline_status != pq.PipelineStatus.OFF:
         return True
-    readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
-    return not readable
+    return not _readable(conn)
+
+
+def _readable(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
+    """Whether the server has sent `conn` something not yet read (one poll, no wait); a
+    connection libpq already knows is lost has its failure to read."""
+    try:
+        socket = conn.pgconn.socket
+    except psycopg.OperationalError:
+        return True
+    readable, _, _ = select.select([socket], [], [], 0)
+    return bool(readable)
 
 
 class ConnectionPool:

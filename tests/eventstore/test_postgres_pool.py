@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 from eventcraft.eventstore import (
+    AsyncEventStore,
     EventStore,
     NewEvent,
     PoolExhausted,
@@ -169,3 +170,49 @@ def test_a_pool_busy_at_its_full_size_keeps_its_connections(pg_url: str, api: st
         asyncio.run(rounds_of_tasks())
     assert [len(pids) for pids in backends] == [size] * rounds
     assert backends[1] == backends[0] and backends[2] == backends[0]
+
+
+def _ended_by_the_server(pids: list[int]) -> None:
+    """End the server processes of `pids`, as a restart or `idle_session_timeout` does,
+    and return once they are gone (their goodbye sent)."""
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        for pid in pids:
+            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        for _ in range(3000):
+            left = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", (pids,)
+            ).fetchone()
+            if left == (0,):
+                return
+            conn.execute("SELECT pg_sleep(0.01)")
+    raise AssertionError(f"server processes {pids} outlived pg_terminate_backend")
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+def test_idle_connections_the_server_ended_are_never_lent_to_an_append(
+    pg_url: str, api: str
+) -> None:
+    """The async pool lent a connection whose last use was an append (its NOTIFY's reply
+    unread, in pipeline mode) unchecked: the next appends went into dead sockets and ended
+    as `AppendOutcomeUnknown`, though nothing had reached the server."""
+    url = f"{pg_url}&pool_size=4"
+    if api == "sync":
+        with EventStore.open(url) as store:
+            store.append("warm-1", [NewEvent("E", {})])
+            _ended_by_the_server([c.info.backend_pid for c in store._backend._pool._idle])  # type: ignore[attr-defined]
+            results = [store.append(f"after-{n}", [NewEvent("E", {})]) for n in range(3)]
+            assert [r.positions for r in results] == [(2,), (3,), (4,)]
+        return
+
+    async def appends_after_the_server_ended_the_idle_ones() -> None:
+        async with await AsyncEventStore.open(url) as store:
+            await asyncio.gather(
+                *(store.append(f"warm-{n}", [NewEvent("E", {})]) for n in range(8))
+            )
+            idle = store._backend._pool._idle  # type: ignore[attr-defined]
+            assert idle, "the appends gave their connections back"
+            _ended_by_the_server([c.info.backend_pid for c in idle])
+            results = [await store.append(f"after-{n}", [NewEvent("E", {})]) for n in range(3)]
+            assert [r.positions for r in results] == [(9,), (10,), (11,)]
+
+    asyncio.run(appends_after_the_server_ended_the_idle_ones())
