@@ -103,6 +103,11 @@ class PartitionedRunner:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._member_until = 0.0
+        for worker in self.workers:
+            if isinstance(worker, Projector):
+                # A batch that renews its lease half-way renews the membership
+                # with it, or the others would count this process gone meanwhile.
+                worker.on_renew = self._keep_membership
         with self.database.transaction() as connection:
             schema.create(connection, metadata)
         # Joining at once lets members started together count each other from their
@@ -236,6 +241,9 @@ class PartitionedRunner:
         # start together do not all reach for the same first ones.
         start = zlib.crc32(self.owner.encode()) % len(self.workers)
         return self.workers[start:] + self.workers[:start]
+
+    def _keep_membership(self) -> None:
+        self._heartbeat()
 
     def _heartbeat(self) -> int:
         now = time.time()

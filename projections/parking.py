@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import traceback
-from dataclasses import dataclass
 
 import sqlalchemy as sa
 from eventcraft.eventstore import RecordedEvent
@@ -13,7 +13,7 @@ from .schema import checkpoints
 from .schema import parked as table
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class ParkedEvent:
     projection: str
     position: int
@@ -54,6 +54,12 @@ def park(
     )
 
 
+def restore(connection: sa.Connection, event: ParkedEvent) -> None:
+    """Put back an entry taken out of the error store, as it was."""
+    remove(connection, event.projection, event.position)
+    connection.execute(sa.insert(table).values(**dataclasses.asdict(event)))
+
+
 def listed(connection: sa.Connection, name: str) -> list[ParkedEvent]:
     rows = connection.execute(
         sa.select(table).where(table.c.projection == name).order_by(table.c.position)
@@ -75,7 +81,7 @@ def remove(connection: sa.Connection, name: str, position: int) -> None:
 
 
 def settle(connection: sa.Connection, name: str, after: int, upto: int) -> None:
-    """Forget events parked by a stop in (after, upto]: they have now been applied."""
+    """Forget the events parked in (after, upto]: they have now been applied."""
     connection.execute(
         sa.delete(table).where(
             table.c.projection == name, table.c.position > after, table.c.position <= upto

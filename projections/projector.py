@@ -13,6 +13,8 @@ When a handler raises, the batch is rolled back and replayed one event per
 transaction, each tried `attempts` times in all with back-off (the failed
 batch counting as the first try of the event it failed on); the one that
 keeps failing is parked, then skipped or the projection stops just before it.
+A runner stopped during a back-off abandons the batch instead: the event is
+neither parked nor passed, and the next run tries it again.
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ class _Moved(Exception):
     """Another process moved the checkpoint: it has this batch in hand."""
 
 
+class _Abandoned(Exception):
+    """The runner stopped during a retry's back-off: the rest of the batch is the next run's."""
+
+
 class Projector:
     def __init__(
         self,
@@ -70,6 +76,8 @@ class Projector:
         """The checkpoint as last seen; the truth is the row."""
         self._stopping = stopping or threading.Event()
         self.on_commit: Callable[[], None] = lambda: None
+        self.on_renew: Callable[[], None] = lambda: None
+        """Called when a batch renewed the lease half-way (a group renews its membership)."""
         self._held_until = 0.0
 
     def setup(self) -> None:
@@ -111,7 +119,8 @@ class Projector:
             checkpoint.release_lease(connection, self.name, self.owner)
 
     def step(self) -> bool:
-        """Apply the next batch; False when the projection was already at the head."""
+        """Apply the next batch; False when the projection was already at the head, or
+        the runner stopped while a failing event waited for its next try."""
         after = self.position
         events, upto = read_batch(self.store, self.definition, after, self.batch_size)
         if upto <= after:
@@ -127,6 +136,8 @@ class Projector:
                         self._one_by_one(events, upto, failed.error)
             except _Moved:
                 pass
+            except _Abandoned:
+                return False
         return True
 
     def _commit(self, after: int, events: Sequence[RecordedEvent], upto: int) -> None:
@@ -171,15 +182,37 @@ class Projector:
     ) -> None:
         delivered = self.position
         for event in events:
-            error = self._tried(partial(subscription.deliver, event))
+            try:
+                error = self._tried(partial(self._deliver_one, subscription, event, delivered))
+            except _Abandoned:
+                self._commit_delivered(delivered)
+                raise
             if error is not None:
-                # What was delivered so far is checkpointed first, so that only
-                # the failed event is in question.
-                if delivered > self.position:
-                    self._commit(self.position, [], delivered)
+                self._commit_delivered(delivered)
                 self._park(event, error)
             delivered = event.position
         self._commit(self.position, [], upto)
+
+    def _deliver_one(
+        self, subscription: Subscription, event: RecordedEvent, delivered: int
+    ) -> None:
+        """Deliver `event`, renewing the lease first once half of it has passed.
+
+        Deliveries are not fenced as commits are: a batch that outlasted the
+        lease would be delivered again by the process that took it over. The
+        renewal checkpoints what was delivered so far (up to `delivered`); a
+        lease another process took meanwhile ends the batch (`_Moved`).
+        """
+        if self.lease_ttl is not None and self._held_until - time.time() < self.lease_ttl / 2:
+            self._commit(self.position, [], delivered)
+            self.on_renew()
+        subscription.deliver(event)
+
+    def _commit_delivered(self, delivered: int) -> None:
+        # Checkpointed before the batch goes no further, so that only the
+        # event it stopped at is in question.
+        if delivered > self.position:
+            self._commit(self.position, [], delivered)
 
     def _tried(
         self, attempt: Callable[[], object], *, failed: Exception | None = None
@@ -192,13 +225,16 @@ class Projector:
         error = failed
         for number in range(1 if failed is None else 2, policy.attempts + 1):
             if number > 1 and self._stopping.wait(policy.pause_before(number)):
-                break
+                # A stop says nothing of the event: parking it would pass it for good.
+                raise _Abandoned
             try:
                 attempt()
                 return None
             except _HandlerFailed as raised:
                 error = raised.error
                 telemetry.handler_failed(self.name, None, error)
+            except _Moved:
+                raise
             except Exception as raised:
                 if not isinstance(self.definition, Subscription):
                     raise

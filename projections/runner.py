@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 
 import sqlalchemy as sa
-from eventcraft.eventstore import EventStore
+from eventcraft.eventstore import EventStore, RecordedEvent
 
 from . import checkpoint, generations, parking, schema, status, telemetry
 from .database import Database
@@ -289,31 +289,63 @@ class ProjectionRunner:
     def retry_parked(self, name: str, position: int) -> None:
         """Apply the parked event now (it raises if the handler still fails), then forget it.
 
-        An event that stopped its projection moves the checkpoint past it:
-        `start()` resumes the projection.
+        A position where nothing is parked raises `ParkedEventNotFound` and
+        applies nothing; of two retries of one event, one applies it and the
+        other finds it gone. An event that stopped its projection moves the
+        checkpoint past it: `start()` resumes the projection.
         """
         projector = self._projector(name)
         definition = projector.definition
         event = next(iter(self.store.read_all(after=max(position - 1, 0), limit=1)), None)
-        if isinstance(definition, Subscription) and event is not None:
-            definition.deliver(event)
-        with self.database.transaction() as connection:
-            row = self._settling(connection, name, position)
-            applies = event is not None and event.position == position
-            if applies and event is not None and not isinstance(definition, Subscription):
-                tables = generations.tables_of(definition, row.generation)
-                definition.apply(ReadModel(connection, tables), [event])
-            parking.remove(connection, name, position)
-            if position > row.position:
-                checkpoint.advance(connection, name, position)
+        if event is not None and event.position != position:
+            event = None  # no longer in the store: settled without applying it
+        if isinstance(definition, Subscription):
+            self._redeliver(definition, position, event)
+        else:
+            with self.database.transaction() as connection:
+                row, _ = self._settling(connection, name, position)
+                if event is not None:
+                    tables = generations.tables_of(definition, row.generation)
+                    definition.apply(ReadModel(connection, tables), [event])
+                parking.remove(connection, name, position)
+                if position > row.position:
+                    checkpoint.advance(connection, name, position)
         projector.position = max(projector.position, position)
         self._notify()
+
+    def _redeliver(
+        self, subscription: Subscription, position: int, event: RecordedEvent | None
+    ) -> None:
+        """Deliver the event parked at `position` once, however many retry it at a time.
+
+        A handler's effects lie outside the read-model database, and may write
+        to it (a process manager appends to the store, on SQLite the same
+        file), so it runs outside any transaction: the entry is claimed by
+        taking it out of the error store, and put back as it was if the
+        handler fails. A process killed while the handler runs leaves it out;
+        under "stop" the checkpoint, still below it, has it tried again.
+        """
+        name = subscription.name
+        with self.database.transaction() as connection:
+            _, claimed = self._settling(connection, name, position)
+            parking.remove(connection, name, position)
+        try:
+            if event is not None:
+                subscription.deliver(event)
+        except BaseException:
+            with self.database.transaction() as connection:
+                parking.restore(connection, claimed)
+            raise
+        with self.database.transaction() as connection:
+            row = checkpoint.read(connection, name, lock=True)
+            if row is not None and position > row.position:
+                checkpoint.advance(connection, name, position)
 
     def discard_parked(self, name: str, position: int) -> None:
         """Forget the parked event without applying it; a stopped projection moves past it."""
         projector = self._projector(name)
         with self.database.transaction() as connection:
-            row = self._settling(connection, name, position)
+            row, _ = self._settling(connection, name, position)
             parking.remove(connection, name, position)
             if position > row.position:
                 checkpoint.advance(connection, name, position)
@@ -322,12 +354,18 @@ class ProjectionRunner:
 
     def _settling(
         self, connection: sa.Connection, name: str, position: int
-    ) -> checkpoint.Checkpoint:
+    ) -> tuple[checkpoint.Checkpoint, ParkedEvent]:
+        """The locked checkpoint row and the event parked at `position`.
+
+        Every change to the error store locks the checkpoint row first: of
+        two that settle one event, the second finds it gone.
+        """
         row = checkpoint.read(connection, name, lock=True)
         assert row is not None, "setup() created the row"
-        if parking.find(connection, name, position) is None:
+        parked = parking.find(connection, name, position)
+        if parked is None:
             raise ParkedEventNotFound(f"projection {name!r} has no event parked at {position}")
-        return row
+        return row, parked
 
     # --- names -------------------------------------------------------------------
 

@@ -7,6 +7,11 @@ the live one had reached beyond the replay, then points the views at the
 new tables, sets the checkpoint and drops the old tables. The live
 projector carries on from the new checkpoint in the new tables, without
 missing or repeating an event.
+
+A rebuild fails on the first event a handler fails on, whatever the
+error policy, so a swap has applied every event up to its checkpoint:
+the events parked up to there are settled with it, and only those
+beyond it stay parked.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from contextlib import contextmanager
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore
 
-from . import checkpoint, generations
+from . import checkpoint, generations, parking
 from .database import Database
 from .definition import Definition
 from .projector import read_batch
@@ -67,6 +72,7 @@ def swap_in(
             position, applied = upto, applied + len(events)
             advance(position)
         checkpoint.serve(connection, name, generation, position)
+        parking.settle(connection, name, 0, position)
         generations.serve(connection, definition, generation)
         if row.generation != generation:
             generations.drop(connection, definition, row.generation)

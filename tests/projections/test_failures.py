@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from typing import Any, Literal
 
@@ -17,7 +18,9 @@ from eventcraft.projections import (
     ProjectionStopped,
     ReadModel,
     State,
+    Subscription,
 )
+from eventcraft.projections.definition import Definition
 
 from .models import notes, notes_table, rows
 
@@ -139,3 +142,57 @@ def test_a_fold_whose_apply_returns_no_row_stops_its_projection_saying_so(
         runner.catch_up()
     assert raised.value.position == glitch
     assert isinstance(raised.value.error, DefinitionError)
+
+
+def failing_once(kind: str, sent: list[int], failed: threading.Event) -> Definition:
+    """Notes as a projection (`notes_table`) or a subscription (each position sent to
+    `sent`); the first try of 'blip' raises and sets `failed`, and the next would work."""
+    policy = ErrorPolicy(attempts=5, backoff=60, then="skip")
+
+    def blip(event: RecordedEvent) -> None:
+        if event.data["text"] == "blip" and not failed.is_set():
+            failed.set()
+            raise ConnectionError("transient blip")
+
+    def send(event: RecordedEvent) -> None:
+        blip(event)
+        sent.append(event.position)
+
+    if kind == "subscription":
+        return Subscription("notes", send, on_error=policy)
+    projection = Projection("notes", tables=[notes_table], on_error=policy)
+
+    @projection.on("Note")
+    def note(read_model: ReadModel, event: RecordedEvent) -> None:
+        blip(event)
+        read_model.execute(
+            sa.insert(read_model[notes_table]).values(
+                position=event.position, text=event.data["text"]
+            )
+        )
+
+    return projection
+
+
+@pytest.mark.parametrize("kind", ["projection", "subscription"])
+def test_a_runner_stopped_during_a_back_off_leaves_the_event_to_its_next_run(
+    store: EventStore, kind: str
+) -> None:
+    first, blip, last = notes(store, "a", "blip", "c")
+    sent: list[int] = []
+    failed = threading.Event()
+    definition = failing_once(kind, sent, failed)
+    with ProjectionRunner(store, [definition]) as runner:
+        runner.start()
+        assert failed.wait(30), "the first try of 'blip' never came"
+        runner.stop()  # a deploy, during the minute's back-off before the second try
+        assert runner.parked("notes") == []
+        assert runner.status()[0].position == first
+    with ProjectionRunner(store, [definition]) as again:
+        again.catch_up()
+        assert again.parked("notes") == []
+        assert again.status()[0].position == last
+        if kind == "projection":
+            with again.database.reading() as connection:
+                sent = [position for position, _ in rows(connection, notes_table)]
+    assert sent == [first, blip, last]

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
-from eventcraft.eventstore import EventStore, NewEvent
+import sqlalchemy as sa
+from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent
 from eventcraft.projections import (
     Database,
     DefinitionError,
@@ -19,6 +20,8 @@ from eventcraft.projections import (
     Subscription,
     partition_of,
 )
+from eventcraft.projections import checkpoint as checkpoints
+from eventcraft.projections.competing import members
 from eventcraft.projections.database import engine_for
 
 from . import models
@@ -112,6 +115,71 @@ def test_two_workers_share_the_partitions_and_one_takes_over_when_the_other_dies
     dead = {partition_of(stream, 4) for _, stream, _ in handled(logs[:1])}
     after_death = {partition_of(stream, 4) for t, stream, _ in handled(logs[1:]) if t > killed_at}
     assert dead and dead <= after_death, "the survivor took over the dead worker's partitions"
+
+
+@pytest.mark.slow
+def test_a_batch_that_outlasts_the_lease_is_delivered_by_one_process(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """20 deliveries of 0.25 s in a batch of 20, under a lease of 1 s: the holder keeps
+    the lease through the batch, and the other process waits its turn."""
+    streams = [f"order-{n}" for n in range(20)]
+    with EventStore.open(pg_url) as store:
+        last = max(store.append(s, [NewEvent("Shipped", {})]).positions[0] for s in streams)
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    spawn = multiprocessing.get_context("spawn")
+    barrier = spawn.Barrier(3)
+    workers = [
+        spawn.Process(target=handle_partitions, args=(pg_url, str(path), 1, 0.25, barrier))
+        for path in logs
+    ]
+    for worker in workers:
+        worker.start()
+    database = Database(engine_for(pg_url))
+
+    def twice() -> dict[tuple[str, int], int]:
+        deliveries = Counter((stream, version) for _, stream, version in handled(logs))
+        return {key: n for key, n in deliveries.items() if n > 1}
+
+    def checkpoint() -> int:
+        with database.reading() as connection:
+            row = checkpoints.read(connection, "shipping.p0of1")
+        return 0 if row is None else row.position
+
+    try:
+        barrier.wait(60)
+        wanted = {(stream, 1) for stream in streams}
+        wait_for(lambda: {(s, v) for _, s, v in handled(logs)} >= wanted, 60, "every event")
+        assert twice() == {}
+        wait_for(lambda: checkpoint() == last, 30, "the checkpoint to reach the last event")
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.join(10)
+        database.close()
+    assert twice() == {}
+
+
+def test_a_member_whose_batch_outlasts_its_leases_stays_a_member(sqlite_url: str) -> None:
+    """Members count each other by their leases: the only member, busy with a long
+    batch, is never counted gone."""
+    live: list[int] = []
+    with EventStore.open(sqlite_url) as store:
+        for n in range(5):
+            store.append(f"order-{n}", [NewEvent("Shipped", {})])
+
+        def handle(event: RecordedEvent) -> None:
+            time.sleep(0.3)  # a slow call: five of them outlast the lease of 1 s
+            counted = sa.select(sa.func.count()).where(members.c.lease_until >= time.time())
+            with runner.database.reading() as connection:
+                live.append(connection.execute(counted).scalar_one())
+
+        shipping = Subscription("shipping", handle)
+        with PartitionedRunner.for_subscription(
+            store, shipping, partitions=1, batch_size=5, lease_ttl=1.0
+        ) as runner:
+            assert runner.step()
+    assert len(live) == 5 and 0 not in live
 
 
 def test_a_projection_split_in_partitions_applies_each_event_once_to_shared_tables(

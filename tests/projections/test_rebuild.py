@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import Counter
+from typing import Literal
 
 import pytest
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, NewEvent
-from eventcraft.projections import DefinitionError, ProjectionRunner, Subscription
+from eventcraft.projections import (
+    DefinitionError,
+    ParkedEventNotFound,
+    ProjectionRunner,
+    ProjectionStopped,
+    Subscription,
+)
 
 from .models import (
     append_history,
@@ -99,3 +107,24 @@ def test_a_rebuild_that_fails_swaps_nothing(store: EventStore) -> None:
         broken.clear()
         assert runner.rebuild("notes-skip").generation == 3  # the failed one's tables dropped
         assert physical_tables(runner) == {"notes__g3"}
+
+
+@pytest.mark.parametrize("then", ["skip", "stop"])
+def test_a_rebuild_settles_the_parked_events_it_applied(
+    store: EventStore, then: Literal["skip", "stop"]
+) -> None:
+    broken = {"bad"}
+    first, bad, last = notes(store, "a", "bad", "c")
+    with ProjectionRunner(store, [flaky(then, broken)]) as runner:
+        with contextlib.suppress(ProjectionStopped):
+            runner.catch_up()
+        broken.clear()  # the fix is deployed, and the read model rebuilt with it
+        runner.rebuild(f"notes-{then}")
+        assert runner.parked(f"notes-{then}") == []
+        with pytest.raises(ParkedEventNotFound):
+            runner.retry_parked(f"notes-{then}", bad)
+        runner.catch_up()
+        with runner.database.reading() as connection:
+            assert rows(connection, notes_table) == [(first, "a"), (bad, "bad"), (last, "c")]
+        (status,) = runner.status()
+        assert (status.position, status.parked, status.stopped_at) == (last, 0, None)

@@ -206,6 +206,96 @@ def test_a_subscriber_that_keeps_failing_parks_the_event_and_skips_it(store: Eve
         assert [p.position for p in runner.parked("mailer")] == [bad]
 
 
+def mailer_failing_on(texts: set[str], sent: list[int]) -> Subscription:
+    """Sends (records) each note's position; raises on the texts in `texts`."""
+
+    def send(event: RecordedEvent) -> None:
+        if event.data["text"] in texts:
+            raise ConnectionError("mail server down")
+        sent.append(event.position)
+
+    return Subscription("mailer", send, on_error=ErrorPolicy(attempts=1, backoff=0, then="skip"))
+
+
+def test_retrying_a_subscriber_at_a_position_not_parked_delivers_nothing(
+    store: EventStore,
+) -> None:
+    sent: list[int] = []
+    first, bad, last = notes(store, "a", "bad", "c")
+    with ProjectionRunner(store, [mailer_failing_on({"bad"}, sent)]) as runner:
+        runner.catch_up()
+        for position in (first, last, last + 1):
+            with pytest.raises(ParkedEventNotFound, match=f"no event parked at {position}"):
+                runner.retry_parked("mailer", position)
+        assert sent == [first, last]
+        assert [p.position for p in runner.parked("mailer")] == [bad]
+
+
+def test_a_subscriber_retry_that_fails_again_keeps_the_event_parked(store: EventStore) -> None:
+    sent: list[int] = []
+    first, bad, last = notes(store, "a", "bad", "c")
+    with ProjectionRunner(store, [mailer_failing_on({"bad"}, sent)]) as runner:
+        runner.catch_up()
+        before = runner.parked("mailer")
+        with pytest.raises(ConnectionError):
+            runner.retry_parked("mailer", bad)
+        assert sent == [first, last]
+        assert runner.parked("mailer") == before and before[0].position == bad
+
+
+def test_a_subscriber_whose_handler_appends_to_the_store_can_be_retried(
+    store: EventStore,
+) -> None:
+    """As a process manager's does: on SQLite the store and the read models share a file."""
+    failing = {"bad"}
+
+    def ship(event: RecordedEvent) -> None:
+        if event.data["text"] in failing:
+            raise ConnectionError("carrier down")
+        store.append(f"shipment-{event.position}", [NewEvent("Shipped", {})])
+
+    _, bad, _ = notes(store, "a", "bad", "c")
+    shipper = Subscription(
+        "shipper", ship, types=["Note"], on_error=ErrorPolicy(attempts=1, backoff=0, then="skip")
+    )
+    with ProjectionRunner(store, [shipper]) as runner:
+        runner.catch_up()
+        failing.clear()
+        runner.retry_parked("shipper", bad)
+        assert runner.parked("shipper") == []
+    assert [e.type for e in store.read_stream(f"shipment-{bad}")] == ["Shipped"]
+
+
+def test_two_retries_of_one_parked_event_deliver_it_once(store: EventStore) -> None:
+    """As when an operator's command line and the console retry it at the same moment."""
+    sent: list[int] = []
+    failing = {"bad"}
+    first, bad, last = notes(store, "a", "bad", "c")
+    mailer = mailer_failing_on(failing, sent)
+    with ProjectionRunner(store, [mailer]) as one, ProjectionRunner(store, [mailer]) as other:
+        one.catch_up()
+        failing.clear()  # the mail server is back
+        together = threading.Barrier(2)
+        outcomes: list[str] = []
+
+        def retry(runner: ProjectionRunner) -> None:
+            together.wait()
+            try:
+                runner.retry_parked("mailer", bad)
+                outcomes.append("retried")
+            except ParkedEventNotFound:
+                outcomes.append("not found")
+
+        threads = [threading.Thread(target=retry, args=(r,)) for r in (one, other)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(outcomes) == ["not found", "retried"]
+        assert sent == [first, last, bad]
+        assert one.parked("mailer") == []
+
+
 def test_a_read_model_can_live_in_another_database(store: EventStore, tmp_path: Path) -> None:
     last = append_history(store, accounts=2, per_account=4)
     elsewhere = f"sqlite:///{tmp_path / 'read-models.db'}"
