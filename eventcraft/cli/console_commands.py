@@ -13,6 +13,13 @@ from .shell import shell
 
 LOOPBACK_NAMES = ("localhost", "ip6-localhost")
 
+ANSWERED_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+"""The names of this machine a console always answers for: a page of another origin cannot
+send them as its Host, so they cannot carry a DNS rebinding."""
+
+WILDCARDS = ("0.0.0.0", "::", "")
+"""Bind addresses that mean every interface: no one opens the console by them."""
+
 
 @click.command(
     epilog="\b\nExamples:\n  eventcraft --app myservice.app:app console\n"
@@ -36,12 +43,32 @@ LOOPBACK_NAMES = ("localhost", "ip6-localhost")
     help="Every request must carry it (open /?token=TOKEN once) [env EVENTCRAFT_CONSOLE_TOKEN].",
 )
 @click.option(
+    "--allow-host",
+    "allowed_hosts",
+    multiple=True,
+    envvar="EVENTCRAFT_CONSOLE_HOSTS",
+    metavar="NAME[:PORT]",
+    help="Also answer requests for this host name, as opened through a proxy or from "
+    "another machine (repeatable); others get 400 [env EVENTCRAFT_CONSOLE_HOSTS, "
+    "space-separated].",
+)
+@click.option(
     "--metrics",
     is_flag=True,
     help="Serve eventcraft's metrics at /metrics for Prometheus (extra 'prometheus').",
 )
-def console(host: str, port: int, allow_actions: bool, token: str | None, metrics: bool) -> None:
-    """Serve the web console: the log, streams, events, projections and sagas."""
+def console(
+    host: str,
+    port: int,
+    allow_actions: bool,
+    token: str | None,
+    allowed_hosts: tuple[str, ...],
+    metrics: bool,
+) -> None:
+    """Serve the web console: the log, streams, events, projections and sagas.
+
+    It answers only requests for the loopback names and the --host it binds, on its
+    port, and the names given with --allow-host."""
     try:
         import uvicorn
 
@@ -61,8 +88,21 @@ def console(host: str, port: int, allow_actions: bool, token: str | None, metric
             + ("" if token else "; without --token anyone who reaches it can read the log"),
             err=True,
         )
+        if host in WILDCARDS and not allowed_hosts:
+            click.echo(
+                "warning: it answers only requests for this machine's loopback names: "
+                "add --allow-host NAME for the name others open it by",
+                err=True,
+            )
     _check_free(host, port)
-    served = create_app(store, app, allow_actions=allow_actions, token=token, metrics=metrics)
+    served = create_app(
+        store,
+        app,
+        allow_actions=allow_actions,
+        token=token,
+        metrics=metrics,
+        hosts=answered(host, port, allowed_hosts),
+    )
     mode = "actions allowed" if allow_actions else "read-only"
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"eventcraft console on http://{shown}:{port}/ ({mode}); Ctrl+C stops it", err=True)
@@ -78,6 +118,16 @@ def _check_free(host: str, port: int) -> None:
             probe.bind(infos[0][4])
     except OSError as error:
         raise Problems(f"cannot listen on {host}:{port}: {error.strerror or error}") from error
+
+
+def answered(host: str, port: int, allowed: tuple[str, ...]) -> list[str]:
+    """The Host names the console answers for: the loopback names and the address it binds
+    (on its port, any if the system picks it), and the names given as they were given."""
+    bound = [] if host in WILDCARDS else [f"[{host.strip('[]')}]" if ":" in host else host]
+    return [
+        *(name if port == 0 else f"{name}:{port}" for name in (*ANSWERED_LOOPBACK, *bound)),
+        *allowed,
+    ]
 
 
 def loopback(host: str) -> bool:

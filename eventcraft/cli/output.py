@@ -30,7 +30,9 @@ json_option: Callable[[F], F] = click.option(
 
 def console() -> Console:
     # soft_wrap: a pipe gets whole lines; a terminal folds what it cannot show.
-    return Console(soft_wrap=not sys.stdout.isatty(), highlight=False)
+    # No markup or emoji codes: what commands print holds ids, names and bodies people
+    # chose, which print as they are ('m-[/x]', ':smile:'); styles are given as Text.
+    return Console(soft_wrap=not sys.stdout.isatty(), highlight=False, markup=False, emoji=False)
 
 
 def emit_json(document: Any) -> None:

@@ -219,6 +219,8 @@ def discard(name: str, position: int, yes: bool) -> None:
 
 
 def _state(found: operations.ProjectionState) -> str:
+    if found.never_run:
+        return "never run"
     if found.stopped_at is not None:
         return f"stopped at {found.stopped_at}"
     return "current" if found.lag_events == 0 else "behind"

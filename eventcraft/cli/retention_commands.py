@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from ..operations.errors import InputError
+from ..operations.numbers import whole_number
 from .output import console, emit_json, json_option, table
 from .shell import confirmed, shell, yes_option
 
@@ -20,7 +21,7 @@ EXAMPLES = (
     "  eventcraft --app svc.app:app retention apply --archive /srv/archive "
     "--keep order:age=90d --truncate cart-7:12 --yes"
 )
-_AGE = re.compile(r"(\d+)([dhms])")
+_AGE = re.compile(r"(\d+)([dhms])", re.ASCII)
 _UNITS = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
 
 
@@ -67,8 +68,9 @@ def plan(
     """Show what a run would archive and remove now; change nothing."""
     from ..operations import retention as operations
 
+    rules = _rules(keeps, truncations)
     store = shell().store()
-    planned = operations.plan(store, *_rules(keeps, truncations), archive, **_bounds(up_to))
+    planned = operations.plan(store, *rules, archive, **_bounds(up_to))
     if as_json:
         emit_json(planned)
         return
@@ -99,8 +101,8 @@ def apply(
     """Archive the log up to the mark, then remove what the rules name below it."""
     from ..operations import retention as operations
 
-    store = shell().store()
     policies, cuts = _rules(keeps, truncations)
+    store = shell().store()
     bounds = _bounds(up_to)
     planned = operations.plan(store, policies, cuts, archive, **bounds)
     if not as_json:
@@ -152,16 +154,26 @@ def _rules(keeps: tuple[str, ...], truncations: tuple[str, ...]) -> tuple[list[A
         for part in filter(None, spec.split(",")):
             name, _, value = part.partition("=")
             if name == "age" and (match := _AGE.fullmatch(value)):
-                limits["max_age"] = timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
-            elif name == "count" and value.isdigit():
-                limits["max_count"] = int(value)
+                amount = whole_number(match.group(1), f"--keep {keep!r}: age")
+                limits["max_age"] = _age(keep, amount, match.group(2))
+            elif name == "count":
+                limits["max_count"] = whole_number(value, f"--keep {keep!r}: count")
             else:
                 raise InputError(f"--keep {keep!r}: write CATEGORY:age=30d,count=100")
         policies.append(RetentionPolicy(category, **limits))
     cuts = []
     for truncation in truncations:
         stream, _, version = truncation.rpartition(":")
-        if not stream or not version.isdigit():
+        if not stream or not version:
             raise InputError(f"--truncate {truncation!r}: write STREAM:VERSION")
-        cuts.append(Truncation(stream, int(version)))
+        cuts.append(
+            Truncation(stream, whole_number(version, f"--truncate {truncation!r}: VERSION"))
+        )
     return policies, cuts
+
+
+def _age(keep: str, amount: int, unit: str) -> timedelta:
+    try:
+        return timedelta(**{_UNITS[unit]: amount})
+    except OverflowError:
+        raise InputError(f"--keep {keep!r}: an age must be under 2.7 million years") from None

@@ -114,7 +114,7 @@ def retry(name: str, saga_id: str, yes: bool) -> None:
         yes,
     )
     done = operations.retry(store, app, name, saga_id)
-    console().print(f"{done.stream_id} retried: {done.status}", markup=False)
+    console().print(f"{done.stream_id} retried: {done.status}")
 
 
 @sagas.command(
@@ -130,7 +130,7 @@ def resolve(name: str, saga_id: str, note: str, yes: bool) -> None:
     found = operations.expect(store, app, name, saga_id, "parked")
     confirmed(f"Mark {found.stream_id} resolved, with the note {note!r}?", yes)
     done = operations.resolve(store, app, name, saga_id, note)
-    console().print(f"{done.stream_id} {done.status}: {note}", markup=False)
+    console().print(f"{done.stream_id} {done.status}: {note}")
 
 
 @sagas.command(epilog=f"\b\nExamples:\n  {APP} sagas cancel checkout 42 --reason 'order withdrawn'")
@@ -144,7 +144,7 @@ def cancel(name: str, saga_id: str, reason: str, yes: bool) -> None:
     found = operations.expect(store, app, name, saga_id, "running")
     confirmed(f"Cancel {found.stream_id} (at step {found.step}) and compensate it?", yes)
     done = operations.cancel(store, app, name, saga_id, reason)
-    console().print(f"{done.stream_id} cancelled: {done.status}", markup=False)
+    console().print(f"{done.stream_id} cancelled: {done.status}")
 
 
 def _summaries(found: Iterable[SagaSummary]) -> Table:

@@ -13,6 +13,7 @@ import click
 from eventcraft.eventstore import EventStore
 
 from ..operations.errors import InputError
+from ..operations.stores import open_store
 
 if TYPE_CHECKING:
     from ..app import App
@@ -59,9 +60,11 @@ class Shell:
             raise InputError("name the store: give --store URL or set EVENTCRAFT_STORE")
         return url
 
-    def store(self) -> EventStore:
+    def store(self, *, create: bool = False) -> EventStore:
+        """The store, opened once; a SQLite file that is not there is created only with
+        `create`, by a command that writes (`open_store`)."""
         if self._store is None:
-            self._store = self._resources.enter_context(EventStore.open(self.url()))
+            self._store = self._resources.enter_context(open_store(self.url(), create=create))
         return self._store
 
     def close(self) -> None:

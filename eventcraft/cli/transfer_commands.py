@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
-from contextlib import ExitStack
-from typing import IO
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import IO, TypeVar
 
 import click
 
 from ..operations import transfer
 from ..operations import verify as verification
 from ..operations.errors import InputError, Problems
+from ..operations.numbers import MAX_AFTER, MAX_INT
 from .output import console, emit_json, json_option, progress, table
 from .shell import confirmed, shell
 
-NOT_NEGATIVE = click.IntRange(min=0)
+T = TypeVar("T")
 
 
 @click.command(
@@ -23,8 +27,12 @@ NOT_NEGATIVE = click.IntRange(min=0)
     "  eventcraft export --after 1000 --category order --out - | gzip > orders.ndjson.gz\n"
     "  eventcraft --store postgresql://db/app export --jobs 2 --out events.ndjson"
 )
-@click.option("--after", type=NOT_NEGATIVE, default=0, help="Start after this position.")
-@click.option("--until", type=NOT_NEGATIVE, default=None, help="Stop at this position.")
+@click.option(
+    "--after", type=click.IntRange(0, MAX_AFTER), default=0, help="Start after this position."
+)
+@click.option(
+    "--until", type=click.IntRange(0, MAX_INT), default=None, help="Stop at this position."
+)
 @click.option("--category", "categories", multiple=True, help="Only this category (repeatable).")
 @click.option(
     "--out", "target", required=True, metavar="FILE|-", help="Where to write; - is stdout."
@@ -40,16 +48,10 @@ def export(
     after: int, until: int | None, categories: tuple[str, ...], target: str, jobs: int
 ) -> None:
     """Write the log as NDJSON, one event a line with every field."""
+    transfer.check_export(after=after, until=until, jobs=jobs)
     store = shell().store()
     with ExitStack() as stack:
-        out: IO[bytes]
-        if target == "-":
-            out = sys.stdout.buffer
-        else:
-            try:
-                out = stack.enter_context(open(target, "wb"))
-            except OSError as error:
-                raise InputError(f"cannot write {target!r}: {error.strerror}") from None
+        out = sys.stdout.buffer if target == "-" else stack.enter_context(_replacing(target))
         total = transfer.export_span(store, after=after, until=until)
         with progress("export", total) as done:
             report = transfer.export_events(
@@ -65,6 +67,47 @@ def export(
         click.echo(f"exported {report.events} events to {target}", err=True)
 
 
+@contextmanager
+def _replacing(target: str) -> Iterator[IO[bytes]]:
+    """A new file beside `target` that takes its place once the export is whole: an
+    export refused or broken part-way leaves the file that was there."""
+    if os.path.exists(target) and not os.path.isfile(target):
+        # A device or a pipe (/dev/stdout) is written as it is, never replaced.
+        with _opened(target, lambda: open(target, "wb")) as out:
+            yield out
+        return
+    folder, name = os.path.split(os.path.abspath(target))
+    handle, partial = _opened(
+        target, lambda: tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=folder)
+    )
+    try:
+        os.chmod(partial, _mode_for(target))
+        with os.fdopen(handle, "wb") as out:
+            yield out
+        os.replace(partial, target)
+    except BaseException:
+        os.unlink(partial)
+        raise
+
+
+def _opened(target: str, opening: Callable[[], T]) -> T:
+    try:
+        return opening()
+    except OSError as error:
+        raise InputError(f"cannot write {target!r}: {error.strerror}") from None
+
+
+def _mode_for(target: str) -> int:
+    """The permissions the file had, or those `open` would give a new one (mkstemp's are
+    the owner's alone)."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
 @click.command(
     "import",
     epilog="\b\nExamples:\n  eventcraft --store postgresql://db/app import events.ndjson\n"
@@ -76,7 +119,7 @@ def export(
 @json_option
 def import_(source: str, yes: bool, as_json: bool) -> None:
     """Append an export's events, keeping ids, versions and times; idempotent by event id."""
-    store = shell().store()
+    store = shell().store(create=True)
     with ExitStack() as stack:
         size: int | None = None
         if source == "-":

@@ -47,7 +47,7 @@ async def checked_form(request: Request) -> FormData:
     """The action's form, once the POST may act at all."""
     console = console_of(request)
     form = await request.form()
-    check_action(request, console.allow_actions, console.csrf, form.get("csrf"))
+    check_action(request, console.allow_actions, console.csrf, form.get("csrf"), console.hosts)
     return form
 
 

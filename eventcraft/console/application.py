@@ -8,7 +8,7 @@ mount inside a service's own Starlette or FastAPI app.
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -23,10 +23,11 @@ from eventcraft.eventstore import EventStore, EventStoreError, StoreUnavailable
 
 from ..app import App
 from ..operations.errors import InputError, NotFound, OperationError
+from ..operations.stores import open_store
 from . import log_pages, messaging_pages, projection_pages, saga_pages
 from .metrics import Metrics
 from .rendering import Console, page
-from .security import Refused, SecurityHeaders, TokenRequired
+from .security import HostNames, Refused, SecurityHeaders, TokenRequired, TrustedHosts
 
 STATIC = Path(__file__).with_name("static")
 
@@ -38,19 +39,25 @@ def create_app(
     allow_actions: bool = False,
     token: str | None = None,
     metrics: bool = False,
+    hosts: Iterable[str] | None = None,
 ) -> Starlette:
     """The console for `store` (an open store, or a URL it opens and closes with the
     app's lifespan) and the App whose projections and sagas it shows.
 
     Read-only unless `allow_actions`; with `token`, every request must carry it.
     With `metrics`, `/metrics` serves eventcraft's metrics to Prometheus (`metrics.py`).
+    With `hosts` (`name`, any port, or `name:port`), a request for any other host name
+    is answered 400 and an action's Origin must be one of them; without, the service the
+    console is mounted in decides which names it answers for (`eventcraft console`
+    always gives them).
     """
     if token is not None and not token:
         raise InputError("a console token must not be empty")
+    names = HostNames(hosts) if hosts is not None else None
     service = app if app is not None else App()
     owned = isinstance(store, str)
-    opened = EventStore.open(store) if isinstance(store, str) else store
-    console = Console(opened, service, allow_actions, csrf=secrets.token_urlsafe(32))
+    opened = open_store(store) if isinstance(store, str) else store
+    console = Console(opened, service, allow_actions, csrf=secrets.token_urlsafe(32), hosts=names)
     exposed = Metrics(opened, service) if metrics else None
 
     @asynccontextmanager
@@ -64,6 +71,9 @@ def create_app(
                 opened.close()
 
     middleware = [Middleware(SecurityHeaders)]
+    if names is not None:
+        # Before the token: a rebound name learns nothing, not even that a token is needed.
+        middleware.append(Middleware(TrustedHosts, hosts=names))
     if token:
         middleware.append(Middleware(TokenRequired, token=token))
     routes = [

@@ -21,6 +21,7 @@ from ..operations import log, newest, overview, projections
 from ..operations.documents import event_document, event_line
 from ..operations.errors import InputError
 from ..operations.log import LogFilter
+from ..operations.numbers import MAX_AFTER, MAX_INT, whole_number
 from .rendering import console_of, page
 
 PAGE = 50
@@ -59,7 +60,8 @@ def log_page(request: Request) -> HTMLResponse:
 
 def log_tail(request: Request) -> HTMLResponse:
     """The events after `after` that the filters accept, newest first: rows to prepend."""
-    after = number(request, "after") or 0
+    # From 0: the page's table may have no row yet to take a position from.
+    after = number(request, "after", least=0, most=MAX_AFTER) or 0
     store, where = console_of(request).store, log_filter(request)
     events = list(log.log_events(store, after=after, limit=TAIL, where=where))
     return page(request, "log_rows.html", badges=False, events=list(reversed(events)))
@@ -67,7 +69,7 @@ def log_tail(request: Request) -> HTMLResponse:
 
 def log_download(request: Request) -> StreamingResponse:
     where = log_filter(request)
-    after = number(request, "after") or 0
+    after = number(request, "after", least=0, most=MAX_AFTER) or 0
     events = log.log_events(console_of(request).store, after=after, limit=None, where=where)
     return _ndjson(events, "log.ndjson")
 
@@ -186,14 +188,11 @@ def log_filter(request: Request) -> LogFilter:
     )
 
 
-def number(request: Request, name: str) -> int | None:
-    """The query parameter `name` as a whole number from 1, None if absent or empty."""
+def number(request: Request, name: str, *, least: int = 1, most: int = MAX_INT) -> int | None:
+    """The query parameter `name` as a whole number from `least` to `most`, None if absent
+    or empty."""
     text = request.query_params.get(name, "").strip()
-    if not text:
-        return None
-    if not text.isdigit() or int(text) < 1:
-        raise InputError(f"{name} must be a whole number from 1, not {text!r}")
-    return int(text)
+    return whole_number(text, name, least=least, most=most) if text else None
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -228,8 +227,15 @@ def _file_name(text: str) -> str:
 
 
 def _ndjson(events: Iterable[RecordedEvent], name: str) -> StreamingResponse:
+    # The first event is read before the response starts: what the store refuses (a
+    # filter, a bound) is an error page, not a download cut off after its 200.
+    read = iter(events)
+    first = next(read, None)
+
     def lines() -> Iterator[bytes]:
-        for event in events:
+        if first is not None:
+            yield event_line(first)
+        for event in read:
             yield event_line(event)
 
     return StreamingResponse(

@@ -19,6 +19,7 @@ from eventcraft.eventstore import EventStore
 from ..app import App
 from ..operations import overview
 from .jobs import Rebuilds
+from .security import HostNames
 
 NAVIGATION = (
     ("Overview", "/"),
@@ -39,6 +40,8 @@ class Console:
     app: App
     allow_actions: bool
     csrf: str
+    hosts: HostNames | None = None
+    """The host names it answers for; None when the service it is mounted in decides."""
     rebuilds: Rebuilds = field(default_factory=Rebuilds)
 
 

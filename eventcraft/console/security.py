@@ -1,5 +1,10 @@
-"""Who may see the console and who may act through it: the token, the read-only switch,
-and the CSRF check every action's POST passes.
+"""Who may see the console and who may act through it: the host names it answers for,
+the token, the read-only switch, and the CSRF check every action's POST passes.
+
+A request naming another host is refused before any route runs: a DNS rebinding
+points an attacker's name at 127.0.0.1, and the browser then treats the console's
+pages as the attacker's own origin (reads them, CSRF token and all); only the Host
+header still tells them apart.
 
 The token is accepted as `Authorization: Bearer TOKEN`, as a cookie, or once
 as `?token=TOKEN`, which sets the cookie and redirects to the same page
@@ -11,11 +16,14 @@ another origin cannot read it, so it cannot forge the POST.
 from __future__ import annotations
 
 import hmac
-from urllib.parse import urlencode
+from collections.abc import Iterable
+from urllib.parse import urlencode, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..operations.errors import InputError
 
 TOKEN_COOKIE = "eventcraft_console_token"
 
@@ -27,6 +35,53 @@ class Refused(Exception):
         super().__init__(reason)
         self.status_code = status_code
         self.reason = reason
+
+
+class HostNames:
+    """The names a console answers for, each `name` (any port) or `name:port`."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        given = list(names)
+        self.names = [_name_and_port(name) for name in given]
+        if not self.names or any(not name for name, _ in self.names):
+            raise InputError(f"a console's host names must not be empty: {given!r}")
+
+    def allow(self, netloc: str) -> bool:
+        """Whether `netloc` (a Host header, or an origin's `host[:port]`) is one of them."""
+        name, port = _name_and_port(netloc)
+        # No port in a Host is the scheme's default: the console itself serves http.
+        return any(name == n and p in (None, port or "80") for n, p in self.names)
+
+
+def _name_and_port(netloc: str) -> tuple[str, str | None]:
+    netloc = netloc.strip().lower()
+    if netloc.endswith("]") or ":" not in netloc:  # `[::1]` or `name`: no port
+        return netloc, None
+    name, _, port = netloc.rpartition(":")
+    return name, port
+
+
+class TrustedHosts:
+    """ASGI middleware: a request whose Host is not one of `hosts` gets 400."""
+
+    def __init__(self, app: ASGIApp, hosts: HostNames) -> None:
+        self.app = app
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        host = Request(scope).headers.get("host", "")
+        if self.hosts.allow(host):
+            await self.app(scope, receive, send)
+            return
+        response = PlainTextResponse(
+            f"400: this console does not answer for the host {host!r}: open it by a name it "
+            "was started for (`eventcraft console --allow-host NAME` adds one)",
+            status_code=400,
+        )
+        await response(scope, receive, send)
 
 
 class TokenRequired:
@@ -85,16 +140,25 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def check_action(request: Request, allowed: bool, csrf: str, form_token: object) -> None:
-    """Refuse an action on a read-only console, from another origin, or without the
-    console's CSRF token."""
+def check_action(
+    request: Request, allowed: bool, csrf: str, form_token: object, hosts: HostNames | None
+) -> None:
+    """Refuse an action on a read-only console, from another origin (one not of `hosts`,
+    or, with none given, not the request's own), or without the console's CSRF token."""
     if not allowed:
         raise Refused(403, "this console is read-only: start it with --allow-actions to act")
     origin = request.headers.get("origin")
-    if origin is not None and origin != f"{request.url.scheme}://{request.url.netloc}":
+    if origin is not None and not _same_origin(origin, request, hosts):
         raise Refused(403, f"an action from another origin ({origin}) is refused")
     if not isinstance(form_token, str) or not _same(form_token, csrf):
         raise Refused(403, "the form's CSRF token is missing or wrong: reload the page")
+
+
+def _same_origin(origin: str, request: Request, hosts: HostNames | None) -> bool:
+    if hosts is None:
+        return origin == f"{request.url.scheme}://{request.url.netloc}"
+    parts = urlsplit(origin)
+    return parts.scheme in ("http", "https") and hosts.allow(parts.netloc)
 
 
 def _presented(request: Request) -> str:

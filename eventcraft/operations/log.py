@@ -13,6 +13,7 @@ from eventcraft.eventstore import EventStore, Query, QueryItem, RecordedEvent, c
 from eventcraft.projections.selection import narrowed
 
 from .errors import InputError, NotFound
+from .numbers import whole_number
 
 FOLLOW_WAIT = 1.0
 """Longest a follower waits for the next event before it checks whether to stop, in s."""
@@ -189,8 +190,8 @@ def follow(
 
 def find_event(store: EventStore, key: str) -> RecordedEvent:
     """The event at a position (a whole number) or with an id (a UUID)."""
-    if key.isdigit():
-        position = int(key)
+    if key.isascii() and key.isdigit():
+        position = whole_number(key, "a position")
         found = next(iter(store.read_all(after=position - 1, limit=1)), None) if position else None
         if found is None or found.position != position:
             raise NotFound(f"no event at position {position}")

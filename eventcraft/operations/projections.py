@@ -13,8 +13,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import sqlalchemy as sa
+
 from eventcraft.eventstore import EventStore, EventStoreError, RecordedEvent
 from eventcraft.projections import (
+    Database,
     Definition,
     DefinitionError,
     Fold,
@@ -26,6 +29,7 @@ from eventcraft.projections import (
     ProjectionStopped,
     Subscription,
 )
+from eventcraft.projections.schema import CHECKPOINTS
 
 from ..app import App
 from .errors import InputError, NotFound, Problems
@@ -38,6 +42,9 @@ class ProjectionState(ProjectionStatus):
 
     kind: str
     """fold, projection or subscription."""
+    never_run: bool = False
+    """No runner has set it up yet: its database has no checkpoints, and nothing was
+    created to say so."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +108,10 @@ Progress = Callable[[int], None]
 
 
 def status(store: EventStore, app: App) -> list[ProjectionState]:
-    """Every projection of the App: checkpoint, lag, lease, parked events, stop."""
+    """Every projection of the App: checkpoint, lag, lease, parked events, stop; all as
+    never run while no runner has set up the App's read-model database."""
+    if not _set_up(store, app):
+        return [_never_run(store, app, definition) for definition in app.projections]
     with _runner(store, app) as runner:
         kinds = {d.name: _kind(d) for d in app.projections}
         return [
@@ -200,6 +210,8 @@ def rebuild(
 def parked(store: EventStore, app: App, name: str | None = None) -> list[Parked]:
     """The events in the error store of one projection, or of every one, in position order."""
     names = _checked_names(app, [name]) if name is not None else [d.name for d in app.projections]
+    if not _set_up(store, app):
+        return []
     with _runner(store, app) as runner:
         return [_parked(event) for n in names for event in runner.parked(n)]
 
@@ -249,6 +261,39 @@ def discard_parked(store: EventStore, app: App, name: str, position: int) -> Set
 def _runner(store: EventStore, app: App) -> Iterator[ProjectionRunner]:
     with ProjectionRunner(store, app.projections, database=app.database) as runner:
         yield runner
+
+
+def _set_up(store: EventStore, app: App) -> bool:
+    """Whether a runner has set up the App's read-model database (its checkpoints)."""
+    # Opening a runner creates the tables, checkpoint rows and read models of every
+    # projection: one opened only to look would write where nothing ran yet.
+    database = Database.of(app.database, store)
+    try:
+        with database.reading() as connection:
+            return sa.inspect(connection).has_table(CHECKPOINTS)
+    finally:
+        database.close()
+
+
+def _never_run(store: EventStore, app: App, definition: Definition) -> ProjectionState:
+    head = store.high_water_mark()
+    oldest = next(
+        iter(log_events(store, after=0, limit=1, where=reads(app, definition.name))), None
+    )
+    waited = (datetime.now(UTC) - oldest.recorded_at).total_seconds() if oldest else 0.0
+    return ProjectionState(
+        name=definition.name,
+        position=0,
+        head=head,
+        lag_events=head,
+        lag_seconds=max(waited, 0.0),
+        generation=0,
+        owner=None,
+        parked=0,
+        stopped_at=None,
+        kind=_kind(definition),
+        never_run=True,
+    )
 
 
 def _checked_names(app: App, names: Sequence[str]) -> list[str]:

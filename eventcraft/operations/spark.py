@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from eventcraft.eventstore import EventStore
+from eventcraft.eventstore.arguments import redacted, without_password
 from eventcraft.projections import Definition, Fold, ProjectionError
 from eventcraft.projections.archive_layout import chain_break, span_of
 
@@ -190,13 +191,13 @@ def check_store(url: str) -> tuple[str, int]:
     scheme, path, query = _parts(url)
     if scheme == "memory" or (scheme == "sqlite" and (not path or path.startswith(":memory:"))):
         raise InputError(
-            f"Spark reads the log from its executors, which cannot see {url!r}: "
+            f"Spark reads the log from its executors, which cannot see {redacted(url)!r}: "
             "give a sqlite:/// or postgresql:// store URL"
         )
     if scheme == "sqlite":
         path = os.path.abspath(path)
         if not os.path.isfile(path):
-            raise NotFound(f"no SQLite store at {path!r} (from {url!r})")
+            raise NotFound(f"no SQLite store at {path!r} (from {redacted(url)!r})")
         url = f"sqlite:///{path}" + (f"?{query}" if query else "")
     with EventStore.open(url) as store:  # UnsupportedStoreURL, StoreUnavailable
         return url, store.high_water_mark()
@@ -207,7 +208,7 @@ def check_database(url: str) -> str:
     scheme, path, query = _parts(url)
     if scheme not in _SQL_SCHEMES or (scheme == "sqlite" and (not path or path == ":memory:")):
         raise InputError(
-            f"--database {url!r}: the executors write the read model, so give a "
+            f"--database {redacted(url)!r}: the executors write the read model, so give a "
             "sqlite:///PATH or postgresql://user@host/db URL"
         )
     if scheme == "sqlite":
@@ -218,7 +219,9 @@ def check_database(url: str) -> str:
     try:
         PostgresTarget.from_url(url)
     except (UnsupportedStoreURL, ValueError) as error:
-        raise InputError(f"--database {url!r}: {error}") from error
+        raise InputError(
+            f"--database {redacted(url)!r}: {without_password(url, str(error))}"
+        ) from error
     return url
 
 

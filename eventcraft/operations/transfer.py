@@ -21,10 +21,12 @@ import orjson
 from eventcraft.eventstore import (
     DuplicateEventId,
     EventStore,
+    InvalidEvent,
     NewEvent,
     RecordedEvent,
     WrongExpectedVersion,
 )
+from eventcraft.eventstore.encoding import check_new_name, check_stream_id
 
 from .documents import event_from_document
 from .errors import InputError, Problems
@@ -63,6 +65,15 @@ class ImportReport:
     """Events the store already held (same id, stream and version): written before."""
 
 
+def check_export(*, after: int, until: int | None, jobs: int = 1) -> None:
+    """`InputError` if an export of these bounds and jobs cannot be made: checked before a
+    shell opens the file it writes."""
+    if until is not None and until < after:
+        raise InputError(f"--until {until} is before --after {after}: nothing to export")
+    if jobs < 1:
+        raise InputError(f"--jobs must be 1 or more, not {jobs}")
+
+
 def export_span(store: EventStore, *, after: int, until: int | None) -> int:
     """How many positions an export covers, for a progress bar: to `until` or the
     high-water mark."""
@@ -86,10 +97,7 @@ def export_events(
     With `jobs` above 1, that many worker processes, each with a store of its
     own opened from `store.url`, make the lines, and the file is the same.
     """
-    if until is not None and until < after:
-        raise InputError(f"--until {until} is before --after {after}: nothing to export")
-    if jobs < 1:
-        raise InputError(f"--jobs must be 1 or more, not {jobs}")
+    check_export(after=after, until=until, jobs=jobs)
     if jobs > 1:
         if store.url.startswith("memory:"):
             raise InputError("--jobs needs a store other processes can open, not a memory store")
@@ -135,6 +143,9 @@ def read_export(lines: Iterable[bytes]) -> Iterator[tuple[int, RecordedEvent]]:
             if not isinstance(document, dict):
                 raise ValueError(f"a line holds a JSON object, not {type(document).__name__}")
             event = event_from_document(document)
+            # The names the store would refuse, refused here where the line is known.
+            check_stream_id(event.stream_id)
+            check_new_name("type", event.type)
         except orjson.JSONDecodeError as error:
             raise InputError(f"line {number}: not JSON: {error}") from None
         except ValueError as error:
@@ -221,6 +232,8 @@ class _Importer:
         stream_id = first.stream_id
         try:
             result = self.store.append(stream_id, events, expected_version=first.version - 1)
+        except InvalidEvent as error:  # what only the append checks: the data's size and JSON
+            raise InputError(f"{_lines(batch)}: {error}") from None
         except WrongExpectedVersion as conflict:
             self._resume(batch, conflict.actual)
             return
@@ -237,6 +250,8 @@ class _Importer:
             self.store.append(
                 stream_id, _new_events(batch), expected_version=batch[0][1].version - 1
             )
+        except InvalidEvent as error:
+            raise InputError(f"{_lines(batch)}: {error}") from None
         except DuplicateEventId as error:
             number = next((n for n, e in batch if e.id == error.event_id), batch[0][0])
             raise Problems(
@@ -267,6 +282,11 @@ class _Importer:
         if rest:
             self._append(stream_id, rest)
             self.written += len(rest)
+
+
+def _lines(batch: Batch) -> str:
+    first, last = batch[0][0], batch[-1][0]
+    return f"line {first}" if first == last else f"lines {first} to {last}"
 
 
 def _new_events(batch: Batch) -> list[NewEvent]:

@@ -260,3 +260,34 @@ def test_the_installed_command_prints_ndjson_and_one_line_errors(known_url: str)
     assert "Traceback" not in missing.stderr
     helped = eventcraft("log", "--help")
     assert helped.returncode == 0 and "eventcraft log --category order" in helped.stdout
+
+
+def test_a_sqlite_store_that_does_not_exist_is_refused_unless_the_command_writes(
+    run: Run, tmp_path: Path
+) -> None:
+    missing = tmp_path / "typo" / "evnets.db"
+    url = f"sqlite:///{missing}"
+    for command in (("verify",), ("stats",), ("log",), ("event", "1"), ("console", "--port", "0")):
+        outcome = run("--store", url, *command)
+        assert outcome.code == 2, command
+        assert outcome.err == (
+            f"error: no SQLite store at '{missing}': check the path (only import creates a store)\n"
+        )
+    assert not (tmp_path / "typo").exists()
+    empty = tmp_path / "empty.ndjson"
+    empty.write_bytes(b"")
+    assert run("--store", url, "import", str(empty)).code == 0
+    assert run("--store", url, "verify").out.startswith("ok: 0 events")
+
+
+def test_numbers_beyond_what_the_store_holds_are_usage_errors(run: Run, known_url: str) -> None:
+    for arguments, expected in (
+        (("event", "²"), "error: '²' is neither a position nor an event id"),
+        (
+            ("event", "99999999999999999999"),
+            "error: a position must be a whole number from 0 to 9223372036854775807, "
+            "not '99999999999999999999'",
+        ),
+    ):
+        outcome = run("--store", known_url, *arguments)
+        assert (outcome.code, outcome.err) == (2, expected + "\n")

@@ -50,11 +50,11 @@ def test_plan_then_apply(shared_store_url: str, tmp_path: Path, run: Run) -> Non
 def test_rules_that_do_not_parse_are_usage_errors(
     sqlite_url: str, tmp_path: Path, run: Run
 ) -> None:
-    archive = ("--archive", str(tmp_path / "a"))
+    url, archive = _store(sqlite_url), ("--archive", str(tmp_path / "a"))
     for rule in (("--keep", "audit:size=3"), ("--keep", "audit:age=3w"), ("--truncate", "cart")):
-        failed = run("--store", sqlite_url, "retention", "plan", *archive, *rule)
+        failed = run("--store", url, "retention", "plan", *archive, *rule)
         assert failed.code == 2 and failed.err.startswith("error: --"), failed.err
-    none = run("--store", sqlite_url, "retention", "plan", *archive)
+    none = run("--store", url, "retention", "plan", *archive)
     assert none.code == 2 and "needs a policy" in none.err
 
 
@@ -84,3 +84,17 @@ def test_with_the_app_the_mark_stops_at_its_slowest_projection(
     assert planned.code == 0, planned.err
     document = orjson.loads(planned.out)
     assert (document["up_to"], document["held_by"]) == (6, "order-notes")
+
+
+def test_counts_and_versions_beyond_what_the_store_holds_are_usage_errors(
+    shared_store_url: str, tmp_path: Path, run: Run
+) -> None:
+    url, archive = _store(shared_store_url), str(tmp_path / "archive")
+    for rule in (
+        ("--keep", "order:count=99999999999999999999"),
+        ("--keep", "order:count=²"),
+        ("--truncate", "order-1:99999999999999999999"),
+    ):
+        outcome = run("--store", url, "retention", "plan", "--archive", archive, *rule)
+        assert outcome.code == 2, outcome.err
+        assert len(outcome.err.splitlines()) == 1 and rule[1] in outcome.err

@@ -352,3 +352,31 @@ def test_an_export_of_a_memory_store_cannot_be_shared() -> None:
             exported(store, jobs=2)
         with pytest.raises(InputError, match="--jobs must be 1 or more"):
             exported(store, jobs=0)
+
+
+def test_a_refused_export_leaves_the_file_it_would_have_replaced(
+    run: Run, known_url: str, tmp_path: Path
+) -> None:
+    target = tmp_path / "backup.ndjson"
+    assert run("--store", known_url, "export", "--out", str(target)).code == 0
+    backup = target.read_bytes()
+    for bounds in (("--after", "5", "--until", "2"), ("--until", "99999999999999999999")):
+        refused = run("--store", known_url, "export", *bounds, "--out", str(target))
+        assert refused.code == 2, refused.err
+        assert len(refused.err.splitlines()) == 1
+        assert target.read_bytes() == backup
+    left = [p.name for p in tmp_path.iterdir() if not p.name.startswith("events.db")]
+    assert left == ["backup.ndjson"]  # nothing half-written beside it
+
+
+def test_an_event_the_store_refuses_is_named_by_its_line(
+    run: Run, known: EventStore, copy_url: str, tmp_path: Path
+) -> None:
+    lines = exported(known).splitlines()
+    lines[3] = lines[3].replace(b'"type":"OrderPlaced"', b'"type":""')
+    path = tmp_path / "events.ndjson"
+    path.write_bytes(b"\n".join(lines))
+    outcome = run("--store", copy_url, "import", str(path))
+    assert outcome.code == 2
+    assert outcome.err.startswith("error: line 4: ") and "type must not be empty" in outcome.err
+    assert len(outcome.err.splitlines()) == 1

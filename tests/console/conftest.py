@@ -120,13 +120,15 @@ def serving(
     token: str | None = None,
     environment: dict[str, str] | None = None,
     allow_actions: bool = False,
+    options: tuple[str, ...] = (),
 ) -> Iterator[Served]:
-    """`eventcraft ARGUMENTS... console --port P` started from the repository's root (where
-    `tests.cli.apps` imports), once it answers HTTP; stopped afterwards."""
+    """`eventcraft ARGUMENTS... console OPTIONS... --port P` started from the repository's
+    root (where `tests.cli.apps` imports), once it answers HTTP; stopped afterwards."""
     port = free_port()
     command = [sys.executable, "-m", "eventcraft", *arguments, "console", "--host", host]
     if allow_actions:
         command.append("--allow-actions")
+    command.extend(options)
     process = subprocess.Popen(
         [*command, "--port", str(port)],
         cwd=ROOT,

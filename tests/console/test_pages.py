@@ -254,3 +254,36 @@ def test_pages_load_only_the_consoles_own_assets_and_cannot_be_framed(client: Cl
     assert response.headers["x-frame-options"] == "DENY"
     assert not re.findall(r'(?:src|href)="(?:https?:)?//', response.text)  # no CDN
     assert client().get("/static/console.js").status_code == 200
+
+
+def test_the_live_tail_of_a_page_with_no_rows_starts_after_position_0(
+    client: Client, shop_store: EventStore
+) -> None:
+    # What console.js asks when the table is empty: a filter that matched nothing yet.
+    tail = client().get("/log/tail?after=0&category=order")
+    assert tail.status_code == 200
+    assert _positions(tail.text) == expected_after(shop_store, 0, "order")
+
+
+def test_numbers_beyond_what_the_store_holds_are_one_clear_error(client: Client) -> None:
+    console = client()
+    most = "9223372036854775807"
+    huge = "99999999999999999999"
+    cases = {
+        "/events/²": "'²' is neither a position nor an event id",
+        f"/events/{huge}": f"a position must be a whole number from 0 to {most}",
+        "/log?before=²": f"before must be a whole number from 1 to {most}, not '²'",
+        f"/log?before={huge}": f"before must be a whole number from 1 to {most}",
+        f"/log?limit={huge}": f"limit must be a whole number from 1 to {most}",
+        f"/log/tail?after={huge}": "after must be a whole number from 0 to 9223372036854775806",
+        f"/log.ndjson?after={huge}": "after must be a whole number from 0 to 9223372036854775806",
+        f"/stream?id=order-1&from={huge}": f"from must be a whole number from 1 to {most}",
+        f"/trace?correlation=checkout-1&near={huge}": "near must be a whole number from 1 to",
+    }
+    for path, text in cases.items():
+        response = console.get(path)
+        shown = html.unescape(response.text)
+        assert (response.status_code, text in shown) == (400, True), (path, shown[-300:])
+    # What the store refuses of a download is an error page too, not a 200 cut off.
+    refused = console.get("/log.ndjson?category=%00")
+    assert refused.status_code == 409 and "must not contain a NUL" in html.unescape(refused.text)
