@@ -301,17 +301,16 @@ class ProjectionRunner:
             event = None  # no longer in the store: settled without applying it
         if isinstance(definition, Subscription):
             self._redeliver(definition, position, event)
-        else:
-            with self.database.transaction() as connection:
-                row, _ = self._settling(connection, name, position)
-                if event is not None:
-                    tables = generations.tables_of(definition, row.generation)
-                    definition.apply(ReadModel(connection, tables), [event])
-                parking.remove(connection, name, position)
-                if position > row.position:
-                    checkpoint.advance(connection, name, position)
-        projector.position = max(projector.position, position)
-        self._notify()
+            projector.position = max(projector.position, position)
+            self._notify()
+            return
+
+        def apply(connection: sa.Connection, row: checkpoint.Checkpoint) -> None:
+            if event is not None:
+                tables = generations.tables_of(definition, row.generation)
+                definition.apply(ReadModel(connection, tables), [event])
+
+        self._settle(name, position, apply)
 
     def _redeliver(
         self, subscription: Subscription, position: int, event: RecordedEvent | None
@@ -343,9 +342,20 @@ class ProjectionRunner:
 
     def discard_parked(self, name: str, position: int) -> None:
         """Forget the parked event without applying it; a stopped projection moves past it."""
+        self._settle(name, position, lambda connection, row: None)
+
+    def _settle(
+        self,
+        name: str,
+        position: int,
+        apply: Callable[[sa.Connection, checkpoint.Checkpoint], None],
+    ) -> None:
+        """Forget the event parked at `position` after `apply` in the same transaction; a
+        projection stopped at it moves past it."""
         projector = self._projector(name)
         with self.database.transaction() as connection:
             row, _ = self._settling(connection, name, position)
+            apply(connection, row)
             parking.remove(connection, name, position)
             if position > row.position:
                 checkpoint.advance(connection, name, position)

@@ -48,8 +48,10 @@ def _submit_all(
             answers[request] = commit.submit(request)
         except ValueError as error:
             answers[request] = str(error)
+        except BaseException as error:  # an interrupt, or what stood for it: kept as is
+            answers[request] = error
 
-    threads = [threading.Thread(target=submit, args=(r,)) for r in requests]
+    threads = [threading.Thread(target=submit, args=(r,), daemon=True) for r in requests]
     for thread in threads:
         thread.start()
     return threads, answers
@@ -249,35 +251,17 @@ class _Interrupt(BaseException):
     """What a signal handler raises: Ctrl-C's `KeyboardInterrupt`, say, in a test."""
 
 
-def _answers_of(
-    commit: GroupCommit[int, int], requests: Sequence[int]
-) -> tuple[list[threading.Thread], dict[int, object]]:
-    """`_submit_all`, keeping whatever each caller got, interrupts too."""
-    answers: dict[int, object] = {}
-
-    def submit(request: int) -> None:
-        try:
-            answers[request] = commit.submit(request)
-        except BaseException as error:
-            answers[request] = error
-
-    threads = [threading.Thread(target=submit, args=(r,), daemon=True) for r in requests]
-    for thread in threads:
-        thread.start()
-    return threads, answers
-
-
 def test_a_caller_interrupted_while_queued_leaves_and_the_others_go_on() -> None:
     writer = _Writer()
     writer.release.clear()
     commit: GroupCommit[int, int] = GroupCommit(writer, most_groups=1)
-    leader, answers = _answers_of(commit, [0])
+    leader, answers = _submit_all(commit, [0])
     assert writer.writing.wait(_LONG)
     behind: list[tuple[list[threading.Thread], dict[int, object]]] = []
 
     def queue_behind_then_interrupt() -> None:
         _until(lambda: commit.waiting == 1)  # the main thread is queued first
-        behind.append(_answers_of(commit, [4]))
+        behind.append(_submit_all(commit, [4]))
         _until(lambda: commit.waiting == 2)
         signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGUSR1)
 
@@ -313,11 +297,11 @@ def test_a_leader_interrupted_in_its_write_raises_it_and_its_group_gets_interrup
     commit: GroupCommit[int, int] = GroupCommit(
         write, most_groups=1, interrupted=lambda request, error: RuntimeError(f"unknown {request}")
     )
-    first, answers = _answers_of(commit, [0])
+    first, answers = _submit_all(commit, [0])
     assert writer.writing.wait(_LONG)
-    leads, led = _answers_of(commit, [13])
+    leads, led = _submit_all(commit, [13])
     _until(lambda: commit.waiting == 1)
-    follows, followed = _answers_of(commit, [2])
+    follows, followed = _submit_all(commit, [2])
     _until(lambda: commit.waiting == 2)
     writer.release.set()
     for thread in first + leads + follows:

@@ -56,7 +56,7 @@ def test_a_deletion_on_a_full_disk_says_so_and_the_store_goes_on(tmp_path: Path)
         for name in names:
             store.append(name, [NewEvent("Placed", {})])
         _full(store)
-        with pytest.raises(StoreUnavailable, match="database or disk is full$"):
+        with pytest.raises(StoreUnavailable, match=r"database or disk is full$"):
             for name in names:
                 store.delete_stream(name, tombstone=True)
         _room(store)
