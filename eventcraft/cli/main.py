@@ -98,13 +98,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as error:
-        if "--debug" in arguments and not isinstance(error, click.ClickException | click.Abort):
+        if _debug_asked(arguments) and not isinstance(error, click.ClickException | click.Abort):
             raise
         message, code = _explained(error)
         lines = message.strip().splitlines()
         click.echo(f"error: {lines[0] if lines else type(error).__name__}", err=True)
         return code
     return result if isinstance(result, int) else 0
+
+
+def _debug_asked(arguments: Sequence[str]) -> bool:
+    """Whether `--debug` is among the options before the command's name: an argument
+    spelled so further on (`show -- --debug`, a stream's id) asks for nothing."""
+    taking_value = False
+    for argument in arguments:
+        if taking_value:
+            taking_value = False
+        elif argument == "--debug":
+            return True
+        elif argument in ("--store", "--app"):
+            taking_value = True
+        elif not argument.startswith("-"):
+            return False  # the command's name: what follows is the command's
+    return False
 
 
 def _explained(error: Exception) -> tuple[str, int]:

@@ -216,6 +216,15 @@ def test_each_usage_error_is_one_line_and_exit_2(
     assert outcome.out == ""
 
 
+def test_only_the_debug_option_shows_a_traceback_not_an_argument_spelled_like_it(
+    known_url: str, run: Run
+) -> None:
+    named = run("--store", known_url, "show", "--", "--debug")  # a stream called "--debug"
+    assert (named.code, named.err) == (2, "error: no stream '--debug' in the store\n")
+    with pytest.raises(LookupError):  # asked for: the error itself, traceback and all
+        run("--debug", "--store", known_url, "show", "order-44")
+
+
 def test_a_store_must_be_named_and_reachable(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("EVENTCRAFT_STORE", raising=False)
     monkeypatch.delenv("EVENTCRAFT_APP", raising=False)
