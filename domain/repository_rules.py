@@ -8,6 +8,7 @@ once, here, so that the sync and async repositories cannot drift.
 from __future__ import annotations
 
 import logging
+import sys
 import uuid
 from collections.abc import Mapping, Sequence
 from types import EllipsisType
@@ -30,8 +31,6 @@ from .context import CommandContext, current_context
 A = TypeVar("A", bound=Aggregate[Any])
 
 log = logging.getLogger("eventcraft.domain")
-
-_EVERY_VERSION = 1 << 62
 
 
 class RepositoryRules(Generic[A]):
@@ -69,7 +68,7 @@ class RepositoryRules(Generic[A]):
     def _until(version: int | None) -> int:
         """The last version a load folds: `version`, checked, or all of them."""
         if version is None:
-            return _EVERY_VERSION
+            return sys.maxsize
         if isinstance(version, bool) or not isinstance(version, int) or version < 1:
             raise ValueError(f"version must be a positive int, not {version!r}")
         return version

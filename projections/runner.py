@@ -301,8 +301,7 @@ class ProjectionRunner:
             event = None  # no longer in the store: settled without applying it
         if isinstance(definition, Subscription):
             self._redeliver(definition, position, event)
-            projector.position = max(projector.position, position)
-            self._notify()
+            self._passed(name, position)
             return
 
         def apply(connection: sa.Connection, row: checkpoint.Checkpoint) -> None:
@@ -352,13 +351,19 @@ class ProjectionRunner:
     ) -> None:
         """Forget the event parked at `position` after `apply` in the same transaction; a
         projection stopped at it moves past it."""
-        projector = self._projector(name)
+        self._projector(name)  # a projection of this runner's, or an error before any write
         with self.database.transaction() as connection:
             row, _ = self._settling(connection, name, position)
             apply(connection, row)
             parking.remove(connection, name, position)
             if position > row.position:
                 checkpoint.advance(connection, name, position)
+        self._passed(name, position)
+
+    def _passed(self, name: str, position: int) -> None:
+        """After a parked event was settled: the projector and waiting readers know that
+        the projection is at least at `position`."""
+        projector = self._projector(name)
         projector.position = max(projector.position, position)
         self._notify()
 

@@ -67,6 +67,26 @@ def collect(
     return statuses
 
 
+def never_run(store: EventStore, definitions: Sequence[Definition]) -> list[ProjectionStatus]:
+    """Where projections stand that no runner has set up (their database holds no
+    checkpoints): at position 0, the whole log behind them, read without a database."""
+    head = store.high_water_mark()
+    return [
+        ProjectionStatus(
+            name=definition.name,
+            position=0,
+            head=head,
+            lag_events=head,
+            lag_seconds=_lag_seconds(store, definition, 0),
+            generation=0,
+            owner=None,
+            parked=0,
+            stopped_at=None,
+        )
+        for definition in definitions
+    ]
+
+
 def _lag_seconds(store: EventStore, definition: Definition, position: int) -> float:
     if definition.query is not None:
         # The first page of its own: with categories too, the first match may not be one.

@@ -30,6 +30,7 @@ from eventcraft.projections import (
     Subscription,
 )
 from eventcraft.projections.schema import CHECKPOINTS
+from eventcraft.projections.status import never_run
 
 from ..app import App
 from .errors import InputError, NotFound, Problems
@@ -110,13 +111,17 @@ Progress = Callable[[int], None]
 def status(store: EventStore, app: App) -> list[ProjectionState]:
     """Every projection of the App: checkpoint, lag, lease, parked events, stop; all as
     never run while no runner has set up the App's read-model database."""
-    if not _set_up(store, app):
-        return [_never_run(store, app, definition) for definition in app.projections]
-    with _runner(store, app) as runner:
-        kinds = {d.name: _kind(d) for d in app.projections}
-        return [
-            ProjectionState(kind=kinds[s.name], **dataclasses.asdict(s)) for s in runner.status()
-        ]
+    kinds = {d.name: _kind(d) for d in app.projections}
+    set_up = _set_up(store, app)
+    if set_up:
+        with _runner(store, app) as runner:
+            found = runner.status()
+    else:
+        found = never_run(store, app.projections)
+    return [
+        ProjectionState(kind=kinds[s.name], never_run=not set_up, **dataclasses.asdict(s))
+        for s in found
+    ]
 
 
 def state(store: EventStore, app: App, name: str) -> ProjectionState:
@@ -273,27 +278,6 @@ def _set_up(store: EventStore, app: App) -> bool:
             return sa.inspect(connection).has_table(CHECKPOINTS)
     finally:
         database.close()
-
-
-def _never_run(store: EventStore, app: App, definition: Definition) -> ProjectionState:
-    head = store.high_water_mark()
-    oldest = next(
-        iter(log_events(store, after=0, limit=1, where=reads(app, definition.name))), None
-    )
-    waited = (datetime.now(UTC) - oldest.recorded_at).total_seconds() if oldest else 0.0
-    return ProjectionState(
-        name=definition.name,
-        position=0,
-        head=head,
-        lag_events=head,
-        lag_seconds=max(waited, 0.0),
-        generation=0,
-        owner=None,
-        parked=0,
-        stopped_at=None,
-        kind=_kind(definition),
-        never_run=True,
-    )
 
 
 def _checked_names(app: App, names: Sequence[str]) -> list[str]:

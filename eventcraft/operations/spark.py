@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from eventcraft.eventstore import EventStore
 from eventcraft.eventstore.arguments import redacted, without_password
 from eventcraft.projections import Definition, Fold, ProjectionError
 from eventcraft.projections.archive_layout import chain_break, span_of
 
 from .errors import InputError, NotFound, Problems
 from .references import load_reference
+from .stores import open_store
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -195,11 +195,8 @@ def check_store(url: str) -> tuple[str, int]:
             "give a sqlite:/// or postgresql:// store URL"
         )
     if scheme == "sqlite":
-        path = os.path.abspath(path)
-        if not os.path.isfile(path):
-            raise NotFound(f"no SQLite store at {path!r} (from {redacted(url)!r})")
-        url = f"sqlite:///{path}" + (f"?{query}" if query else "")
-    with EventStore.open(url) as store:  # UnsupportedStoreURL, StoreUnavailable
+        url = f"sqlite:///{os.path.abspath(path)}" + (f"?{query}" if query else "")
+    with open_store(url) as store:  # NotFound, UnsupportedStoreURL, StoreUnavailable
         return url, store.high_water_mark()
 
 

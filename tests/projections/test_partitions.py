@@ -6,6 +6,9 @@ from __future__ import annotations
 import multiprocessing
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from multiprocessing.context import SpawnProcess
 from pathlib import Path
 
 import pytest
@@ -46,6 +49,32 @@ def wait_for(condition: object, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
+@contextmanager
+def two_handlers(
+    pg_url: str, folder: Path, partitions: int, pause: float
+) -> Iterator[tuple[list[SpawnProcess], list[Path]]]:
+    """Two processes handling the partitions of the same subscription, each writing what it
+    handled to a log of its own, started together; killed afterwards if still running."""
+    logs = [folder / "a.log", folder / "b.log"]
+    spawn = multiprocessing.get_context("spawn")
+    barrier = spawn.Barrier(3)
+    workers = [
+        spawn.Process(
+            target=handle_partitions, args=(pg_url, str(path), partitions, pause, barrier)
+        )
+        for path in logs
+    ]
+    for worker in workers:
+        worker.start()
+    try:
+        barrier.wait(60)
+        yield workers, logs
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.join(10)
+
+
 def test_a_stream_falls_in_one_partition_the_same_in_every_process() -> None:
     assert partition_of("order-42", 4) == partition_of("order-42", 4)
     counts: dict[int, int] = defaultdict(int)
@@ -83,27 +112,13 @@ def test_two_workers_share_the_partitions_and_one_takes_over_when_the_other_dies
             for stream in streams:
                 store.append(stream, [NewEvent("Shipped", {"round": round_})])
     wanted = {(s, v) for s in streams for v in range(1, 31)}
-    logs = [tmp_path / "a.log", tmp_path / "b.log"]
-    spawn = multiprocessing.get_context("spawn")
-    barrier = spawn.Barrier(3)
-    workers = [
-        spawn.Process(target=handle_partitions, args=(pg_url, str(path), 4, 0.002, barrier))
-        for path in logs
-    ]
-    for worker in workers:
-        worker.start()
-    try:
-        barrier.wait(60)
+    with two_handlers(pg_url, tmp_path, 4, 0.002) as (workers, logs):
         # Both have work before one dies: the partitions were shared.
         wait_for(lambda: all(p.exists() and p.stat().st_size > 0 for p in logs), 60, "both")
         workers[0].kill()
         workers[0].join(10)
         killed_at = time.time_ns()
         wait_for(lambda: {(s, v) for _, s, v in handled(logs)} >= wanted, 120, "every event")
-    finally:
-        for worker in workers:
-            worker.kill()
-            worker.join(10)
     lines = handled(logs)
     first_seen: dict[tuple[str, int], int] = {}
     for stamp, stream, version in lines:
@@ -126,18 +141,9 @@ def test_a_batch_that_outlasts_the_lease_is_delivered_by_one_process(
     streams = [f"order-{n}" for n in range(20)]
     with EventStore.open(pg_url) as store:
         last = max(store.append(s, [NewEvent("Shipped", {})]).positions[0] for s in streams)
-    logs = [tmp_path / "a.log", tmp_path / "b.log"]
-    spawn = multiprocessing.get_context("spawn")
-    barrier = spawn.Barrier(3)
-    workers = [
-        spawn.Process(target=handle_partitions, args=(pg_url, str(path), 1, 0.25, barrier))
-        for path in logs
-    ]
-    for worker in workers:
-        worker.start()
     database = Database(engine_for(pg_url))
 
-    def twice() -> dict[tuple[str, int], int]:
+    def twice(logs: list[Path]) -> dict[tuple[str, int], int]:
         deliveries = Counter((stream, version) for _, stream, version in handled(logs))
         return {key: n for key, n in deliveries.items() if n > 1}
 
@@ -147,17 +153,14 @@ def test_a_batch_that_outlasts_the_lease_is_delivered_by_one_process(
         return 0 if row is None else row.position
 
     try:
-        barrier.wait(60)
-        wanted = {(stream, 1) for stream in streams}
-        wait_for(lambda: {(s, v) for _, s, v in handled(logs)} >= wanted, 60, "every event")
-        assert twice() == {}
-        wait_for(lambda: checkpoint() == last, 30, "the checkpoint to reach the last event")
+        with two_handlers(pg_url, tmp_path, 1, 0.25) as (_, logs):
+            wanted = {(stream, 1) for stream in streams}
+            wait_for(lambda: {(s, v) for _, s, v in handled(logs)} >= wanted, 60, "every event")
+            assert twice(logs) == {}
+            wait_for(lambda: checkpoint() == last, 30, "the checkpoint to reach the last event")
     finally:
-        for worker in workers:
-            worker.kill()
-            worker.join(10)
         database.close()
-    assert twice() == {}
+    assert twice(logs) == {}
 
 
 def test_a_member_whose_batch_outlasts_its_leases_stays_a_member(sqlite_url: str) -> None:
