@@ -23,11 +23,12 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
 import psycopg
-from eventcraft.eventstore import AsyncEventStore, EventStore, NewEvent
+from eventcraft.eventstore import AsyncEventStore, EventStore, NewEvent, new_event_id
 
 from .contenders import PG, payload, reset_schema
 
@@ -203,6 +204,55 @@ def library_batches(path: str, threads: int, batches: int, size: int) -> Measure
     return Measured(measured.seconds, measured.calls, batches * size)
 
 
+def floor_batches(path: str, threads: int, batches: int, size: int) -> Measured:
+    """The statements our store runs for each batch, from raw sqlite3 with the rows made
+    beforehand: what any code on our schema pays, the floor under `store_batches`."""
+    EventStore.open(f"sqlite:///{path}").close()  # our schema, made by the store itself
+    datas = [orjson.dumps(payload(n)).decode() for n in range(size)]
+    connections = [
+        sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60)
+        for _ in range(threads)
+    ]
+    writer = threading.Lock()  # writers take turns here, not in SQLite's sleeping busy wait
+
+    def work(caller: int, count: int, latencies: list[float]) -> None:
+        conn = connections[caller]
+        for _ in range(count):
+            stream, now = f"account-{uuid.uuid4().hex}", datetime.now(UTC).isoformat()
+            ids = [new_event_id().bytes for _ in range(size)]
+            began = time.perf_counter()
+            with writer:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(FLOOR_DELETED, (stream,)).fetchall()
+                conn.execute(FLOOR_VERSION, (stream,)).fetchall()
+                (first,) = conn.execute(FLOOR_POSITION).fetchone()
+                rows = [
+                    (first + n, stream, n + 1, ids[n], "Deposited", datas[n], "{}", now, "account")
+                    for n in range(size)
+                ]
+                conn.executemany(FLOOR_INSERT, rows)
+                conn.execute(FLOOR_STREAM, (stream, "account"))
+                conn.execute("COMMIT")
+            latencies.append(time.perf_counter() - began)
+
+    try:
+        measured = run_threads(threads, batches, work)
+    finally:
+        for conn in connections:
+            conn.close()
+    return Measured(measured.seconds, measured.calls, batches * size)
+
+
+FLOOR_DELETED = "SELECT version FROM eventcraft_deleted_streams WHERE stream_id = ?"
+FLOOR_VERSION = "SELECT coalesce(max(version), 0) FROM eventcraft_events WHERE stream_id = ?"
+FLOOR_POSITION = "SELECT coalesce(max(position), 0) + 1 FROM eventcraft_events"
+FLOOR_INSERT = (
+    "INSERT INTO eventcraft_events (position, stream_id, version, id, type, data, metadata, "
+    "recorded_at, category) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+FLOOR_STREAM = "INSERT INTO eventcraft_streams (stream_id, category) VALUES (?, ?)"
+
+
 def lone_latencies(url: str, count: int) -> tuple[float, float]:
     """Median latency of a lone caller's append with grouping on and off, the two taken
     turn about on one store, so that the machine's load falls on both alike."""
@@ -308,6 +358,7 @@ def report_batches(folder: Path, rounds: int, threads: int = 4, batches: int = 4
             f"sqlite:///{fresh_sqlite(folder)}", False, threads, batches, size
         ),
         "eventsourcing": lambda: library_batches(fresh_sqlite(folder), threads, batches, size),
+        "raw, our rows": lambda: floor_batches(fresh_sqlite(folder), threads, batches, size),
     }
     runs: dict[str, list[float]] = defaultdict(list)
     for _ in range(rounds):
