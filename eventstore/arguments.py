@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel
 
@@ -291,4 +291,9 @@ def without_password(url: str, text: str) -> str:
         password = urlsplit(url).password
     except ValueError:
         return text
-    return text.replace(password, "***") if password else text
+    if not password:
+        return text
+    # The driver was given the password decoded (`%40` as `@`): either form may show.
+    for form in sorted({password, unquote(password)}, key=len, reverse=True):
+        text = text.replace(form, "***")
+    return text

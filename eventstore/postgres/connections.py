@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 import orjson
 import psycopg
@@ -76,7 +76,8 @@ class PostgresTarget:
             raise UnsupportedStoreURL(
                 "a PostgreSQL store URL is postgresql://user@host:port/database[?schema=name]"
             )
-        conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(query), ""))
+        netloc = _quoted_netloc(parts)
+        conninfo = urlunsplit(("postgresql", netloc, parts.path, urlencode(query), ""))
         return cls(conninfo, schema, int(pool_size), float(pool_timeout))
 
     def options(self) -> str:
@@ -87,6 +88,24 @@ class PostgresTarget:
         if self.schema is not None:
             options += f" -c search_path={self.schema}"
         return options
+
+
+def _quoted_netloc(parts: SplitResult) -> str:
+    """The user and password of `parts` percent-encoded whole.
+
+    An `@` cannot be in a host, so the user's part ends at the last one (as
+    `urlsplit`, and so our redaction, reads it); libpq ends it at the first, and would
+    take the rest of a password holding an unescaped `@` for the host, and show it in
+    its error. Encoded, the password reaches the server as written, whatever it holds.
+    """
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if not at:
+        return host
+    user, colon, password = userinfo.partition(":")
+    quoted = quote(unquote(user), safe="")
+    if colon:
+        quoted += ":" + quote(unquote(password), safe="")
+    return f"{quoted}@{host}"
 
 
 def _alive(conn: psycopg.Connection[tuple[object, ...]]) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import uuid
 from pathlib import Path
@@ -9,12 +10,14 @@ from pathlib import Path
 import psycopg
 import pytest
 from eventcraft.eventstore import (
+    AsyncEventStore,
     EventStore,
     InvalidEvent,
     NewEvent,
     StoreUnavailable,
     UnsupportedStoreURL,
 )
+from eventcraft.eventstore.arguments import without_password
 
 # --- opening -------------------------------------------------------------------
 
@@ -44,6 +47,37 @@ def test_an_unreachable_server_is_store_unavailable_without_the_password() -> No
     assert "postgresql://ann:***@127.0.0.1:1/none" in message
     assert "s3cr3t" not in message
     assert isinstance(caught.value.__cause__, psycopg.OperationalError)
+
+
+@pytest.mark.parametrize("password", ["s3cr@t", "a@b@c", "p:ss%2Fw%3Frd%231", "100%"])
+def test_a_password_with_url_characters_reaches_the_server_whole(
+    pg_url: str, password: str
+) -> None:
+    # The test server trusts every connection: a store that opens was sent the right host.
+    url = pg_url.replace("postgresql://postgres@", f"postgresql://postgres:{password}@", 1)
+    with EventStore.open(url) as store:
+        store.append("account-1", [NewEvent("Opened", {})])
+
+    async def append_async() -> int:
+        async with await AsyncEventStore.open(url) as store:
+            return (await store.append("account-1", [NewEvent("Deposited", {})], 1)).version
+
+    assert asyncio.run(append_async()) == 2
+
+
+def test_an_unreachable_server_shows_no_part_of_a_password_holding_an_at_sign() -> None:
+    url = "postgresql://ann:s3cr@t-secret@127.0.0.1:1/none?connect_timeout=2"
+    with pytest.raises(StoreUnavailable) as caught:
+        EventStore.open(url)
+    message = str(caught.value)
+    assert "postgresql://ann:***@127.0.0.1:1/none" in message
+    assert "s3cr" not in message and "secret" not in message
+
+
+def test_a_driver_message_quoting_a_password_shows_neither_of_its_forms() -> None:
+    url = "postgresql://ann:s3cr%40t@db.example/none"
+    shown = without_password(url, "password for s3cr@t (s3cr%40t) refused")
+    assert shown == "password for *** (***) refused"
 
 
 def test_a_url_with_a_nul_character_is_unsupported() -> None:
