@@ -23,6 +23,7 @@ from eventcraft.eventstore import (
     DuplicateEventId,
     EventStore,
     InvalidEvent,
+    NewEvent,
     RecordedEvent,
     WrongExpectedVersion,
 )
@@ -227,19 +228,26 @@ class Orchestrator:
     def retry(self, name: str, saga_id: str) -> SagaState:
         """Try a parked instance's compensations again, from where they stopped."""
         refuse_in_running_loop("retry", [self.definition(name)])
-        current = self.state(name, saga_id)
-        if current.status != "parked":
-            raise SagaNotParked(current.stream_id, current.status)
-        self._record(current, [T.retried()])
+        self._settle(name, saga_id, T.retried)
         return self.advance(name, saga_id)
 
     def resolve(self, name: str, saga_id: str, note: str) -> SagaState:
         """Mark a parked instance settled by hand; nothing runs for it again."""
-        current = self.state(name, saga_id)
-        if current.status != "parked":
-            raise SagaNotParked(current.stream_id, current.status)
-        self._record(current, [T.resolved(str(note))])
+        self._settle(name, saga_id, lambda: T.resolved(str(note)))
         return self.state(name, saga_id)
+
+    def _settle(self, name: str, saga_id: str, transition: Callable[[], NewEvent]) -> None:
+        """Record `transition` on the parked instance, or raise `SagaNotParked`.
+
+        Checked again after a refused append: another operator (or orchestrator) may
+        have retried or resolved it since it was read, and then this one must not.
+        """
+        while True:
+            current = self.state(name, saga_id)
+            if current.status != "parked":
+                raise SagaNotParked(current.stream_id, current.status)
+            if self._record(current, [transition()]):
+                return
 
     # --- moves ----------------------------------------------------------------------
 

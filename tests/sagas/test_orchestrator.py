@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from eventcraft.eventstore import EventStore, RecordedEvent
-from eventcraft.sagas import Orchestrator, RetryPolicy, Saga, Step, StepContext
+from eventcraft.sagas import Orchestrator, RetryPolicy, Saga, SagaNotParked, Step, StepContext
 from eventcraft.sagas import transitions as T
 
 from .services import Ledger, fulfilment
@@ -233,3 +233,35 @@ def test_a_step_under_way_when_its_saga_is_cancelled_is_compensated_as_possibly_
     final = operator.state("checkout", "1")
     assert (final.status, final.unknown) == ("compensated", ["charge"])
     assert final.failure == "cancelled: customer withdrew"
+
+
+@pytest.mark.parametrize("action", ["retry", "resolve"])
+def test_a_parked_saga_another_operator_settles_meanwhile_is_refused_not_settled_twice(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch, action: str
+) -> None:
+    def refund(data: dict[str, object], context: StepContext) -> None:
+        raise ConnectionError("payments is down")
+
+    saga = _refused_shipment("checkout", refund, refund_tries=1)
+    mine, theirs = Orchestrator(store, [saga]), Orchestrator(store, [saga])
+    mine.start(saga, {}, saga_id="9")
+    mine.run_pending()
+    read = mine.state
+
+    def read_then_resolved_by_them(name: str, saga_id: str) -> Any:
+        current = read(name, saga_id)
+        if current.status == "parked":  # between our read and our append
+            theirs.resolve(name, saga_id, "refunded by hand")
+        return current
+
+    monkeypatch.setattr(mine, "state", read_then_resolved_by_them)
+    with pytest.raises(SagaNotParked) as refused:
+        if action == "retry":
+            mine.retry("checkout", "9")
+        else:
+            mine.resolve("checkout", "9", "refunded twice")
+    assert refused.value.status == "resolved"
+    settled = [e for e in store.read_stream("saga-checkout:9") if e.type.startswith("Saga")]
+    assert [e.type for e in settled][-1] == "SagaResolved"
+    assert [e.data for e in settled if e.type == "SagaResolved"] == [{"note": "refunded by hand"}]
+    assert not any(e.type == "SagaRetried" for e in store.read_stream("saga-checkout:9"))
