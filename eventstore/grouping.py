@@ -50,6 +50,7 @@ outcome is unknown), not an interrupt that was never theirs.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -92,10 +93,21 @@ def interrupted_append(member: Sequence[AppendCall], error: BaseException) -> Ba
 
 
 class _Member(Generic[Request, Result]):
-    __slots__ = ("answered", "error", "events", "hurried", "leads", "request", "result", "woken")
+    __slots__ = (
+        "answered",
+        "error",
+        "events",
+        "hurried",
+        "leads",
+        "request",
+        "result",
+        "submitted",
+        "woken",
+    )
 
     def __init__(self, request: Request, events: int, hurried: bool) -> None:
         self.request = request
+        self.submitted = time.monotonic()
         self.events = events
         self.hurried = hurried
         self.result: Result | None = None
@@ -146,6 +158,17 @@ class GroupCommit(Generic[Request, Result]):
         self._lock = threading.Lock()
         self._queued: list[_Member[Request, Result]] = []
         self._leaders = 0
+        self._writing = threading.local()
+
+    def submitted(self) -> float | None:
+        """While `write` runs on a leader's thread: when the oldest member of the group it
+        writes was submitted (`time.monotonic()`), so that whatever the group waits for
+        (a pooled connection) counts from there; elsewhere None.
+
+        A caller queued behind a group that waited in vain, and then leading a group of
+        its own, has waited already.
+        """
+        return getattr(self._writing, "since", None)
 
     @property
     def waiting(self) -> int:
@@ -248,6 +271,7 @@ class GroupCommit(Generic[Request, Result]):
     def _write_group(
         self, group: list[_Member[Request, Result]], leader: _Member[Request, Result]
     ) -> None:
+        self._writing.since = min(member.submitted for member in group)
         try:
             outcomes = self._write([member.request for member in group])
         except Exception as error:  # the whole group shares the failure
@@ -260,6 +284,8 @@ class GroupCommit(Generic[Request, Result]):
                 else interrupted(member.request, error)
                 for member in group
             ]
+        finally:
+            self._writing.since = None
         with self._lock:  # `leads` is decided under it: each member is woken once
             for member, outcome in zip(group, outcomes, strict=True):
                 if isinstance(outcome, BaseException):

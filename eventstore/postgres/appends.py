@@ -82,19 +82,20 @@ class Appends:
     def _write_group(self, members: Sequence[Member]) -> list[list[AppendResult] | BaseException]:
         """Each member's results or error, the members (their events encoded) written in
         one transaction."""
+        since = self._groups.submitted() if self._groups is not None else None
         if len(members) == 1 and len(members[0]) == 1 and plain(members[0][0]):
             try:  # a lone append goes exactly as it would ungrouped
-                return [[self._append_alone(members[0][0])]]
+                return [[self._append_alone(members[0][0], since)]]
             except EventStoreError as error:
                 return [error]
         order = lock_order(members)
         ordered = [members[index] for index in order]
         params = (group_param([_member_json(m) for m in ordered]), group_locks(ordered))
-        sent = self._send_group(ordered, params)
+        sent = self._send_group(ordered, params, since)
         return restored(order, sent)
 
     def _send_group(
-        self, members: Sequence[Member], params: tuple[bytes, bytes | None]
+        self, members: Sequence[Member], params: tuple[bytes, bytes | None], since: float | None
     ) -> list[list[AppendResult] | BaseException]:
         """Send the group, once more on a new connection if the first one broke (a member
         that did commit is then recognised by its event ids)."""
@@ -108,7 +109,7 @@ class Appends:
             ]
 
         try:
-            return self._pool.run(attempt)
+            return self._pool.run(attempt, since)
         except psycopg.errors.DeadlockDetected:
             # Members of two groups waiting for each other's streams: one group is
             # refused. Its members go again one by one, which cannot deadlock.
@@ -118,7 +119,7 @@ class Appends:
         except psycopg.Error as error:
             return [_failure(sql.store_error(error), error)] * len(members)
         try:
-            return self._pool.run(attempt)
+            return self._pool.run(attempt, since)
         except (psycopg.OperationalError, StoreUnavailable) as again:
             return [
                 _failure(sql.outcome_unknown(member[0].stream_id, broken, again), broken)
@@ -151,7 +152,7 @@ class Appends:
         rows = conn.execute(sql.STORED_IDS, (stored_ids_param(member),)).fetchall()
         return settled(member, refusal, [StoredId(*row) for row in rows])
 
-    def _append_alone(self, call: AppendCall) -> AppendResult:
+    def _append_alone(self, call: AppendCall, since: float | None = None) -> AppendResult:
         stream_id, _, batch, expected, _ = call
         head = sql.append_head(*call[:2], expected)
         if len(batch) > PART:
@@ -179,7 +180,7 @@ class Appends:
                 return sql.append_result(answers)
             raise lost_races(stream_id)
 
-        return self._appending(stream_id, attempt)
+        return self._appending(stream_id, attempt, since)
 
     def _in_parts(
         self, head: tuple[bytes, ...], batch: PreparedBatch
@@ -196,7 +197,10 @@ class Appends:
         return partial(append_in_parts, head=head, part=part, notify=self._notify)
 
     def _appending(
-        self, stream_id: str, attempt: Callable[[psycopg.Connection[Any]], AppendResult]
+        self,
+        stream_id: str,
+        attempt: Callable[[psycopg.Connection[Any]], AppendResult],
+        since: float | None,
     ) -> AppendResult:
         """`attempt`, sent once more on a new connection if the first one broke.
 
@@ -206,13 +210,13 @@ class Appends:
         told so, with the error that broke the connection as the cause.
         """
         try:
-            return self._pool.run(attempt)
+            return self._pool.run(attempt, since)
         except psycopg.OperationalError as error:
             broken = error
         except psycopg.Error as error:
             raise sql.store_error(error) from error
         try:
-            return self._pool.run(attempt)
+            return self._pool.run(attempt, since)
         except (psycopg.OperationalError, StoreUnavailable) as again:
             raise sql.outcome_unknown(stream_id, broken, again) from broken
         except psycopg.Error as error:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import weakref
 from collections.abc import Sequence
 from functools import partial
@@ -57,12 +58,15 @@ _prepared: weakref.WeakSet[Conn] = weakref.WeakSet()
 class Queued:
     """A member waiting to be sent: its appends, their events as JSON, its answer."""
 
-    __slots__ = ("answer", "events", "hurried", "member")
+    __slots__ = ("answer", "events", "hurried", "member", "submitted")
 
     def __init__(self, member: Member, events: list[bytes]) -> None:
         self.member = member
         self.events = events
         self.hurried = hurried(member)
+        self.submitted = time.monotonic()
+        """When it was queued: a group's wait for a connection counts from its oldest
+        member's, which may have waited behind a group that waited in vain."""
         self.answer: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
 
 
@@ -146,7 +150,8 @@ class AppendQueue:
             members = [(queued.member, queued.events) for queued in taken]
             try:
                 answers = await self._run(
-                    partial(send_members, members=members, notify=self._notify)
+                    partial(send_members, members=members, notify=self._notify),
+                    since=min(queued.submitted for queued in taken),
                 )
             except BaseException as error:  # every member of the group shares its fate
                 for queued in taken:

@@ -11,6 +11,7 @@ further callers waiting their turn up to the target's `pool_timeout`.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -45,8 +46,15 @@ class AsyncConnectionPool:
         set_json_loads(orjson.loads, conn)
         return conn
 
-    async def run(self, call: Callable[[Conn], Awaitable[T]], *, settle: bool = True) -> T:
-        """`call` on a connection in autocommit mode, given back to the pool afterwards.
+    async def run(
+        self,
+        call: Callable[[Conn], Awaitable[T]],
+        *,
+        settle: bool = True,
+        since: float | None = None,
+    ) -> T:
+        """`call` on a connection in autocommit mode, given back to the pool afterwards;
+        the wait for a connection counted from `since` (`time.monotonic()`) if given.
 
         Without `settle`, the connection may come with a NOTIFY's reply still to
         read: for `send_members`, which reads it after sending its own call.
@@ -54,8 +62,11 @@ class AsyncConnectionPool:
         if self._closed:
             raise StoreUnavailable("the event store is closed")
         if self._slots.locked():  # a wait, bounded; the common case skips the timer
+            timeout = self.target.pool_timeout
+            if since is not None:
+                timeout = max(0.0, timeout - (time.monotonic() - since))
             try:
-                async with asyncio.timeout(self.target.pool_timeout):
+                async with asyncio.timeout(timeout):
                     await self._slots.acquire()
             except TimeoutError:
                 raise PoolExhausted(self.size, self.target.pool_timeout) from None

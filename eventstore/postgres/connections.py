@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import select
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -154,13 +155,21 @@ class ConnectionPool:
         set_json_loads(orjson.loads, conn)
         return conn
 
-    def run(self, call: Callable[[psycopg.Connection[tuple[object, ...]]], T]) -> T:
-        """`call` on a connection in autocommit mode, given back to the pool afterwards.
+    def run(
+        self,
+        call: Callable[[psycopg.Connection[tuple[object, ...]]], T],
+        since: float | None = None,
+    ) -> T:
+        """`call` on a connection in autocommit mode, given back to the pool afterwards;
+        the wait for a connection counted from `since` (`time.monotonic()`) if given.
 
         A method rather than a context manager: this wraps every statement the
         store runs, and a generator-based context manager costs more than it.
         """
-        if not self._slots.acquire(timeout=self.target.pool_timeout):
+        timeout = self.target.pool_timeout
+        if since is not None:
+            timeout = max(0.0, timeout - (time.monotonic() - since))
+        if not self._slots.acquire(timeout=timeout):
             raise PoolExhausted(self.target.pool_size, self.target.pool_timeout)
         try:
             return self._run(call)

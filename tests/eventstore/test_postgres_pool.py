@@ -5,9 +5,11 @@ in time is told why."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
@@ -216,3 +218,103 @@ def test_idle_connections_the_server_ended_are_never_lent_to_an_append(
             assert [r.positions for r in results] == [(9,), (10,), (11,)]
 
     asyncio.run(appends_after_the_server_ended_the_idle_ones())
+
+
+def test_an_append_queued_behind_a_group_waiting_for_the_pool_waits_at_most_its_timeout(
+    pg_url: str,
+) -> None:
+    """The second caller queues behind the first one's group, which waits for the only
+    connection; once that group gives up, the second leads and must not start a full wait
+    of its own: each caller waits at most `pool_timeout` from its call."""
+    timeout = 1.0
+    with EventStore.open(f"{pg_url}&pool_size=1&pool_timeout={timeout}") as store:
+        store.append("account-0", [NewEvent("Opened", {})])  # the schema, made before the wait
+        backend: Any = store._backend
+        pool, groups = backend._pool, backend._appends._groups
+        holding, release = threading.Event(), threading.Event()
+
+        def hold(conn: psycopg.Connection[Any]) -> None:
+            holding.set()
+            release.wait(30)
+
+        holder = threading.Thread(target=pool.run, args=(hold,))
+        holder.start()
+        assert holding.wait(30)
+        waited: dict[str, float] = {}
+
+        def append(name: str) -> None:
+            began = time.monotonic()
+            with contextlib.suppress(PoolExhausted):
+                store.append(f"account-{name}", [NewEvent("Opened", {})])
+            waited[name] = time.monotonic() - began
+
+        first = threading.Thread(target=append, args=("first",))
+        first.start()
+        _until(lambda: groups._leaders == 1)  # the first leads, waiting for the connection
+        second = threading.Thread(target=append, args=("second",))
+        second.start()
+        _until(lambda: groups.waiting == 1)  # the second is queued behind that group
+        first.join()
+        second.join()
+        release.set()
+        holder.join()
+    assert waited["first"] >= timeout
+    assert waited["second"] < timeout * 1.5  # it would be about twice the timeout
+
+
+def _until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.001)
+
+
+def test_an_async_append_queued_behind_a_group_waiting_for_the_pool_waits_at_most_its_timeout(
+    pg_url: str,
+) -> None:
+    """As above, for the async store: the third append queues behind the group a sender
+    waits with (the first went from its own task), and may not wait twice."""
+    timeout = 1.0
+
+    async def scenario() -> dict[str, float]:
+        url = f"{pg_url}&pool_size=1&pool_timeout={timeout}"
+        async with await AsyncEventStore.open(url) as store:
+            await store.append("account-0", [NewEvent("Opened", {})])
+            backend: Any = store._backend
+            pool, queue = backend._pool, backend._appends
+            holding, release = asyncio.Event(), asyncio.Event()
+
+            async def hold(conn: psycopg.AsyncConnection[Any]) -> None:
+                holding.set()
+                await release.wait()
+
+            holder = asyncio.create_task(pool.run(hold))
+            await holding.wait()
+            waited: dict[str, float] = {}
+
+            async def append(name: str) -> None:
+                began = time.monotonic()
+                with contextlib.suppress(PoolExhausted):
+                    await store.append(f"account-{name}", [NewEvent("Opened", {})])
+                waited[name] = time.monotonic() - began
+
+            async def until(condition: Callable[[], bool]) -> None:
+                deadline = time.monotonic() + 30
+                while not condition():
+                    assert time.monotonic() < deadline, "the condition never held"
+                    await asyncio.sleep(0.001)
+
+            tasks = [asyncio.create_task(append("inline"))]
+            await until(lambda: queue._inline == 1)
+            tasks.append(asyncio.create_task(append("sent")))
+            await until(lambda: len(queue._senders) == 1 and not queue._queued)
+            tasks.append(asyncio.create_task(append("queued")))
+            await until(lambda: len(queue._queued) == 1)
+            await asyncio.gather(*tasks)
+            release.set()
+            await holder
+            return waited
+
+    waited = asyncio.run(scenario())
+    assert waited["sent"] >= timeout * 0.9
+    assert waited["queued"] < timeout * 1.5  # it would be about twice the timeout
