@@ -19,9 +19,9 @@ import threading
 import time
 import uuid
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore
@@ -65,6 +65,12 @@ class PartitionWorker(Protocol):
     def release(self) -> None: ...
 
 
+@runtime_checkable
+class _Renewing(Protocol):
+    on_renew: Callable[[], None]
+    """Called whenever the worker renews its lease in the middle of a batch."""
+
+
 class PartitionedRunner:
     """Works this process's fair share of `workers`, one batch at a time, in a thread.
 
@@ -74,7 +80,10 @@ class PartitionedRunner:
             runner.start()     # in each of several processes, on several machines
 
     Every process of the group passes workers of the same names; a relay is
-    split with `Relay.partitioned`.
+    split with `Relay.partitioned`. `owner` is the name this process goes by in
+    the group's membership and the partitions' leases, unique to it (by
+    default `host:pid:random`); `stop()` reaches the projectors among
+    `workers`, so that one waiting to try a failed event again stops at once.
     """
 
     def __init__(
@@ -85,6 +94,7 @@ class PartitionedRunner:
         *,
         database: Database | sa.Engine | str | None = None,
         lease_ttl: float = 10.0,
+        owner: str | None = None,
     ) -> None:
         if not workers:
             raise DefinitionError(f"partition group {group!r} needs at least one worker")
@@ -94,7 +104,7 @@ class PartitionedRunner:
         self.group = group
         self.workers = list(workers)
         self.lease_ttl = float(lease_ttl)
-        self.owner = _owner()
+        self.owner = owner or _owner()
         self.database = Database.of(database, store)
         self._owns_database = not isinstance(database, Database | sa.Engine)
         self.held: set[str] = set()
@@ -104,10 +114,13 @@ class PartitionedRunner:
         self._thread: threading.Thread | None = None
         self._member_until = 0.0
         for worker in self.workers:
-            if isinstance(worker, Projector):
+            if isinstance(worker, _Renewing):  # projectors and relays
                 # A batch that renews its lease half-way renews the membership
                 # with it, or the others would count this process gone meanwhile.
                 worker.on_renew = self._keep_membership
+            if isinstance(worker, Projector):
+                # A failing event's back-off ends with a stop, not minutes later.
+                worker.stopping = self._stopping
         with self.database.transaction() as connection:
             schema.create(connection, metadata)
         # Joining at once lets members started together count each other from their
@@ -144,12 +157,13 @@ class PartitionedRunner:
                 )
                 projector.setup()
                 workers.append(projector)
-            runner = cls(store, subscription.name, workers, database=db, lease_ttl=lease_ttl)
+            runner = cls(
+                store, subscription.name, workers, database=db, lease_ttl=lease_ttl, owner=owner
+            )
         except BaseException:
             if not isinstance(database, Database | sa.Engine):
                 db.close()
             raise
-        runner.owner = owner
         runner._owns_database = not isinstance(database, Database | sa.Engine)
         return runner
 
@@ -197,22 +211,27 @@ class PartitionedRunner:
                 )
                 projector.setup()
                 workers.append(projector)
-            runner = cls(store, projection.name, workers, database=db, lease_ttl=lease_ttl)
+            runner = cls(
+                store, projection.name, workers, database=db, lease_ttl=lease_ttl, owner=owner
+            )
         except BaseException:
             if not isinstance(database, Database | sa.Engine):
                 db.close()
             raise
-        runner.owner = owner
         runner._owns_database = not isinstance(database, Database | sa.Engine)
         return runner
 
     # --- one round -------------------------------------------------------------
 
     def step(self) -> bool:
-        """Renew membership, settle the share, step each worker held; True if any worked."""
+        """Renew membership, settle the share, step each worker held; True if any worked.
+
+        Once `stop()` was called, no further worker is stepped."""
         share = self._heartbeat()
         worked = False
         for worker in self._in_turn():
+            if self._stopping.is_set():
+                break  # stopped: no further batch, the leases are given back
             if worker.name in self.stopped:
                 continue
             if worker.name not in self.held:
@@ -300,7 +319,7 @@ class PartitionedRunner:
     def _follow(self) -> None:
         while not self._stopping.is_set():
             try:
-                if self.step():
+                if self.step() or self._stopping.is_set():
                     continue
                 held = [w for w in self.workers if w.name in self.held]
                 if held:

@@ -30,7 +30,8 @@ class UnknownProjection(ProjectionError, LookupError):
 
 
 class ParkedEventNotFound(ProjectionError, LookupError):
-    """No event of that projection is parked at that position."""
+    """No event of that projection is parked at that position, or another retry of it
+    is under way."""
 
 
 class ProjectionStopped(ProjectionError):

@@ -28,6 +28,11 @@ class ParkedEvent:
     attempts: int
     """How many times the handler was tried."""
     parked_at: float
+    claimed_by: str | None = None
+    """The runner retrying it at this moment (`retry_parked`), if any."""
+    claimed_until: float | None = None
+    """When that claim lapses unless renewed (seconds since the epoch): a claim left
+    by a process that died while retrying lapses, and the next retry takes it."""
 
 
 def park(
@@ -54,10 +59,57 @@ def park(
     )
 
 
-def restore(connection: sa.Connection, event: ParkedEvent) -> None:
-    """Put back an entry taken out of the error store, as it was."""
-    remove(connection, event.projection, event.position)
-    connection.execute(sa.insert(table).values(**dataclasses.asdict(event)))
+def claim(
+    connection: sa.Connection, name: str, position: int, owner: str, *, now: float, ttl: float
+) -> bool:
+    """Mark the entry as retried by `owner` until `now + ttl`, unless another's claim is
+    live; True if `owner` holds it now. One statement, so that of two claimers that
+    both read the entry unclaimed, only the first to write gets it."""
+    claimed = connection.execute(
+        sa.update(table)
+        .where(
+            table.c.projection == name,
+            table.c.position == position,
+            sa.or_(table.c.claimed_by.is_(None), table.c.claimed_until < now),
+        )
+        .values(claimed_by=owner, claimed_until=now + ttl)
+    )
+    return claimed.rowcount == 1
+
+
+def renew_claim(
+    connection: sa.Connection, name: str, position: int, owner: str, *, until: float
+) -> bool:
+    """Move `owner`'s claim on the entry to `until`; False if it no longer holds it."""
+    renewed = connection.execute(
+        sa.update(table)
+        .where(
+            table.c.projection == name, table.c.position == position, table.c.claimed_by == owner
+        )
+        .values(claimed_until=until)
+    )
+    return renewed.rowcount == 1
+
+
+def unclaim(connection: sa.Connection, name: str, position: int, owner: str) -> None:
+    """Give back `owner`'s claim: the entry stays parked, as it was."""
+    connection.execute(
+        sa.update(table)
+        .where(
+            table.c.projection == name, table.c.position == position, table.c.claimed_by == owner
+        )
+        .values(claimed_by=None, claimed_until=None)
+    )
+
+
+def remove_claimed(connection: sa.Connection, name: str, position: int, owner: str) -> None:
+    """Forget the entry `owner` claimed and has now applied; one another took over
+    since (`owner`'s claim lapsed) is that one's to settle."""
+    connection.execute(
+        sa.delete(table).where(
+            table.c.projection == name, table.c.position == position, table.c.claimed_by == owner
+        )
+    )
 
 
 def listed(connection: sa.Connection, name: str) -> list[ParkedEvent]:

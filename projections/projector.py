@@ -74,7 +74,8 @@ class Projector:
         self.fenced = 0
         """Batches read but found applied by another process when about to commit."""
         """The checkpoint as last seen; the truth is the row."""
-        self._stopping = stopping or threading.Event()
+        self.stopping = stopping or threading.Event()
+        """Set when its runner stops: a back-off before the next try ends there."""
         self.on_commit: Callable[[], None] = lambda: None
         self.on_renew: Callable[[], None] = lambda: None
         """Called when a batch renewed the lease half-way (a group renews its membership)."""
@@ -224,7 +225,7 @@ class Projector:
         policy = self.definition.on_error
         error = failed
         for number in range(1 if failed is None else 2, policy.attempts + 1):
-            if number > 1 and self._stopping.wait(policy.pause_before(number)):
+            if number > 1 and self.stopping.wait(policy.pause_before(number)):
                 # A stop says nothing of the event: parking it would pass it for good.
                 raise _Abandoned
             try:

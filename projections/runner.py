@@ -19,14 +19,13 @@ from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 
 import sqlalchemy as sa
-from eventcraft.eventstore import EventStore, RecordedEvent
+from eventcraft.eventstore import EventStore
 
-from . import checkpoint, generations, parking, schema, status, telemetry
+from . import checkpoint, generations, parking, schema, settling, status, telemetry
 from .database import Database
 from .definition import Definition
 from .errors import (
     DefinitionError,
-    ParkedEventNotFound,
     ProjectionStopped,
     ProjectionTimeout,
     UnknownProjection,
@@ -291,8 +290,9 @@ class ProjectionRunner:
 
         A position where nothing is parked raises `ParkedEventNotFound` and
         applies nothing; of two retries of one event, one applies it and the
-        other finds it gone. An event that stopped its projection moves the
-        checkpoint past it: `start()` resumes the projection.
+        other finds it gone, or in hand (a subscriber's, `settling.py`). An
+        event that stopped its projection moves the checkpoint past it:
+        `start()` resumes the projection.
         """
         projector = self._projector(name)
         definition = projector.definition
@@ -300,7 +300,10 @@ class ProjectionRunner:
         if event is not None and event.position != position:
             event = None  # no longer in the store: settled without applying it
         if isinstance(definition, Subscription):
-            self._redeliver(definition, position, event)
+            ttl = projector.lease_ttl
+            settling.redeliver(
+                self.database, definition, position, event, owner=self.owner, ttl=ttl
+            )
             self._passed(name, position)
             return
 
@@ -310,34 +313,6 @@ class ProjectionRunner:
                 definition.apply(ReadModel(connection, tables), [event])
 
         self._settle(name, position, apply)
-
-    def _redeliver(
-        self, subscription: Subscription, position: int, event: RecordedEvent | None
-    ) -> None:
-        """Deliver the event parked at `position` once, however many retry it at a time.
-
-        A handler's effects lie outside the read-model database, and may write
-        to it (a process manager appends to the store, on SQLite the same
-        file), so it runs outside any transaction: the entry is claimed by
-        taking it out of the error store, and put back as it was if the
-        handler fails. A process killed while the handler runs leaves it out;
-        under "stop" the checkpoint, still below it, has it tried again.
-        """
-        name = subscription.name
-        with self.database.transaction() as connection:
-            _, claimed = self._settling(connection, name, position)
-            parking.remove(connection, name, position)
-        try:
-            if event is not None:
-                subscription.deliver(event)
-        except BaseException:
-            with self.database.transaction() as connection:
-                parking.restore(connection, claimed)
-            raise
-        with self.database.transaction() as connection:
-            row = checkpoint.read(connection, name, lock=True)
-            if row is not None and position > row.position:
-                checkpoint.advance(connection, name, position)
 
     def discard_parked(self, name: str, position: int) -> None:
         """Forget the parked event without applying it; a stopped projection moves past it."""
@@ -353,7 +328,7 @@ class ProjectionRunner:
         projection stopped at it moves past it."""
         self._projector(name)  # a projection of this runner's, or an error before any write
         with self.database.transaction() as connection:
-            row, _ = self._settling(connection, name, position)
+            row, _ = settling.locked(connection, name, position, now=time.time())
             apply(connection, row)
             parking.remove(connection, name, position)
             if position > row.position:
@@ -366,21 +341,6 @@ class ProjectionRunner:
         projector = self._projector(name)
         projector.position = max(projector.position, position)
         self._notify()
-
-    def _settling(
-        self, connection: sa.Connection, name: str, position: int
-    ) -> tuple[checkpoint.Checkpoint, ParkedEvent]:
-        """The locked checkpoint row and the event parked at `position`.
-
-        Every change to the error store locks the checkpoint row first: of
-        two that settle one event, the second finds it gone.
-        """
-        row = checkpoint.read(connection, name, lock=True)
-        assert row is not None, "setup() created the row"
-        parked = parking.find(connection, name, position)
-        if parked is None:
-            raise ParkedEventNotFound(f"projection {name!r} has no event parked at {position}")
-        return row, parked
 
     # --- names -------------------------------------------------------------------
 

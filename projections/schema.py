@@ -6,7 +6,9 @@ that row, checks that the checkpoint is where the batch began, writes the
 read model and moves the checkpoint, all in one transaction: that is what
 makes each event apply exactly once, whatever else runs.
 
-`eventcraft_parked` is the error store: events a handler failed on.
+`eventcraft_parked` is the error store: events a handler failed on. A
+subscriber's event being retried keeps its row, claimed, until the handler
+has returned (`settling.py`).
 """
 
 from __future__ import annotations
@@ -45,7 +47,14 @@ parked = sa.Table(
     sa.Column("traceback", sa.Text, nullable=False),
     sa.Column("attempts", sa.Integer, nullable=False),
     sa.Column("parked_at", sa.Float, nullable=False),
+    # The runner retrying the event now, and when its claim lapses unless renewed
+    # (seconds since the epoch, by its clock); both null when nobody is.
+    sa.Column("claimed_by", sa.Text, nullable=True),
+    sa.Column("claimed_until", sa.Float, nullable=True),
 )
+
+_ADDED_TO_PARKED = ("claimed_by", "claimed_until")
+"""Columns a store made by an earlier release lacks: `create` adds them."""
 
 
 def create(connection: sa.Connection, tables: sa.MetaData = metadata) -> None:
@@ -60,3 +69,16 @@ def create(connection: sa.Connection, tables: sa.MetaData = metadata) -> None:
             )
         )
     tables.create_all(connection, checkfirst=True)
+    if tables is metadata:
+        _upgrade_parked(connection)
+
+
+def _upgrade_parked(connection: sa.Connection) -> None:
+    """Add the columns an error store made by an earlier release lacks; its rows keep
+    their values, unclaimed. Under the lock above (PostgreSQL) or the write lock every
+    transaction takes (SQLite), so two processes never both add one."""
+    present = {column["name"] for column in sa.inspect(connection).get_columns(PARKED)}
+    for name in _ADDED_TO_PARKED:
+        if name not in present:
+            kind = parked.c[name].type.compile(dialect=connection.dialect)
+            connection.execute(sa.text(f"ALTER TABLE {PARKED} ADD COLUMN {name} {kind}"))

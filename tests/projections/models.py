@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, Literal
 
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent
-from eventcraft.projections import ErrorPolicy, Fold, Projection, ReadModel, State
+from eventcraft.projections import (
+    Definition,
+    ErrorPolicy,
+    Fold,
+    Projection,
+    ReadModel,
+    State,
+    Subscription,
+)
 
 TYPES = ["Opened", "Deposited", "Withdrawn"]
 
@@ -144,3 +153,33 @@ def flaky(then: Literal["stop", "skip"], fail_on: set[str]) -> Projection:
 
 def notes(store: EventStore, *texts: str) -> list[int]:
     return [store.append("notebook-1", [NewEvent("Note", {"text": t})]).positions[0] for t in texts]
+
+
+def failing_once(kind: str, sent: list[int], failed: threading.Event) -> Definition:
+    """Notes as a projection (`notes_table`) or a subscription (each position sent to
+    `sent`); the first try of 'blip' raises and sets `failed`, and the next would work."""
+    policy = ErrorPolicy(attempts=5, backoff=60, then="skip")
+
+    def blip(event: RecordedEvent) -> None:
+        if event.data["text"] == "blip" and not failed.is_set():
+            failed.set()
+            raise ConnectionError("transient blip")
+
+    def send(event: RecordedEvent) -> None:
+        blip(event)
+        sent.append(event.position)
+
+    if kind == "subscription":
+        return Subscription("notes", send, on_error=policy)
+    projection = Projection("notes", tables=[notes_table], on_error=policy)
+
+    @projection.on("Note")
+    def note(read_model: ReadModel, event: RecordedEvent) -> None:
+        blip(event)
+        read_model.execute(
+            sa.insert(read_model[notes_table]).values(
+                position=event.position, text=event.data["text"]
+            )
+        )
+
+    return projection

@@ -18,11 +18,9 @@ from eventcraft.projections import (
     ProjectionStopped,
     ReadModel,
     State,
-    Subscription,
 )
-from eventcraft.projections.definition import Definition
 
-from .models import notes, notes_table, rows
+from .models import failing_once, notes, notes_table, rows
 
 scores_table = sa.Table(
     "scores",
@@ -142,36 +140,6 @@ def test_a_fold_whose_apply_returns_no_row_stops_its_projection_saying_so(
         runner.catch_up()
     assert raised.value.position == glitch
     assert isinstance(raised.value.error, DefinitionError)
-
-
-def failing_once(kind: str, sent: list[int], failed: threading.Event) -> Definition:
-    """Notes as a projection (`notes_table`) or a subscription (each position sent to
-    `sent`); the first try of 'blip' raises and sets `failed`, and the next would work."""
-    policy = ErrorPolicy(attempts=5, backoff=60, then="skip")
-
-    def blip(event: RecordedEvent) -> None:
-        if event.data["text"] == "blip" and not failed.is_set():
-            failed.set()
-            raise ConnectionError("transient blip")
-
-    def send(event: RecordedEvent) -> None:
-        blip(event)
-        sent.append(event.position)
-
-    if kind == "subscription":
-        return Subscription("notes", send, on_error=policy)
-    projection = Projection("notes", tables=[notes_table], on_error=policy)
-
-    @projection.on("Note")
-    def note(read_model: ReadModel, event: RecordedEvent) -> None:
-        blip(event)
-        read_model.execute(
-            sa.insert(read_model[notes_table]).values(
-                position=event.position, text=event.data["text"]
-            )
-        )
-
-    return projection
 
 
 @pytest.mark.parametrize("kind", ["projection", "subscription"])

@@ -4,12 +4,14 @@ one's, and keep each stream's events in order."""
 from __future__ import annotations
 
 import multiprocessing
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from multiprocessing.context import SpawnProcess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -21,6 +23,7 @@ from eventcraft.projections import (
     PartitionedRunner,
     PartitionSubscription,
     Subscription,
+    parking,
     partition_of,
 )
 from eventcraft.projections import checkpoint as checkpoints
@@ -280,3 +283,80 @@ def test_workers_starting_together_create_the_partition_tables_one_at_a_time(
             holder.rollback()  # another process's creation ends
             starting.join(30)
             assert created.is_set()
+
+
+def split(kind: str) -> Any:
+    """The runner's constructor for a definition of `kind` (as `failing_once` makes)."""
+    if kind == "projection":
+        return PartitionedRunner.for_projection
+    return PartitionedRunner.for_subscription
+
+
+@pytest.mark.parametrize("kind", ["projection", "subscription"])
+def test_stopping_a_partitioned_runner_stops_its_partitions_during_a_back_off(
+    store: EventStore, kind: str
+) -> None:
+    """A deploy stops the runner during the minute's back-off before an event's second
+    try: the stop returns with the partitions given back, and the event is the next
+    run's, neither parked nor passed."""
+    first, blip, last = models.notes(store, "a", "blip", "c")
+    sent: list[int] = []
+    failed = threading.Event()
+    definition = models.failing_once(kind, sent, failed)
+    with split(kind)(store, definition, partitions=2) as runner:
+        names = [worker.name for worker in runner.workers]
+        runner.start()
+        assert failed.wait(30), "the first try of 'blip' never came"
+        runner.stop()
+        with runner.database.reading() as connection:
+            rows = checkpoints.read_many(connection, names)
+            listed = connection.execute(sa.select(members)).all()
+            left = [p for name in names for p in parking.listed(connection, name)]
+        assert [rows[name].owner for name in names] == [None, None]
+        assert listed == [] and left == []
+        holder = Partition(partition_of("notebook-1", 2), 2).name_of("notes")
+        assert rows[holder].position == first
+    with split(kind)(store, definition, partitions=2) as again:
+        while again.step():
+            pass
+        with again.database.reading() as connection:
+            left = [p for name in names for p in parking.listed(connection, name)]
+            if kind == "projection":
+                sent = [position for position, _ in models.rows(connection, models.notes_table)]
+    assert left == []
+    assert sent == [first, blip, last]
+
+
+@pytest.mark.parametrize("kind", ["projection", "subscription"])
+def test_the_members_listing_shows_a_runner_by_its_own_name_from_its_first_write(
+    shared_store_url: str, kind: str
+) -> None:
+    """An operator listing the group sees the name that holds the leases, never another
+    made up while the runner was being put together."""
+    written: set[str] = set()
+
+    def watch(_: Any, __: Any, statement: str, parameters: Any, *rest: Any) -> None:
+        if "eventcraft_partition_members" in statement and not statement.startswith("SELECT"):
+            values = parameters.values() if isinstance(parameters, dict) else parameters
+            written.update(v for v in values if isinstance(v, str) and v != "notes")
+
+    engine = engine_for(shared_store_url)
+    sa.event.listen(engine, "before_cursor_execute", watch)
+    try:
+        with EventStore.open(shared_store_url) as store:
+            models.notes(store, "a", "b", "c")
+            definition = models.failing_once(kind, [], threading.Event())
+            with split(kind)(store, definition, partitions=2, database=engine) as runner:
+                with runner.database.reading() as connection:
+                    listed = connection.execute(sa.select(members.c.owner)).scalars().all()
+                assert listed == [runner.owner]
+                while runner.step():
+                    pass
+                with runner.database.reading() as connection:
+                    rows = checkpoints.read_many(connection, [w.name for w in runner.workers])
+                    listed = connection.execute(sa.select(members.c.owner)).scalars().all()
+                assert {row.owner for row in rows.values()} == {runner.owner}
+                assert listed == [runner.owner]
+    finally:
+        engine.dispose()
+    assert written == {runner.owner}

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
-from eventcraft.eventstore import EventStore
-from eventcraft.projections import ProjectionRunner
+from eventcraft.eventstore import EventStore, RecordedEvent
+from eventcraft.projections import ErrorPolicy, ProjectionRunner, Subscription
 
 from . import models
 
@@ -41,3 +42,21 @@ def project_until(
         barrier.wait()
         runner.start()
         runner.wait_until(position, timeout=120)
+
+
+def retry_until_killed(url: str, name: str, position: int, inside: Any) -> None:
+    """Retry the subscriber `name`'s event parked at `position`, with a handler that says
+    so on the pipe end `inside` and then hangs, to be killed there.
+
+    The lease, and with it the retry's claim, is short: the test waits it out."""
+
+    def hang(event: RecordedEvent) -> None:
+        inside.send(event.position)
+        threading.Event().wait()
+
+    subscriber = Subscription(name, hang, on_error=ErrorPolicy(attempts=1, backoff=0, then="skip"))
+    with (
+        EventStore.open(url) as store,
+        ProjectionRunner(store, [subscriber], lease_ttl=1.0) as runner,
+    ):
+        runner.retry_parked(name, position)

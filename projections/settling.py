@@ -1,0 +1,135 @@
+"""Settling a parked event: retried or discarded, once, whoever asks at the same moment.
+
+A projection's parked event is retried in one transaction with its
+checkpoint, as any batch is. A subscriber's cannot be: its handler has
+effects outside the read-model database, and may write to it (a process
+manager appends to the store, on SQLite the same file), so it runs outside
+any transaction. Its entry is therefore claimed first, in one transaction:
+marked as retried by this runner until a time a little ahead, which a
+thread renews while the handler runs. The entry goes once the handler has
+returned, and is given back, as it was, if the handler raises. A process
+killed while the handler runs leaves the entry claimed; its claim lapses,
+since nobody renews it, and the next retry takes it: the event is not lost,
+under "skip" either. While a claim is live, every other retry (or discard)
+of that event is refused, so one delivers it at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import sqlalchemy as sa
+from eventcraft.eventstore import RecordedEvent
+
+from . import checkpoint, parking
+from .database import Database
+from .errors import ParkedEventNotFound
+from .parking import ParkedEvent
+from .subscription import Subscription
+
+log = logging.getLogger("eventcraft.projections")
+
+CLAIM_TTL = 10.0
+"""Seconds a retry's claim lasts unless renewed, when its runner runs without leases."""
+
+
+def locked(
+    connection: sa.Connection, name: str, position: int, *, now: float
+) -> tuple[checkpoint.Checkpoint, ParkedEvent]:
+    """The locked checkpoint row and the event parked at `position`, unclaimed or its
+    claim lapsed.
+
+    Every claim and every settling locks the checkpoint row first: of two that
+    settle one event, the second finds it gone, or claimed by the first.
+    """
+    row = checkpoint.read(connection, name, lock=True)
+    assert row is not None, "setup() created the row"
+    parked = parking.find(connection, name, position)
+    if parked is None:
+        raise ParkedEventNotFound(f"projection {name!r} has no event parked at {position}")
+    if parked.claimed_by is not None and (parked.claimed_until or 0.0) >= now:
+        raise _claimed(name, position, parked.claimed_by)
+    return row, parked
+
+
+def redeliver(
+    database: Database,
+    subscription: Subscription,
+    position: int,
+    event: RecordedEvent | None,
+    *,
+    owner: str,
+    ttl: float | None,
+) -> None:
+    """Deliver the event parked at `position` (None: no longer in the store, settled
+    without delivering it), under a claim that lasts `ttl` seconds unless renewed.
+
+    The claim carries the runner's `owner` name and a tag of this retry's, so
+    that two retries of one runner never take each other's.
+    """
+    name = subscription.name
+    claimer = f"{owner}/{uuid.uuid4().hex[:8]}"
+    ttl = CLAIM_TTL if ttl is None else ttl
+    with database.transaction() as connection:
+        now = time.time()
+        locked(connection, name, position, now=now)
+        if not parking.claim(connection, name, position, claimer, now=now, ttl=ttl):
+            # A claimer whose own claim had lapsed renewed it meanwhile: it is alive.
+            raise _claimed(name, position, "another retry")
+    try:
+        with _kept_live(database, name, position, claimer, ttl):
+            if event is not None:
+                subscription.deliver(event)
+    except BaseException:
+        with database.transaction() as connection:
+            parking.unclaim(connection, name, position, claimer)
+        raise
+    with database.transaction() as connection:
+        row = checkpoint.read(connection, name, lock=True)
+        parking.remove_claimed(connection, name, position, claimer)
+        if row is not None and position > row.position:
+            checkpoint.advance(connection, name, position)
+
+
+@contextmanager
+def _kept_live(
+    database: Database, name: str, position: int, claimer: str, ttl: float
+) -> Iterator[None]:
+    """Renew the claim every third of `ttl` until the block ends, from a thread: a
+    handler that outlasts `ttl` keeps its claim, and only a dead process's lapses."""
+    done = threading.Event()
+
+    def renew() -> None:
+        while not done.wait(ttl / 3):
+            try:
+                with database.transaction() as connection:
+                    held = parking.renew_claim(
+                        connection, name, position, claimer, until=time.time() + ttl
+                    )
+            except Exception:
+                log.exception("projection %r: could not renew the retry's claim", name)
+                continue
+            if not held:
+                log.warning(
+                    "projection %r: the retry of the event at %s lost its claim", name, position
+                )
+                return
+
+    renewing = threading.Thread(target=renew, name=f"claim:{name}:{position}", daemon=True)
+    renewing.start()
+    try:
+        yield
+    finally:
+        done.set()
+        renewing.join()
+
+
+def _claimed(name: str, position: int, by: str) -> ParkedEventNotFound:
+    return ParkedEventNotFound(
+        f"projection {name!r}: the event parked at {position} is being retried by {by}"
+    )
