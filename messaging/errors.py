@@ -8,6 +8,7 @@
     ├── InvalidMessage (ValueError)           an incoming message the inbox cannot store
     ├── MessageIdConflict (ValueError)        a used message id sent with another body
     ├── FailedMessageNotFound (LookupError)   no such message in an inbox's error store
+    ├── MessageDiscarded                      a failed message settled already: discarded
     └── MessagingConfigError (ValueError)     a relay, inbox or intake set up wrongly
 
 The brokers' client errors (aio-pika's, nats-py's) are translated into these
@@ -16,6 +17,8 @@ reach a caller.
 """
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 
 class MessagingError(Exception):
@@ -69,6 +72,29 @@ class MessageIdConflict(MessagingError, ValueError):
 
 class FailedMessageNotFound(MessagingError, LookupError):
     """An inbox's error store holds no message with that id."""
+
+
+class MessageDiscarded(MessagingError):
+    """A failed message an operator discarded: it is kept, and is not resent or discarded
+    again."""
+
+    def __init__(
+        self, inbox: str, message_id: str, discarded_at: float, reason: str | None
+    ) -> None:
+        self.inbox = inbox
+        self.message_id = message_id
+        self.discarded_at = discarded_at
+        self.reason = reason
+        moment = datetime.fromtimestamp(discarded_at, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        said = f" ({reason})" if reason else ""
+        super().__init__(
+            f"message {message_id!r} of inbox {inbox!r} was discarded at {moment} UTC{said}"
+        )
+
+    def __reduce__(
+        self,
+    ) -> tuple[type[MessageDiscarded], tuple[str, str, float, str | None]]:
+        return (type(self), (self.inbox, self.message_id, self.discarded_at, self.reason))
 
 
 class MessagingConfigError(MessagingError, ValueError):

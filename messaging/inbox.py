@@ -12,8 +12,9 @@ A message that cannot be stored (no id, a body the mapping cannot read, a
 mapping that raises, an event the store refuses) goes to the error store
 and is acknowledged: it waits there for an operator to resend it
 (`eventcraft messaging resend`), which the running inbox then does with its
-mapping. When the store itself is unreachable nothing is acknowledged: the
-inbox drops its connection, backs off and takes the messages again.
+mapping, or to discard it (kept there, marked discarded). When the store
+itself is unreachable nothing is acknowledged: the inbox drops its
+connection, backs off and takes the messages again.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from eventcraft.eventstore import (
 from eventcraft.projections import Database
 
 from . import failed
-from .errors import BrokerUnavailable, FailedMessageNotFound, InvalidMessage, MessagingConfigError
+from .errors import BrokerUnavailable, InvalidMessage, MessagingConfigError
 from .failed import FailedMessage
 from .messages import IncomingMessage, event_id_for
 from .source import Source
@@ -230,18 +231,15 @@ class Inbox:
     # --- the error store ---------------------------------------------------------
 
     def failures(self) -> list[FailedMessage]:
+        """The messages waiting in the error store (not those discarded)."""
         with self.database.reading() as connection:
             return failed.listed(connection, self.name)
 
     def retry_failed(self, message_id: str) -> AppendResult:
         """Store the failed message now with the mapping (it raises if it still fails),
-        then forget it."""
+        then forget it. `MessageDiscarded` if an operator discarded it."""
         with self.database.reading() as connection:
-            found = failed.find(connection, self.name, message_id)
-        if found is None:
-            raise FailedMessageNotFound(
-                f"inbox {self.name!r} has no failed message with id {message_id!r}"
-            )
+            found = failed.unsettled(connection, self.name, message_id)
         try:
             result = self.append(found.message)
         except StoreUnavailable:

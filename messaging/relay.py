@@ -13,6 +13,10 @@ When the broker cannot be reached the relay keeps the batch, backs off
 says it is paused, since when and why. It resumes by itself with nothing
 lost. A message the broker refuses outright (too large, say) is parked in
 the projections' error store and the relay goes on past it.
+
+Several processes may run the same relay: its lease (`relay_lease.py`) lets
+one publish at a time, and is kept through a batch however long the broker
+takes to confirm it.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from . import relay_state, telemetry
 from .errors import BrokerUnavailable, MessageRefused, MessagingConfigError
 from .messages import outgoing
 from .publisher import Publisher
+from .relay_lease import RelayLease
 
 log = logging.getLogger("eventcraft.messaging")
 
@@ -134,7 +139,12 @@ class Relay:
         self.last_error: str | None = None
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
-        self._held_until = 0.0
+        self.on_renew: Callable[[], None] = lambda: None
+        """Called, from the thread keeping the lease, when a batch renewed it half-way (a
+        partition group would renew its membership with it)."""
+        self.lease = RelayLease(
+            self.database, full_name, self.owner, lease_ttl, lambda: self.on_renew()
+        )
         self._setup()
         telemetry.watch(self)
 
@@ -165,7 +175,8 @@ class Relay:
         chosen = self._chosen(events, after, upto)
         refused: MessageRefused | None = None
         try:
-            self.publisher.publish([outgoing(e) for e in chosen])
+            with self.lease.kept(after) if chosen else contextlib.nullcontext():
+                self.publisher.publish([outgoing(e) for e in chosen])
         except MessageRefused as error:
             refused = error
         # The broker answered: an outage is over. Recorded before the checkpoint moves, as
@@ -177,12 +188,12 @@ class Relay:
             return True
         with self.database.transaction() as connection:
             row = checkpoint.read(connection, self.name, lock=True)
-            if row is None or row.position != after or not self._ours(row):
+            if row is None or row.position != after or not self.lease.ours(row):
                 # Another process took over and moved on: follow it.
                 self.position = after if row is None else row.position
-                self._held_until = 0.0
+                self.lease.lost()
                 return True
-            checkpoint.advance(connection, self.name, upto, lease_until=self._lease_until())
+            checkpoint.advance(connection, self.name, upto, lease_until=self.lease.extended())
         self.position = upto
         self.published += len(chosen)
         telemetry.published(self, len(chosen))
@@ -270,7 +281,7 @@ class Relay:
                     backoff = _FIRST_BACKOFF
                     continue
                 self._resumed()
-                if self._held_until == 0.0 and self.lease_ttl is not None:
+                if self.lease.held_until == 0.0 and self.lease_ttl is not None:
                     self._stopping.wait(_IDLE)  # another process holds the lease
                 else:
                     self.store.wait_for_events(after=self.position, timeout=_IDLE)
@@ -325,34 +336,14 @@ class Relay:
 
     def acquire(self) -> bool:
         """Take or renew the relay's lease; True if this process holds it."""
-        if self.lease_ttl is None:
-            return True
-        if self._held_until - time.time() > self.lease_ttl / 2:
-            return True
-        with self.database.transaction() as connection:
-            held = checkpoint.acquire_lease(connection, self.name, self.owner, self.lease_ttl)
-            row = checkpoint.read(connection, self.name)
-        if row is not None:
-            self.position = row.position
-        self._held_until = (row.lease_until or 0.0) if held and row is not None else 0.0
+        held, position = self.lease.acquire()
+        if position is not None:
+            self.position = position
         return held
 
-    def _ours(self, row: checkpoint.Checkpoint) -> bool:
-        return self.lease_ttl is None or row.owner == self.owner
-
-    def _lease_until(self) -> float | None:
-        if self.lease_ttl is None:
-            return None
-        self._held_until = time.time() + self.lease_ttl
-        return self._held_until
-
     def release(self) -> None:
-        self._held_until = 0.0
-        if self.lease_ttl is None:
-            return
         try:
-            with self.database.transaction() as connection:
-                checkpoint.release_lease(connection, self.name, self.owner)
+            self.lease.release()
         except Exception:
             log.exception("relay %r could not release its lease", self.name)
 

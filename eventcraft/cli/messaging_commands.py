@@ -1,5 +1,5 @@
 """`eventcraft messaging ...`: the relays' state, and the inboxes' error store listed,
-shown, resent, discarded."""
+shown, resent, discarded (kept, and listed apart with `failed --discarded`)."""
 
 from __future__ import annotations
 
@@ -48,15 +48,46 @@ def relays(as_json: bool) -> None:
 
 @messaging.command(
     epilog="\b\nExamples:\n  eventcraft messaging failed\n"
-    "  eventcraft messaging failed orders-in --json"
+    "  eventcraft messaging failed orders-in --json\n"
+    "  eventcraft messaging failed --discarded"
 )
 @click.argument("inbox", required=False)
+@click.option(
+    "--discarded", is_flag=True, help="List the messages discarded instead, with when and why."
+)
 @json_option
-def failed(inbox: str | None, as_json: bool) -> None:
+def failed(inbox: str | None, discarded: bool, as_json: bool) -> None:
     """List the messages waiting in the error store (of one inbox, or all)."""
-    found = operations.failed(shell().store(), inbox)
+    found = operations.failed(shell().store(), inbox, discarded=discarded)
     if as_json:
         emit_json(found)
+        return
+    if discarded:
+        console().print(
+            table(
+                (
+                    "inbox",
+                    "message id",
+                    "subject",
+                    "tries",
+                    "discarded at (UTC)",
+                    "reason",
+                    "error",
+                ),
+                (
+                    (
+                        f.inbox,
+                        f.message_id,
+                        f.subject,
+                        f.attempts,
+                        when(f.discarded_at),
+                        f.discard_reason or "",
+                        f.error,
+                    )
+                    for f in found
+                ),
+            )
+        )
         return
     console().print(
         table(
@@ -82,7 +113,7 @@ def failed(inbox: str | None, as_json: bool) -> None:
 @click.argument("message_id")
 @json_option
 def show(inbox: str, message_id: str, as_json: bool) -> None:
-    """Show one failed message: its body, headers, error and traceback."""
+    """Show one failed message, waiting or discarded: its body, headers, error and traceback."""
     found = operations.failed_message(shell().store(), inbox, message_id)
     if as_json:
         emit_json(found)
@@ -90,6 +121,9 @@ def show(inbox: str, message_id: str, as_json: bool) -> None:
     out = console()
     out.print(f"inbox {found.inbox}, message {found.message_id}, subject {found.subject!r}")
     out.print(f"tried {found.attempts} times, last at {when(found.failed_at)}: {found.error}")
+    if found.discarded_at is not None:
+        said = f": {found.discard_reason}" if found.discard_reason else ""
+        out.print(f"discarded at {when(found.discarded_at)}{said}")
     for name, value in sorted(found.headers.items()):
         out.print(f"  {name}: {value}")
     out.print(found.body)
@@ -104,9 +138,10 @@ def resend(inbox: str, message_id: str, yes: bool) -> None:
     """Have the running inbox store the message again, with its mapping.
 
     Once stored it leaves the error store; if it fails again it stays, one try more.
+    A discarded message is not resent.
     """
     store = shell().store()
-    found = operations.failed_message(store, inbox, message_id)
+    found = operations.to_settle(store, inbox, message_id)
     confirmed(
         f"Resend message {message_id!r} to inbox {inbox!r}? It failed with {found.error}", yes
     )
@@ -114,16 +149,28 @@ def resend(inbox: str, message_id: str, yes: bool) -> None:
     console().print(f"resend asked: inbox {inbox!r} stores {message_id!r} when it next looks")
 
 
-@messaging.command(epilog="\b\nExamples:\n  eventcraft messaging discard orders-in msg-42 --yes")
+@messaging.command(
+    epilog="\b\nExamples:\n"
+    "  eventcraft messaging discard orders-in msg-42 --reason 'a test order' --yes"
+)
 @click.argument("inbox")
 @click.argument("message_id")
+@click.option("--reason", help="Why it is discarded, kept with it.")
 @yes_option
-def discard(inbox: str, message_id: str, yes: bool) -> None:
-    """Forget a failed message: it is never stored."""
+def discard(inbox: str, message_id: str, reason: str | None, yes: bool) -> None:
+    """Settle a failed message without storing it.
+
+    It is kept, marked discarded with when and the reason given, and listed by
+    `messaging failed --discarded`; it is not resent or discarded again. If its
+    sender delivers it again and it fails again, it waits in the error store again.
+    """
     store = shell().store()
-    found = operations.failed_message(store, inbox, message_id)
+    found = operations.to_settle(store, inbox, message_id)
     confirmed(
         f"Discard message {message_id!r} of inbox {inbox!r}? It failed with {found.error}", yes
     )
-    operations.discard(store, inbox, message_id)
-    console().print(f"discarded: message {message_id!r} of inbox {inbox!r}")
+    operations.discard(store, inbox, message_id, reason)
+    console().print(
+        f"discarded: message {message_id!r} of inbox {inbox!r}, kept "
+        "(messaging failed --discarded lists it)"
+    )

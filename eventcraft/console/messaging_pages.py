@@ -1,6 +1,6 @@
 """The Messaging page: the relays (where each stands, paused or running, its lag) and the
 inboxes' error store (messages that could not be stored), with View, Download, Resend and
-Discard."""
+Discard; the messages discarded are kept, and listed with `?failed=discarded`."""
 
 from __future__ import annotations
 
@@ -19,26 +19,36 @@ from .rendering import console_of, page
 
 ACTIONS = {
     "resend": "Ask the running inbox to store it again",
-    "discard": "Forget it: it is never stored",
+    "discard": "Discard it: it is never stored, and stays listed under discarded",
 }
+
+LISTS = ("waiting", "discarded")
+"""What the error store's table lists (`?failed=`): the messages waiting to be settled,
+or those discarded."""
 
 
 def messaging_page(request: Request) -> HTMLResponse:
     console = console_of(request)
+    listed = request.query_params.get("failed") or "waiting"
+    if listed not in LISTS:
+        raise InputError(f"no list of failed messages {listed!r} (there are: {', '.join(LISTS)})")
     return page(
         request,
         "messaging.html",
         active="Messaging",
         relays=operations.relays(console.store),
-        failed=operations.failed(console.store),
+        failed=operations.failed(console.store, discarded=listed == "discarded"),
+        listed=listed,
+        lists=LISTS,
     )
 
 
 def failed_page(request: Request) -> HTMLResponse:
     console = console_of(request)
     inbox, message_id = _named(request.query_params)
-    message = operations.failed_message(console.store, inbox, message_id)
-    return page(request, "inbox_failed.html", active="Messaging", message=message)
+    found = operations.failed_message(console.store, inbox, message_id)
+    # Not `message`: every page shows that as the status line an action left.
+    return page(request, "inbox_failed.html", active="Messaging", failed=found)
 
 
 def download(request: Request) -> Response:
@@ -58,7 +68,7 @@ def action_confirm(request: Request) -> HTMLResponse:
     console = console_of(request)
     action = _action(request)
     inbox, message_id = _named(request.query_params)
-    message = operations.failed_message(console.store, inbox, message_id)
+    message = operations.to_settle(console.store, inbox, message_id)
     return confirmation(
         request,
         title=f"{action.capitalize()} message {message_id} of inbox {inbox}",
@@ -75,14 +85,14 @@ async def act(request: Request) -> RedirectResponse:
     inbox, message_id = _named(form)
 
     def run() -> str:
-        # Still failed as the operator saw it: no attempt of the inbox since.
-        now = operations.failed_message(console.store, inbox, message_id)
+        # Still failed as the operator saw it: not settled, no attempt of the inbox since.
+        now = operations.to_settle(console.store, inbox, message_id)
         unchanged(form.get("attempts"), now.attempts, f"message {message_id}'s attempts")
         if action == "resend":
             operations.resend(console.store, inbox, message_id)
             return f"resend: message {message_id} goes to inbox {inbox} again"
         operations.discard(console.store, inbox, message_id)
-        return f"discard: message {message_id} of inbox {inbox} is forgotten"
+        return f"discard: message {message_id} of inbox {inbox} is discarded, kept under discarded"
 
     said = await run_in_threadpool(run)
     return done(request, "/messaging", said)

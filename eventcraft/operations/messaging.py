@@ -1,6 +1,6 @@
 """Operating messaging: where each relay stands (publishing, or paused by an outage), and
 the inboxes' error store, whose messages are looked at, resent (the running inbox stores
-them again with its mapping) or discarded.
+them again with its mapping) or discarded (kept, marked discarded, listed apart).
 
 Only the store is needed, not the App: relays and inboxes keep what they say in the
 store's database, and an inbox that is running picks up a resend by itself.
@@ -16,11 +16,16 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 
 from eventcraft.eventstore import EventStore
-from eventcraft.messaging import FailedMessage, relay_state
+from eventcraft.messaging import (
+    FailedMessage,
+    FailedMessageNotFound,
+    MessageDiscarded,
+    relay_state,
+)
 from eventcraft.messaging import failed as error_store
 from eventcraft.projections import Database, checkpoint
 
-from .errors import NotFound
+from .errors import NotFound, Problems
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,10 @@ class Failed:
     resend: bool
     """A resend was asked for; the running inbox has not done it yet."""
     traceback: str
+    discarded_at: datetime | None
+    """When an operator discarded it; None while it waits to be resent or discarded."""
+    discard_reason: str | None
+    """What the operator said when discarding it, if anything."""
 
 
 @dataclass(frozen=True)
@@ -97,38 +106,46 @@ def _moment(seconds: float | None) -> datetime | None:
     return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
 
 
-def failed(store: EventStore, inbox: str | None = None) -> list[Failed]:
-    """The messages waiting in the error store (of one inbox, or all), oldest first."""
-    with _database(store) as database, database.reading() as connection:
-        if not _exists(connection):
+def failed(store: EventStore, inbox: str | None = None, *, discarded: bool = False) -> list[Failed]:
+    """The messages waiting in the error store (of one inbox, or all), oldest first; with
+    `discarded`, those an operator discarded instead."""
+    with _database(store) as database:
+        if not _opened(database):
             return []
-        return [_shown(m) for m in error_store.listed(connection, inbox)]
+        with database.reading() as connection:
+            found = error_store.listed(connection, inbox, discarded=discarded)
+    return [_shown(m) for m in found]
 
 
 def failed_message(store: EventStore, inbox: str, message_id: str) -> Failed:
-    with _database(store) as database, database.reading() as connection:
-        found = error_store.find(connection, inbox, message_id) if _exists(connection) else None
+    """The message, waiting or discarded; `NotFound` if the error store has none."""
+    with _error_store(store, inbox, message_id) as connection:
+        found = error_store.find(connection, inbox, message_id)
     if found is None:
-        raise NotFound(f"inbox {inbox!r} has no failed message with id {message_id!r}")
+        raise NotFound(_not_found(inbox, message_id))
     return _shown(found)
+
+
+def to_settle(store: EventStore, inbox: str, message_id: str) -> Failed:
+    """The message as an operator is about to resend or discard it; `NotFound` if there
+    is none, `Problems` if it was discarded already."""
+    with _error_store(store, inbox, message_id) as connection:
+        return _shown(error_store.unsettled(connection, inbox, message_id))
 
 
 def resend(store: EventStore, inbox: str, message_id: str) -> Failed:
-    """Ask the running inbox to store the message again; what it looks like now."""
-    with _database(store) as database, database.transaction() as connection:
-        # Re-checked in the transaction that marks it: it may have been resent meanwhile.
-        if not _exists(connection) or not error_store.mark_resend(connection, inbox, message_id):
-            raise NotFound(f"inbox {inbox!r} has no failed message with id {message_id!r}")
-        found = error_store.find(connection, inbox, message_id)
-    assert found is not None
-    return _shown(found)
+    """Ask the running inbox to store the message again; what it looks like now.
+    Refused as `to_settle` refuses."""
+    # Re-checked in the transaction that marks it: it may have been settled meanwhile.
+    with _error_store(store, inbox, message_id, write=True) as connection:
+        return _shown(error_store.mark_resend(connection, inbox, message_id))
 
 
-def discard(store: EventStore, inbox: str, message_id: str) -> None:
-    """Forget the message: it is never stored."""
-    with _database(store) as database, database.transaction() as connection:
-        if not _exists(connection) or not error_store.remove(connection, inbox, message_id):
-            raise NotFound(f"inbox {inbox!r} has no failed message with id {message_id!r}")
+def discard(store: EventStore, inbox: str, message_id: str, reason: str | None = None) -> Failed:
+    """Settle the message without storing it: it stays in the error store, marked
+    discarded, with when and `reason`. Refused as `to_settle` refuses."""
+    with _error_store(store, inbox, message_id, write=True) as connection:
+        return _shown(error_store.discard(connection, inbox, message_id, reason))
 
 
 @contextmanager
@@ -140,9 +157,39 @@ def _database(store: EventStore) -> Iterator[Database]:
         database.close()
 
 
-def _exists(connection: sa.Connection) -> bool:
+def _opened(database: Database) -> bool:
+    """Whether there is an error store, brought up to date if an earlier release made it."""
     # A store no inbox ever used has no error store: nothing failed, nothing to create.
-    return sa.inspect(connection).has_table(error_store.FAILED)
+    with database.reading() as connection:
+        if not error_store.exists(connection):
+            return False
+        if not error_store.outdated(connection):
+            return True
+    with database.transaction() as connection:
+        error_store.create(connection)
+    return True
+
+
+@contextmanager
+def _error_store(
+    store: EventStore, inbox: str, message_id: str, *, write: bool = False
+) -> Iterator[sa.Connection]:
+    """A look at (or a transaction on) the error store that names the message, with its
+    refusals as the shells show them."""
+    with _database(store) as database:
+        if not _opened(database):
+            raise NotFound(_not_found(inbox, message_id))
+        try:
+            with database.transaction() if write else database.reading() as connection:
+                yield connection
+        except FailedMessageNotFound as error:
+            raise NotFound(str(error)) from error
+        except MessageDiscarded as error:
+            raise Problems(f"{error}: it is settled, not resent or discarded again") from error
+
+
+def _not_found(inbox: str, message_id: str) -> str:
+    return f"inbox {inbox!r} has no failed message with id {message_id!r}"
 
 
 def _shown(message: FailedMessage) -> Failed:
@@ -157,4 +204,6 @@ def _shown(message: FailedMessage) -> Failed:
         failed_at=datetime.fromtimestamp(message.failed_at, UTC),
         resend=message.resend,
         traceback=message.traceback,
+        discarded_at=_moment(message.discarded_at),
+        discard_reason=message.discard_reason,
     )

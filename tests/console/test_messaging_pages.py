@@ -84,11 +84,47 @@ def test_resend_and_discard_are_confirmed_and_rechecked(
     stale = {**form, "id": "odd-1", "attempts": "7"}  # not what the store holds now
     refused = console.post("/messaging/failed/discard", data=stale, follow_redirects=False)
     assert refused.status_code == 409 and "changed since you confirmed" in refused.text
-    gone = console.post(
+    settled = console.post(
         "/messaging/failed/discard", data={**stale, "attempts": "1"}, follow_redirects=False
     )
-    assert gone.status_code == 303
+    assert settled.status_code == 303
     assert [f.message_id for f in operations.failed(with_messaging)] == ["bad-1"]
+    assert [f.message_id for f in operations.failed(with_messaging, discarded=True)] == ["odd-1"]
+
+
+def test_a_discarded_message_is_listed_apart_kept_and_offers_no_actions(
+    with_messaging: EventStore, client: Client
+) -> None:
+    operations.discard(with_messaging, "orders-in", "bad-1", "a <b>test</b> order")
+    console = client(allow_actions=True)
+    waiting = console.get("/messaging")
+    assert 'data-id="odd-1"' in waiting.text and 'data-id="bad-1"' not in waiting.text
+    listed = console.get("/messaging", params={"failed": "discarded"})
+    assert listed.status_code == 200
+    assert 'data-id="bad-1"' in listed.text and 'data-id="odd-1"' not in listed.text
+    assert "a &lt;b&gt;test&lt;/b&gt; order" in listed.text
+    assert "/messaging/failed/resend" not in listed.text
+    named = {"inbox": "orders-in", "id": "bad-1"}
+    view = console.get("/messaging/failed", params=named)
+    assert view.status_code == 200 and "not json" in view.text and 'id="discarded"' in view.text
+    assert 'id="resend"' not in view.text and 'id="discard"' not in view.text
+    assert console.get("/messaging/failed/download", params=named).content == b"not json"
+    for action in ("resend", "discard"):
+        asked = console.get(f"/messaging/failed/{action}", params=named)
+        assert asked.status_code == 409 and "was discarded at" in asked.text
+    csrf = _csrf(console.get("/messaging/failed/discard", params={**named, "id": "odd-1"}).text)
+    form = {"csrf": csrf, **named, "attempts": "1"}
+    again = console.post("/messaging/failed/discard", data=form, follow_redirects=False)
+    assert again.status_code == 409 and "not resent or discarded again" in again.text
+    unknown = console.get("/messaging", params={"failed": "sometimes"})
+    assert unknown.status_code == 400 and "there are: waiting, discarded" in unknown.text
+
+
+def test_a_failed_message_page_says_nothing_was_done_until_something_was(
+    with_messaging: EventStore, client: Client
+) -> None:
+    view = client().get("/messaging/failed", params={"inbox": "orders-in", "id": "bad-1"})
+    assert view.status_code == 200 and 'role="status"' not in view.text
 
 
 def test_a_read_only_console_refuses_the_actions(

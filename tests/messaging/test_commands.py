@@ -71,19 +71,47 @@ def test_resend_marks_the_message_for_the_running_inbox_which_stores_it(
         assert [e.metadata["message_id"] for e in store.read_all()] == ["good-1", "odd-1"]
 
 
-def test_discard_forgets_a_message_and_unknown_ones_are_named(
+def test_discard_keeps_the_message_with_its_reason_and_lists_it_apart(
+    with_failures: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "300")  # the tables unwrapped
+    store = ("--store", with_failures)
+    code, out, err = run(
+        capsys, *store, "messaging", "discard", "orders-in", "bad-1", "--reason", "spam", "--yes"
+    )
+    assert (code, err) == (0, "")
+    assert "discarded: message 'bad-1' of inbox 'orders-in', kept" in out
+    code, out, _ = run(capsys, *store, "messaging", "failed")
+    assert code == 0 and "odd-1" in out and "bad-1" not in out
+    code, out, _ = run(capsys, *store, "messaging", "failed", "--discarded")
+    assert code == 0 and "bad-1" in out and "spam" in out and "odd-1" not in out
+    code, out, _ = run(capsys, *store, "messaging", "failed", "orders-in", "--discarded", "--json")
+    [kept] = orjson.loads(out)
+    assert (kept["message_id"], kept["discard_reason"], kept["body"]) == (
+        "bad-1",
+        "spam",
+        "not json",
+    )
+    assert kept["discarded_at"] is not None
+    code, out, _ = run(capsys, *store, "messaging", "show", "orders-in", "bad-1")
+    assert code == 0 and "discarded at " in out and ": spam" in out and "not json" in out
+
+
+def test_a_discarded_message_is_refused_and_unknown_ones_are_named(
     with_failures: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = run(
-        capsys, "--store", with_failures, "messaging", "discard", "orders-in", "bad-1", "--yes"
-    )
-    assert code == 0 and "discarded" in out
-    code, out, err = run(
-        capsys, "--store", with_failures, "messaging", "discard", "orders-in", "bad-1", "--yes"
-    )
-    assert code == 2
-    assert err == "error: inbox 'orders-in' has no failed message with id 'bad-1'\n"
     store = ("--store", with_failures)
+    code, _, _ = run(capsys, *store, "messaging", "discard", "orders-in", "bad-1", "--yes")
+    assert code == 0
+    # Refused before any question is asked: there is nothing to confirm.
+    for action in ("discard", "resend"):
+        code, out, err = run(capsys, *store, "messaging", action, "orders-in", "bad-1")
+        assert (code, out) == (1, "")
+        assert err.startswith("error: message 'bad-1' of inbox 'orders-in' was discarded at ")
+        assert err.endswith(" UTC: it is settled, not resent or discarded again\n")
+    code, out, err = run(capsys, *store, "messaging", "discard", "orders-in", "nope", "--yes")
+    assert code == 2
+    assert err == "error: inbox 'orders-in' has no failed message with id 'nope'\n"
     code, _, err = run(capsys, *store, "messaging", "resend", "orders-in", "odd-1")
     assert code == 2 and "pass --yes" in err
 

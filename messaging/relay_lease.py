@@ -1,0 +1,138 @@
+"""A relay's lease: one process publishes the relay's batches at a time, and keeps the
+lease for as long as a batch takes.
+
+The lease is the relay's checkpoint row's (`owner` and `lease_until`, in the
+projections' table): taken or renewed before a batch, renewed as the
+checkpoint moves past it, given up when the relay stops; another process
+takes it once it lapses.
+
+A batch is one `publish` call, which returns once the broker confirmed every
+message, and a slow broker may take longer than the lease (a publisher waits
+up to twice its timeout of 10 s; the lease is 10 s). Were the lease left to
+lapse meanwhile, another process would take over and publish the same events
+at the same time. So while the call runs, a thread beside it renews the lease
+each time half of it has passed: the rule a projection's runner follows
+between the deliveries of a long batch (`Projector._deliver_one`), here beside
+the one call it cannot step into. The renewal is fenced as the batch's commit
+is: it extends the lease only while the row is ours and the checkpoint still
+where the batch began. Once it is not, another process has the batch in hand;
+the keeper stops, and the commit finds the row moved and follows it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from eventcraft.projections import Database, checkpoint
+
+log = logging.getLogger("eventcraft.messaging")
+
+
+class RelayLease:
+    """The lease of the relay `name`, held by `owner` for `ttl` seconds at a time; with
+    `ttl` None there is none (every process publishes; the checkpoint still fences)."""
+
+    def __init__(
+        self,
+        database: Database,
+        name: str,
+        owner: str,
+        ttl: float | None,
+        renewed: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.database = database
+        self.name = name
+        self.owner = owner
+        self.ttl = ttl
+        self.renewed = renewed
+        """Called, from the keeping thread, each time a batch renewed the lease half-way."""
+        self.held_until = 0.0
+        """When the lease lapses, as this process last made it; 0 when not held."""
+
+    def acquire(self) -> tuple[bool, int | None]:
+        """Take or renew the lease: whether this process holds it, and the checkpoint as
+        the row says (None when it was not read)."""
+        if self.ttl is None:
+            return True, None
+        if self.held_until - time.time() > self.ttl / 2:
+            return True, None  # renewed by a recent batch
+        with self.database.transaction() as connection:
+            held = checkpoint.acquire_lease(connection, self.name, self.owner, self.ttl)
+            row = checkpoint.read(connection, self.name)
+        self.held_until = (row.lease_until or 0.0) if held and row is not None else 0.0
+        return held, None if row is None else row.position
+
+    def ours(self, row: checkpoint.Checkpoint) -> bool:
+        return self.ttl is None or row.owner == self.owner
+
+    def extended(self) -> float | None:
+        """The lease's new end, to write with the checkpoint; None without a lease."""
+        if self.ttl is None:
+            return None
+        self.held_until = time.time() + self.ttl
+        return self.held_until
+
+    def lost(self) -> None:
+        """Another process holds it now: the row is asked next time."""
+        self.held_until = 0.0
+
+    def release(self) -> None:
+        self.held_until = 0.0
+        if self.ttl is None:
+            return
+        with self.database.transaction() as connection:
+            checkpoint.release_lease(connection, self.name, self.owner)
+
+    @contextmanager
+    def kept(self, position: int) -> Iterator[None]:
+        """Keep the lease while the body publishes the batch that begins after `position`.
+
+        The keeper is joined before the body's caller goes on: no renewal comes after
+        the batch's commit, which moves the checkpoint the renewal is fenced by.
+        """
+        if self.ttl is None:
+            yield
+            return
+        done = threading.Event()
+        keeper = threading.Thread(
+            target=self._keep,
+            args=(self.ttl, position, done),
+            name=f"lease:{self.name}",
+            daemon=True,
+        )
+        keeper.start()
+        try:
+            yield
+        finally:
+            done.set()
+            keeper.join()
+
+    def _keep(self, ttl: float, position: int, done: threading.Event) -> None:
+        while not done.wait(max(self.held_until - ttl / 2 - time.time(), 0.0)):
+            try:
+                if not self._renew(position):
+                    log.warning(
+                        "relay %r: another process took its lease during a batch", self.name
+                    )
+                    return
+            except Exception:
+                # The database is away: the lease lapses unless it comes back in time, and
+                # another process cannot take the lease without it either.
+                log.exception("relay %r could not renew its lease; trying again", self.name)
+                if done.wait(ttl / 10):
+                    return
+
+    def _renew(self, position: int) -> bool:
+        """Extend the lease if the row is still ours and at `position`; False once not."""
+        with self.database.transaction() as connection:
+            row = checkpoint.read(connection, self.name, lock=True)
+            if row is None or row.position != position or not self.ours(row):
+                self.lost()
+                return False
+            checkpoint.advance(connection, self.name, position, lease_until=self.extended())
+        self.renewed()
+        return True
