@@ -118,7 +118,12 @@ def _mode_for(target: str) -> int:
 @click.option("--yes", is_flag=True, help="Import into a store that holds events without asking.")
 @json_option
 def import_(source: str, yes: bool, as_json: bool) -> None:
-    """Append an export's events, keeping ids, versions and times; idempotent by event id."""
+    """Append an export's events, keeping ids, versions and times; idempotent by event id.
+
+    The file is checked whole before anything is written: a malformed line, or an
+    event the store would refuse, is an error naming its line, and nothing is
+    imported. Standard input (-) is copied to a temporary file (in TMPDIR) as it
+    is checked, so it needs that much room there."""
     store = shell().store(create=True)
     with ExitStack() as stack:
         size: int | None = None
@@ -140,8 +145,8 @@ def import_(source: str, yes: bool, as_json: bool) -> None:
                 "pass --yes to import into it",
                 can_ask=source != "-",  # stdin is the data, not the person
             )
-        with progress("import (bytes)", size) as done:
-            report = transfer.import_events(store, file, progress=done)
+        with _one_bar_then_another(("check (bytes)", size), ("import (bytes)", size)) as bars:
+            report = transfer.import_events(store, file, checking=bars[0], progress=bars[1])
     if as_json:
         emit_json(report)
     else:
@@ -149,6 +154,25 @@ def import_(source: str, yes: bool, as_json: bool) -> None:
             f"imported {report.events} events: {report.written} written, "
             f"{report.skipped} already in the store"
         )
+
+
+@contextmanager
+def _one_bar_then_another(
+    first: tuple[str, int | None], then: tuple[str, int | None]
+) -> Iterator[tuple[Callable[[int], None], Callable[[int], None]]]:
+    """Two progress bars, one after the other (a terminal shows one at a time): the first
+    from the start, the second in its place once it is first told something."""
+    with ExitStack() as shown:
+        told = shown.enter_context(progress(*first))
+        second: list[Callable[[int], None]] = []
+
+        def tell_second(done: int) -> None:
+            if not second:
+                shown.close()  # the first bar goes
+                second.append(shown.enter_context(progress(*then)))
+            second[0](done)
+
+        yield told, tell_second
 
 
 @click.command(

@@ -11,7 +11,7 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse
 
-from ..operations.errors import Problems
+from ..operations.errors import InputError, Problems
 from .rendering import console_of, page
 from .security import Refused, check_action
 
@@ -52,8 +52,24 @@ async def checked_form(request: Request) -> FormData:
 
 
 def unchanged(seen: object, now: object, what: str) -> None:
-    """Refuse to act if what the operator confirmed has changed since."""
-    if str(seen) != str(now):
+    """Refuse to act if what the operator confirmed has changed since (`Problems`: a
+    conflict with the state now), or if the form does not say what was confirmed as its
+    confirmation page does (`InputError`: bad input, which no page sends)."""
+    if not isinstance(seen, str) or not seen.strip():
+        raise InputError(
+            f"the form does not give {what} as you confirmed it: confirm again from its page"
+        )
+    if isinstance(now, int):
+        # A version or count, as the page wrote it: digits, no more than 2**63 holds.
+        if not (seen.isascii() and seen.isdigit() and len(seen) <= 19):
+            raise InputError(
+                f"the form gives {what} as {seen!r:.40}, which is no whole number a "
+                "confirmation page sends"
+            )
+        same = int(seen) == now
+    else:
+        same = seen == str(now)
+    if not same:
         raise Problems(f"{what} changed since you confirmed ({seen} then, {now} now): nothing done")
 
 

@@ -2,7 +2,9 @@
 mount inside a service's own Starlette or FastAPI app.
 
     from eventcraft.console import create_app
-    service.mount("/eventcraft", create_app(store, app))
+    service.mount("/eventcraft", create_app(store, app, hosts=["ops.example.com"]))
+
+It answers only the host names it is given, the loopback ones if none are.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from starlette.responses import Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
-from eventcraft.eventstore import EventStore, EventStoreError, StoreUnavailable
+from eventcraft.eventstore import EventStore, EventStoreError, InvalidEvent, StoreUnavailable
 
 from ..app import App
 from ..operations.errors import InputError, NotFound, OperationError
@@ -27,7 +29,14 @@ from ..operations.stores import open_store
 from . import log_pages, messaging_pages, projection_pages, saga_pages
 from .metrics import Metrics
 from .rendering import Console, page
-from .security import HostNames, Refused, SecurityHeaders, TokenRequired, TrustedHosts
+from .security import (
+    LOOPBACK,
+    HostNames,
+    Refused,
+    SecurityHeaders,
+    TokenRequired,
+    TrustedHosts,
+)
 
 STATIC = Path(__file__).with_name("static")
 
@@ -46,14 +55,15 @@ def create_app(
 
     Read-only unless `allow_actions`; with `token`, every request must carry it.
     With `metrics`, `/metrics` serves eventcraft's metrics to Prometheus (`metrics.py`).
-    With `hosts` (`name`, any port, or `name:port`), a request for any other host name
-    is answered 400 and an action's Origin must be one of them; without, the service the
-    console is mounted in decides which names it answers for (`eventcraft console`
-    always gives them).
+    It answers requests for the names in `hosts` alone (`name`, any port, or
+    `name:port`; by default `security.LOOPBACK`: localhost, 127.0.0.1 and [::1]):
+    any other Host is answered 400, and an action's Origin must be one of them. A
+    service that serves it by other names lists them all, loopback ones included
+    if wanted: the default guards a mounted console against DNS rebinding.
     """
     if token is not None and not token:
         raise InputError("a console token must not be empty")
-    names = HostNames(hosts) if hosts is not None else None
+    names = HostNames(LOOPBACK if hosts is None else hosts)
     service = app if app is not None else App()
     owned = isinstance(store, str)
     opened = open_store(store) if isinstance(store, str) else store
@@ -70,10 +80,8 @@ def create_app(
             if owned:
                 opened.close()
 
-    middleware = [Middleware(SecurityHeaders)]
-    if names is not None:
-        # Before the token: a rebound name learns nothing, not even that a token is needed.
-        middleware.append(Middleware(TrustedHosts, hosts=names))
+    # Hosts before the token: a rebound name learns nothing, not even that a token is needed.
+    middleware = [Middleware(SecurityHeaders), Middleware(TrustedHosts, hosts=names)]
     if token:
         middleware.append(Middleware(TokenRequired, token=token))
     routes = [
@@ -85,10 +93,16 @@ def create_app(
     ]
     if exposed is not None:
         routes.append(exposed.route())
+    # Bad input is 400: what the console refuses to take, and what the store refuses to
+    # hold (a NUL in a note, a name too long), which it names as InvalidEvent. A conflict
+    # with the state now (changed since confirmed, an id already stored) is 409. Handlers
+    # are looked up along the error's classes, so InvalidEvent is found before its
+    # EventStoreError.
     handlers = {
         Refused: _refused,
         NotFound: _failed(404),
         InputError: _failed(400),
+        InvalidEvent: _failed(400),
         StoreUnavailable: _failed(503),
         OperationError: _failed(409),
         EventStoreError: _failed(409),

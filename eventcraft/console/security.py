@@ -4,7 +4,7 @@ the token, the read-only switch, and the CSRF check every action's POST passes.
 A request naming another host is refused before any route runs: a DNS rebinding
 points an attacker's name at 127.0.0.1, and the browser then treats the console's
 pages as the attacker's own origin (reads them, CSRF token and all); only the Host
-header still tells them apart.
+header still tells them apart. A console given no names answers the loopback ones.
 
 The token is accepted as `Authorization: Bearer TOKEN`, as a cookie, or once
 as `?token=TOKEN`, which sets the cookie and redirects to the same page
@@ -26,6 +26,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..operations.errors import InputError
 
 TOKEN_COOKIE = "eventcraft_console_token"
+
+LOOPBACK = ("localhost", "127.0.0.1", "[::1]")
+"""The names a console answers for, on any port, when it is given none: this machine's
+own, which a page of another origin cannot send as its Host (`eventcraft console`
+starts from the same ones, on its port)."""
 
 
 class Refused(Exception):
@@ -78,7 +83,8 @@ class TrustedHosts:
             return
         response = PlainTextResponse(
             f"400: this console does not answer for the host {host!r}: open it by a name it "
-            "was started for (`eventcraft console --allow-host NAME` adds one)",
+            "was started for (`eventcraft console --allow-host NAME` adds one, as does "
+            "`create_app(..., hosts=[NAME])` for a console mounted in a service)",
             status_code=400,
         )
         await response(scope, receive, send)

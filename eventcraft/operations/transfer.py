@@ -12,35 +12,22 @@ and `metadata` as stored (`eventstore/json_lines.py`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO
-
-import orjson
 
 from eventcraft.eventstore import (
     DuplicateEventId,
     EventStore,
     InvalidEvent,
     NewEvent,
-    RecordedEvent,
     WrongExpectedVersion,
 )
-from eventcraft.eventstore.encoding import check_new_name, check_stream_id
 
-from .documents import event_from_document
 from .errors import InputError, Problems
+from .import_file import Batch, Progress, batches, checked, lines_of, new_events
 from .parallel_export import export_ranges
 from .read_ahead import read_ahead
-
-BATCH = 5_000
-"""Most events of one stream an import appends at once (PostgreSQL sends a large batch
-in parts, in one transaction)."""
-
-Batch = list[tuple[int, RecordedEvent]]
-"""Consecutive events of one stream, each with its line number."""
-
-Progress = Callable[[int], None]
 
 
 def _no_progress(done: int) -> None:
@@ -132,51 +119,40 @@ def events_in_store(store: EventStore) -> int:
     return store.log_status().head
 
 
-def read_export(lines: Iterable[bytes]) -> Iterator[tuple[int, RecordedEvent]]:
-    """The events of an export's lines, each with its line number; `InputError` at the
-    first malformed line, naming it. Blank lines are passed over."""
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            document = orjson.loads(line)
-            if not isinstance(document, dict):
-                raise ValueError(f"a line holds a JSON object, not {type(document).__name__}")
-            event = event_from_document(document)
-            # The names the store would refuse, refused here where the line is known.
-            check_stream_id(event.stream_id)
-            check_new_name("type", event.type)
-        except orjson.JSONDecodeError as error:
-            raise InputError(f"line {number}: not JSON: {error}") from None
-        except ValueError as error:
-            raise InputError(f"line {number}: {error}") from None
-        yield number, event
-
-
 def import_events(
-    store: EventStore, source: IO[bytes], *, progress: Progress = _no_progress
+    store: EventStore,
+    source: IO[bytes],
+    *,
+    progress: Progress = _no_progress,
+    checking: Progress = _no_progress,
 ) -> ImportReport:
     """Append the events of an export read from `source`, keeping ids, versions and times.
 
-    Consecutive events of one stream go in one append, at the version the
-    file gives them, so streams keep their versions and the log its order.
-    Idempotent by event id: events the store already holds where the file
-    puts them are skipped, so a second import writes nothing and an import
-    into a store that holds the start of the file resumes after it. Appends
-    are whole per batch: after a malformed line (`InputError`, naming it)
-    the events before it stay written, and the same import run again once
-    the line is fixed completes the copy.
+    The whole of `source` is checked first (`import_file.checked`): a malformed
+    line, a stream whose versions do not go on one at a time, an event the store
+    would refuse is an `InputError` naming its line, and nothing is written. A
+    source that cannot be read twice (a pipe) is copied to a temporary file as it
+    is checked.
 
-    `progress` is told the bytes read so far, now and then.
+    Then consecutive events of one stream go in one append, at the version the
+    file gives them, so streams keep their versions and the log its order.
+    Idempotent by event id: events the store already holds where the file puts
+    them are skipped, so a second import writes nothing, and an import stopped
+    by what only the store can find (`Problems`: an id it holds in another
+    stream, a stream it holds other events of) keeps what it wrote before and
+    resumes after it when run again.
+
+    `checking`, then `progress`, is told the bytes read so far, now and then.
     """
-    importer = _Importer(store, store.log_status().head)
-    read = 0
-    # Lines are parsed, and their events made, on a thread of their own while the store
-    # writes the batch before.
-    for batch, events, read in read_ahead(_with_events(_batches(source))):
-        importer.write(batch, events)
+    with checked(source, max_event_bytes=store.max_event_bytes, progress=checking) as lines:
+        importer = _Importer(store, store.log_status().head)
+        read = 0
+        # Lines are parsed, and their events made, on a thread of their own while the store
+        # writes the batch before.
+        for batch, events, read in read_ahead(_with_events(batches(lines))):
+            importer.write(batch, events)
+            progress(read)
         progress(read)
-    progress(read)
     return ImportReport(importer.events, importer.written, importer.skipped)
 
 
@@ -187,33 +163,7 @@ def _with_events(
     # One append a stream: grouping many short streams in one append_many (one
     # transaction) made an import of 100-event streams slower, 24% of COPY against 37%.
     for batch, read in batches:
-        yield batch, _new_events(batch), read
-
-
-def _batches(source: IO[bytes]) -> Iterator[tuple[Batch, int]]:
-    """The batches an import appends, each with the bytes of `source` read so far."""
-    read = 0
-
-    def measured() -> Iterator[bytes]:
-        nonlocal read
-        for line in source:
-            read += len(line)
-            yield line
-
-    batch: Batch = []
-    for number, event in read_export(measured()):
-        if batch:
-            last = batch[-1][1]
-            if (
-                event.stream_id != last.stream_id
-                or event.version != last.version + 1
-                or len(batch) >= BATCH
-            ):
-                yield batch, read
-                batch = []
-        batch.append((number, event))
-    if batch:
-        yield batch, read
+        yield batch, new_events(batch), read
 
 
 class _Importer:
@@ -232,8 +182,9 @@ class _Importer:
         stream_id = first.stream_id
         try:
             result = self.store.append(stream_id, events, expected_version=first.version - 1)
-        except InvalidEvent as error:  # what only the append checks: the data's size and JSON
-            raise InputError(f"{_lines(batch)}: {error}") from None
+        except InvalidEvent as error:  # checked before; what the store adds may not pass
+            # (personal fields it seals grow past max_event_bytes)
+            raise InputError(f"{lines_of(batch)}: {error}") from None
         except WrongExpectedVersion as conflict:
             self._resume(batch, conflict.actual)
             return
@@ -248,10 +199,10 @@ class _Importer:
     def _append(self, stream_id: str, batch: Batch) -> None:
         try:
             self.store.append(
-                stream_id, _new_events(batch), expected_version=batch[0][1].version - 1
+                stream_id, new_events(batch), expected_version=batch[0][1].version - 1
             )
         except InvalidEvent as error:
-            raise InputError(f"{_lines(batch)}: {error}") from None
+            raise InputError(f"{lines_of(batch)}: {error}") from None
         except DuplicateEventId as error:
             number = next((n for n, e in batch if e.id == error.event_id), batch[0][0])
             raise Problems(
@@ -282,15 +233,3 @@ class _Importer:
         if rest:
             self._append(stream_id, rest)
             self.written += len(rest)
-
-
-def _lines(batch: Batch) -> str:
-    first, last = batch[0][0], batch[-1][0]
-    return f"line {first}" if first == last else f"lines {first} to {last}"
-
-
-def _new_events(batch: Batch) -> list[NewEvent]:
-    return [
-        NewEvent(e.type, e.data, e.metadata, id=e.id, recorded_at=e.recorded_at, tags=e.tags)
-        for _, e in batch
-    ]

@@ -155,32 +155,6 @@ def test_an_import_of_a_stream_begun_part_way_is_refused(known: EventStore, copy
         import_events(copy, io.BytesIO(tail))
 
 
-@pytest.mark.parametrize(
-    ("fault", "message"),
-    [
-        (lambda line: line[:-5], "not JSON"),
-        (lambda line: line.replace(b'"type"', b'"kind"'), "missing type"),
-        (lambda line: line.replace(b'"id":"', b'"id":"zz'), "badly formed hexadecimal UUID"),
-        (lambda line: b"[1, 2]", "JSON object"),
-        (lambda line: line.replace(b'"tags":[', b'"tags":[7,'), "tags must be a list of str"),
-    ],
-    ids=["bad JSON", "missing field", "bad UUID", "not an object", "bad tags"],
-)
-def test_a_malformed_line_is_named_and_what_came_before_stays_importable(
-    known: EventStore, copy_url: str, fault: object, message: str
-) -> None:
-    lines = exported(known).splitlines()
-    broken = list(lines)
-    broken[3] = fault(lines[3])  # type: ignore[operator]
-    with EventStore.open(copy_url) as copy:
-        with pytest.raises(InputError, match=f"line 4: .*{message}"):
-            import_events(copy, io.BytesIO(b"\n".join(broken)))
-        # Fixed, the same import completes the copy.
-        report = import_events(copy, io.BytesIO(b"\n".join(lines)))
-        assert report.written + report.skipped == 6
-        assert without_positions(exported(copy)) == without_positions(exported(known))
-
-
 # --- the commands --------------------------------------------------------------------
 
 

@@ -29,6 +29,10 @@ from ..cli.conftest import run as run  # the fixture running `eventcraft ...` in
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests.cli.apps:shop"
 
+LOCAL = "http://localhost"
+"""Where the test clients open the console: a name it answers for unless told others
+(TestClient's own, `testserver`, is not)."""
+
 POISON_AT = 7
 """The position of the event `order-notes` stopped on and parked."""
 
@@ -64,7 +68,10 @@ def client(shop_store: EventStore) -> Iterator[Client]:
     clients: list[TestClient] = []
 
     def make(**options: object) -> TestClient:
-        made = TestClient(create_app(shop_store, shop, **options))  # type: ignore[arg-type]
+        made = TestClient(
+            create_app(shop_store, shop, **options),  # type: ignore[arg-type]
+            base_url=LOCAL,
+        )
         clients.append(made)
         return made
 

@@ -21,7 +21,7 @@ from eventcraft.operations import sagas as saga_operations
 
 from ..cli.apps import HEALED, shop
 from ..cli.test_projections import _notes
-from .conftest import POISON_AT, Client
+from .conftest import LOCAL, POISON_AT, Client
 
 RETRY = f"/projections/order-notes/parked/{POISON_AT}/retry"
 
@@ -106,6 +106,33 @@ def test_an_action_on_what_changed_since_it_was_confirmed_does_nothing(
     assert "saga-payout:p2 is resolved, not parked" in again.text
 
 
+def test_invalid_input_in_an_action_form_is_400_and_does_nothing(
+    client: Client, shop_store: EventStore
+) -> None:
+    """What no confirmation page sends, and what the store refuses to hold, is bad input
+    (400); a form that was right when confirmed and no longer is, a conflict (409)."""
+    console = client(allow_actions=True)
+    discard = f"/projections/order-notes/parked/{POISON_AT}/discard"
+    fields = _form(console, discard)
+    for attempts in ("", "many", "-1", "9" * 30, None):
+        sent = {k: v for k, v in fields.items() if k != "attempts"}
+        if attempts is not None:
+            sent["attempts"] = attempts
+        refused = console.post(discard, data=sent)
+        assert refused.status_code == 400, (attempts, refused.text)
+        assert "attempts" in html.unescape(refused.text)
+    resolve = _form(console, "/saga/resolve?name=payout&id=p1")
+    for note in ("paid\x00back", "x" * (4 * 1024 * 1024 + 1)):
+        refused = console.post("/saga/resolve", data={**resolve, "note": note})
+        assert refused.status_code == 400, refused.text[:300]
+        assert "Traceback" not in refused.text
+    assert "NUL" in console.post("/saga/resolve", data={**resolve, "note": "a\x00"}).text
+    assert saga_operations.saga(shop_store, shop, "payout", "p1").saga.status == "parked"
+    assert projection_operations.parked(shop_store, shop, "order-notes")  # nothing done
+    stale = console.post(discard, data={**fields, "attempts": str(int(fields["attempts"]) + 1)})
+    assert stale.status_code == 409 and "changed since you confirmed" in stale.text
+
+
 def test_a_discarded_parked_event_is_forgotten_unapplied(
     client: Client, shop_store: EventStore
 ) -> None:
@@ -159,7 +186,7 @@ def test_a_rebuild_runs_in_the_background_and_shows_its_progress(
 
 
 def test_with_a_token_every_request_needs_it(shop_store: EventStore) -> None:
-    with TestClient(create_app(shop_store, shop, token="s3cret")) as console:
+    with TestClient(create_app(shop_store, shop, token="s3cret"), base_url=LOCAL) as console:
         assert console.get("/").status_code == 401
         assert console.get("/static/console.css").status_code == 401
         assert console.get("/", headers={"Authorization": "Bearer wrong"}).status_code == 401
@@ -176,7 +203,7 @@ def test_a_console_mounted_in_a_service_links_under_its_prefix(shop_store: Event
     from starlette.routing import Mount
 
     service = Starlette(routes=[Mount("/ops", app=create_app(shop_store, shop))])
-    with TestClient(service) as console:
+    with TestClient(service, base_url=LOCAL) as console:
         page = console.get("/ops/log").text
         assert 'href="/ops/events/1"' in page and 'href="/ops/static/console.css"' in page
         assert console.get("/ops/static/console.css").status_code == 200

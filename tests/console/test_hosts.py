@@ -10,9 +10,13 @@ import urllib.error
 import urllib.request
 
 from eventcraft.eventstore import EventStore
+from starlette.applications import Starlette
+from starlette.routing import Mount
 from starlette.testclient import TestClient
 
+from eventcraft.cli.console_commands import ANSWERED_LOOPBACK
 from eventcraft.console import create_app
+from eventcraft.console.security import LOOPBACK
 
 from ..cli.apps import shop
 from .conftest import APP, POISON_AT, serving
@@ -88,3 +92,40 @@ def test_the_console_command_answers_its_loopback_names_and_the_names_it_is_give
         assert _get(served.url + "/", f"ops.example.com:{port}") == 200
         assert _get(served.url + "/", f"127.0.0.1:{port}") == 200
         assert _get(served.url + "/", "evil.example.com") == 400
+
+
+def test_a_console_made_without_hosts_answers_only_the_loopback_names(
+    shop_store: EventStore,
+) -> None:
+    """A service that mounts the console and names no hosts is not open to a DNS
+    rebinding: it answers the loopback names alone, on any port, until told more."""
+    made = create_app(shop_store, shop, allow_actions=True)
+    for base_url in ("http://localhost", "http://127.0.0.1:8000", "http://[::1]:5000"):
+        assert TestClient(made, base_url=base_url).get("/").status_code == 200, base_url
+    for base_url in ("http://evil.example", "http://localhost.evil.example:8000"):
+        refused = TestClient(made, base_url=base_url).get("/log")
+        assert refused.status_code == 400, base_url
+        assert "OrderPlaced" not in refused.text and "hosts=" in refused.text
+    service = Starlette(routes=[Mount("/ops", app=create_app(shop_store, shop))])
+    assert TestClient(service, base_url="http://evil.example").get("/ops/").status_code == 400
+    assert TestClient(service, base_url="http://localhost:80").get("/ops/").status_code == 200
+    named = create_app(shop_store, shop, hosts=["ops.example.com"])
+    assert TestClient(named, base_url="http://ops.example.com").get("/").status_code == 200
+    assert TestClient(named, base_url="http://localhost").get("/").status_code == 400
+
+
+def test_an_action_on_a_console_made_without_hosts_comes_from_a_loopback_origin(
+    shop_store: EventStore,
+) -> None:
+    console = TestClient(create_app(shop_store, shop, allow_actions=True), base_url="http://[::1]")
+    fields = {"csrf": _csrf(console.get(DISCARD).text), "attempts": "1"}
+    refused = console.post(DISCARD, data=fields, headers={"Origin": "http://evil.example"})
+    assert refused.status_code == 403 and "another origin" in refused.text
+    done = console.post(
+        DISCARD, data=fields, headers={"Origin": "http://localhost:8470"}, follow_redirects=False
+    )
+    assert done.status_code == 303
+
+
+def test_the_default_names_are_those_the_console_command_starts_from() -> None:
+    assert set(LOOPBACK) == set(ANSWERED_LOOPBACK)

@@ -14,7 +14,7 @@ from eventcraft.console import create_app
 
 from ..cli.apps import shop
 from ..cli.conftest import Run, fill
-from .conftest import APP
+from .conftest import APP, LOCAL
 
 
 def _tables(store: EventStore) -> set[str]:
@@ -32,7 +32,7 @@ def test_pages_and_status_of_projections_never_run_write_nothing(
     with EventStore.open(shared_store_url) as store:
         fill(store)
         before = _tables(store)
-        with TestClient(create_app(store, shop)) as console:
+        with TestClient(create_app(store, shop), base_url=LOCAL) as console:
             for path in (
                 "/",
                 "/projections",

@@ -286,4 +286,4 @@ def test_numbers_beyond_what_the_store_holds_are_one_clear_error(client: Client)
         assert (response.status_code, text in shown) == (400, True), (path, shown[-300:])
     # What the store refuses of a download is an error page too, not a 200 cut off.
     refused = console.get("/log.ndjson?category=%00")
-    assert refused.status_code == 409 and "must not contain a NUL" in html.unescape(refused.text)
+    assert refused.status_code == 400 and "must not contain a NUL" in html.unescape(refused.text)

@@ -15,6 +15,8 @@ from eventcraft import App
 from eventcraft.console import create_app
 from eventcraft.operations import newest, projections
 
+from .conftest import LOCAL
+
 metadata = sa.MetaData()
 roster = sa.Table("console_c1_roster", metadata, sa.Column("position", sa.BigInteger))
 C1 = Query([QueryItem(types=["Subscribed"], tags=["course:c1"])])
@@ -54,7 +56,7 @@ def test_a_query_projection_waits_on_and_logs_only_its_own_events(store: EventSt
     projections.catch_up(store, app)
     assert projections.waiting(store, app, "c1-roster", limit=10) == []
 
-    html = TestClient(create_app(store, app)).get("/projections/c1-roster").text
+    html = TestClient(create_app(store, app), base_url=LOCAL).get("/projections/c1-roster").text
     assert "course:c1" in html  # the query is shown beside categories and types
     message_log = html[html.index('id="message-log"') :]
     assert [int(p) for p in re.findall(r'<tr data-position="(\d+)"', message_log)] == mine[::-1]
@@ -62,7 +64,7 @@ def test_a_query_projection_waits_on_and_logs_only_its_own_events(store: EventSt
 
 def test_the_log_link_of_a_query_projection_lists_only_its_events(store: EventStore) -> None:
     mine = _fill(store)
-    client = TestClient(create_app(store, App(projections=[_projection()])))
+    client = TestClient(create_app(store, App(projections=[_projection()])), base_url=LOCAL)
     html = client.get("/projections/c1-roster").text
     (link,) = re.findall(r'href="([^"]*)">All in the Log<', html)
     assert link.endswith("/log?projection=c1-roster")

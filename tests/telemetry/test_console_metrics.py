@@ -12,7 +12,7 @@ from eventcraft.console import create_app
 from ..cli.apps import shop
 from ..cli.conftest import Run
 from ..cli.conftest import run as run  # the fixture running `eventcraft ...` here
-from ..console.conftest import POISON_AT, fill_console
+from ..console.conftest import LOCAL, POISON_AT, fill_console
 
 
 def sample(text: str, name: str, **labels: str) -> float:
@@ -31,7 +31,7 @@ def test_the_console_serves_projection_lag_and_appends_to_prometheus(
     no_provider: None, store: EventStore
 ) -> None:
     fill_console(store)
-    with TestClient(create_app(store, shop, metrics=True)) as client:
+    with TestClient(create_app(store, shop, metrics=True), base_url=LOCAL) as client:
         store.append("order-99", [NewEvent("OrderPlaced", {"order_id": "99", "cents": 5})])
         response = client.get("/metrics")
     assert response.status_code == 200
@@ -52,7 +52,7 @@ def test_the_console_serves_projection_lag_and_appends_to_prometheus(
 
 
 def test_without_metrics_there_is_no_metrics_page(store: EventStore) -> None:
-    with TestClient(create_app(store, shop)) as client:
+    with TestClient(create_app(store, shop), base_url=LOCAL) as client:
         assert client.get("/metrics").status_code == 404
 
 
