@@ -6,7 +6,8 @@ one batch, in turn), then times, interleaved round by round in one run:
 - export: `operations.transfer.export_events` to a file (by one process, and by
   `--jobs` worker processes), beside a raw
   `COPY (SELECT ... ORDER BY position) TO STDOUT` of the same columns to a file;
-- import: `operations.transfer.import_events` of that export into a new store,
+- import: `operations.transfer.import_events` of that export into a new store
+  (checked whole first, and with `check=False`, as `import --no-check`),
   beside a raw `COPY eventcraft_events FROM STDIN` of the raw copy's data into a
   new store's table (same table, indexes and triggers; the raw copy skips the
   streams catalogue and every check);
@@ -80,9 +81,9 @@ def fresh_target() -> None:
     EventStore.open(url(TARGET)).close()  # the store's tables, indexes and functions
 
 
-def ours_import(path: Path) -> int:
+def ours_import(path: Path, check: bool = True) -> int:
     with EventStore.open(url(TARGET)) as store, path.open("rb") as source:
-        return import_events(store, source).written
+        return import_events(store, source, check=check).written
 
 
 def raw_import(path: Path) -> None:
@@ -126,7 +127,11 @@ def main() -> None:
             ratios["export"].append(seconds["raw"] / seconds["ours"])
             ratios["export jobs"].append(seconds["raw"] / seconds["jobs"])
 
-            imports = [("ours", ours_import, ours_file), ("raw", raw_import, raw_file)]
+            imports: list[tuple[str, Callable[[Path], object], Path]] = [
+                ("ours", ours_import, ours_file),
+                ("unchecked", partial(ours_import, check=False), ours_file),
+                ("raw", raw_import, raw_file),
+            ]
             for name, call, path in imports if r % 2 == 0 else imports[::-1]:
                 fresh_target()
                 began = time.perf_counter()
@@ -134,10 +139,12 @@ def main() -> None:
                 seconds[name] = time.perf_counter() - began
                 rates[f"import {name}"].append(args.events / seconds[name])
             ratios["import"].append(seconds["raw"] / seconds["ours"])
+            ratios["import unchecked"].append(seconds["raw"] / seconds["unchecked"])
             print(
                 f"  round {r + 1}: export {ratios['export'][-1]:.0%} of COPY TO "
                 f"({ratios['export jobs'][-1]:.0%} with --jobs {args.jobs}), "
-                f"import {ratios['import'][-1]:.0%} of COPY FROM",
+                f"import {ratios['import'][-1]:.0%} of COPY FROM "
+                f"({ratios['import unchecked'][-1]:.0%} with --no-check)",
                 flush=True,
             )
 
@@ -149,19 +156,20 @@ def main() -> None:
 
     print()
     print(
-        f"{'scenario':<10} {'eventcraft ev/s':>16} {'raw COPY ev/s':>14} {'ratio':>7} {'goal':>6}"
+        f"{'scenario':<16} {'eventcraft ev/s':>16} {'raw COPY ev/s':>14} {'ratio':>7} {'goal':>6}"
     )
     rows = (("export", "export ours", 0.5), ("export jobs", "export jobs", 0.5))
-    for scenario, ours_key, goal in (*rows, ("import", "import ours", 0.4)):
+    imports = (("import", "import ours", 0.4), ("import unchecked", "import unchecked", 0.4))
+    for scenario, ours_key, goal in (*rows, *imports):
         ours = statistics.median(rates[ours_key])
         raw = statistics.median(rates[f"{scenario.split()[0]} raw"])
         ratio = statistics.median(ratios[scenario])
         print(
-            f"{scenario:<10} {ours:>16,.0f} {raw:>14,.0f} {ratio:>7.0%} "
+            f"{scenario:<16} {ours:>16,.0f} {raw:>14,.0f} {ratio:>7.0%} "
             f"{'met' if ratio >= goal else 'MISSED':>6}"
         )
     print(
-        f"{'verify':<10} {args.events / verify_seconds:>16,.0f} {'':>14} "
+        f"{'verify':<16} {args.events / verify_seconds:>16,.0f} {'':>14} "
         f"{verify_seconds:>6.1f}s {'met' if verify_seconds < 30 else 'MISSED':>6}"
     )
 

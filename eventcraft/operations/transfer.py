@@ -13,6 +13,7 @@ and `metadata` as stored (`eventstore/json_lines.py`).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import IO
 
@@ -125,6 +126,7 @@ def import_events(
     *,
     progress: Progress = _no_progress,
     checking: Progress = _no_progress,
+    check: bool = True,
 ) -> ImportReport:
     """Append the events of an export read from `source`, keeping ids, versions and times.
 
@@ -142,9 +144,19 @@ def import_events(
     stream, a stream it holds other events of) keeps what it wrote before and
     resumes after it when run again.
 
+    Without `check`, nothing is read first (for an export known to be whole, a
+    large pipe that would need as much room on disk): a line at fault is then an
+    `InputError` naming it when the import reaches it, what came before it is
+    written, and the same import run again once it is fixed completes the copy.
+
     `checking`, then `progress`, is told the bytes read so far, now and then.
     """
-    with checked(source, max_event_bytes=store.max_event_bytes, progress=checking) as lines:
+    first_read = (
+        checked(source, max_event_bytes=store.max_event_bytes, progress=checking)
+        if check
+        else nullcontext(source)
+    )
+    with first_read as lines:
         importer = _Importer(store, store.log_status().head)
         read = 0
         # Lines are parsed, and their events made, on a thread of their own while the store

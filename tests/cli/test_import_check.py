@@ -235,3 +235,21 @@ def test_the_command_says_the_file_is_checked_first(run: Run) -> None:
     shown = " ".join(run("import", "--help").out.split())  # as wrapped for any width
     assert "checked whole before anything is written" in shown
     assert "copied to a temporary file (in TMPDIR)" in shown
+
+
+def test_without_the_check_an_import_writes_up_to_the_line_at_fault_and_resumes_once_fixed(
+    run: Run, export: list[bytes], sqlite_url: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "events.ndjson"
+    path.write_bytes(broken(export, FAULTS["bad JSON"][0]))
+    outcome = run("--store", sqlite_url, "import", str(path), "--no-check")
+    assert outcome.code == 2
+    assert outcome.err.startswith(f"error: line {LATE}: not JSON")
+    with EventStore.open(sqlite_url) as store:
+        written = store.high_water_mark()
+    assert 0 < written < LATE  # the batches before the line's
+    path.write_bytes(b"".join(export))
+    again = run("--store", sqlite_url, "import", str(path), "--no-check", "--yes")
+    assert again.code == 0, again.err
+    with EventStore.open(sqlite_url) as store:
+        assert store.high_water_mark() == len(export)
