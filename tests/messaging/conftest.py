@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import aio_pika
 import pytest
-from eventcraft.messaging import Publisher
+from eventcraft.eventstore import EventStore
+from eventcraft.messaging import Inbox, IncomingMessage, Publisher
 from eventcraft.messaging.jetstream import connect
 from eventcraft.messaging.loop import EventLoopThread
 
@@ -24,6 +25,7 @@ from .brokers import (
     make_publisher,
 )
 from .queues import Producer
+from .workers import order_received
 
 
 @pytest.fixture
@@ -127,3 +129,16 @@ def producer(request: pytest.FixtureRequest, loop: EventLoopThread) -> Iterator[
     loop.run(setup(), 20)
     yield Producer(request.param, spec, loop)
     loop.run(teardown(), 20)
+
+
+@pytest.fixture
+def with_failures(shared_store_url: str) -> str:
+    """Two messages the inbox `orders-in` could not store: bad-1 and odd-1."""
+    with (
+        EventStore.open(shared_store_url) as store,
+        Inbox("orders-in", store, order_received) as inbox,
+    ):
+        inbox.take(IncomingMessage("good-1", b'{"order": 1}', subject="orders"))
+        inbox.take(IncomingMessage("bad-1", b"not json", {"x-source": "shop"}, "orders"))
+        inbox.take(IncomingMessage("odd-1", b"{}", subject="orders"))
+    return shared_store_url

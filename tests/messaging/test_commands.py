@@ -22,18 +22,6 @@ def run(capsys: pytest.CaptureFixture[str], *arguments: str) -> tuple[int, str, 
     return code, captured.out, captured.err
 
 
-@pytest.fixture
-def with_failures(shared_store_url: str) -> str:
-    with (
-        EventStore.open(shared_store_url) as store,
-        Inbox("orders-in", store, order_received) as inbox,
-    ):
-        inbox.take(IncomingMessage("good-1", b'{"order": 1}', subject="orders"))
-        inbox.take(IncomingMessage("bad-1", b"not json", {"x-source": "shop"}, "orders"))
-        inbox.take(IncomingMessage("odd-1", b"{}", subject="orders"))
-    return shared_store_url
-
-
 def test_failed_lists_the_messages_an_inbox_could_not_store(
     with_failures: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

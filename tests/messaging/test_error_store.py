@@ -17,19 +17,6 @@ from eventcraft.operations.errors import NotFound, Problems
 from .workers import order_received
 
 
-@pytest.fixture
-def with_failures(shared_store_url: str) -> str:
-    """Two messages the inbox `orders-in` could not store: bad-1 and odd-1."""
-    with (
-        EventStore.open(shared_store_url) as store,
-        Inbox("orders-in", store, order_received) as inbox,
-    ):
-        inbox.take(IncomingMessage("good-1", b'{"order": 1}', subject="orders"))
-        inbox.take(IncomingMessage("bad-1", b"not json", {"x-source": "shop"}, "orders"))
-        inbox.take(IncomingMessage("odd-1", b"{}", subject="orders"))
-    return shared_store_url
-
-
 def test_a_discarded_message_is_kept_with_when_and_why_and_listed_apart(
     with_failures: str,
 ) -> None:
