@@ -159,8 +159,8 @@ def main() -> None:
         f"{'scenario':<16} {'eventcraft ev/s':>16} {'raw COPY ev/s':>14} {'ratio':>7} {'goal':>6}"
     )
     rows = (("export", "export ours", 0.5), ("export jobs", "export jobs", 0.5))
-    imports = (("import", "import ours", 0.4), ("import unchecked", "import unchecked", 0.4))
-    for scenario, ours_key, goal in (*rows, *imports):
+    import_rows = (("import", "import ours", 0.4), ("import unchecked", "import unchecked", 0.4))
+    for scenario, ours_key, goal in (*rows, *import_rows):
         ours = statistics.median(rates[ours_key])
         raw = statistics.median(rates[f"{scenario.split()[0]} raw"])
         ratio = statistics.median(ratios[scenario])
