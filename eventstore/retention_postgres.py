@@ -34,7 +34,7 @@ from .retention import (
     rest,
     rules_text,
 )
-from .schema import APPEND_ONLY_SQLSTATE, EVENTS, TAGS
+from .schema import APPEND_ONLY_SQLSTATE, EVENTS, SNAPSHOTS, TAGS
 
 RUNS = "eventcraft_retention_runs"
 SETTING = "eventcraft.retention"
@@ -90,6 +90,14 @@ _UNTAG = (
     f"(SELECT 1 FROM {EVENTS} AS e WHERE e.position = {TAGS}.position)"
 )
 
+
+# The snapshots of deleted streams, taken at or before their deletion, in the run's
+# transaction: no read loads one again (`deletion_sql.SNAPSHOT_SHOWN`), and one kept would
+# hold a deleted (even tombstoned) stream's whole state after its events went.
+_UNSNAPSHOT = (
+    f"DELETE FROM {SNAPSHOTS} WHERE version <= (SELECT d.version FROM {DELETED_STREAMS} d "
+    f"WHERE d.stream_id = {SNAPSHOTS}.stream_id)"
+)
 
 WINDOW = 100_000
 """Positions a paced run removes per statement, resting between them."""
@@ -215,6 +223,7 @@ class PostgresRetention(Retention):
                 ).rowcount
                 removed += of_deleted
                 conn.execute(_UNTAG, (up_to,))
+                conn.execute(_UNSNAPSHOT)
                 rules = rules_text(policies, truncations, of_deleted)
                 row = conn.execute(
                     f"INSERT INTO {RUNS} (up_to, removed, archive, rules, finished_at) "

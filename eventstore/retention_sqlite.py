@@ -26,7 +26,7 @@ from .retention import (
     check_pace,
     rules_text,
 )
-from .schema import EVENTS, TAGS
+from .schema import EVENTS, SNAPSHOTS, TAGS
 from .sqlite_transaction import immediate
 
 RUNS = "eventcraft_retention_runs"
@@ -69,6 +69,14 @@ _BY_DELETION = (
 _UNTAG = (
     f"DELETE FROM {TAGS} WHERE position <= ? AND NOT EXISTS "
     f"(SELECT 1 FROM {EVENTS} AS e WHERE e.position = {TAGS}.position)"
+)
+
+# The snapshots of deleted streams, taken at or before their deletion, in the run's
+# transaction: no read loads one again (`deletion_sql.SNAPSHOT_SHOWN`), and one kept would
+# hold a deleted (even tombstoned) stream's whole state after its events went.
+_UNSNAPSHOT = (
+    f"DELETE FROM {SNAPSHOTS} WHERE version <= (SELECT d.version FROM {DELETED_STREAMS} d "
+    f"WHERE d.stream_id = {SNAPSHOTS}.stream_id)"
 )
 
 
@@ -178,6 +186,7 @@ class SQLiteRetention(Retention):
                 ).rowcount
                 removed += deleted
                 conn.execute(_UNTAG, (up_to,))
+                conn.execute(_UNSNAPSHOT)
                 conn.execute(f"DELETE FROM {ACTIVE}")
                 (mark,) = conn.execute(f"SELECT coalesce(max(up_to), 0) FROM {RUNS}").fetchone()
                 finished = recorded_at_text(now)

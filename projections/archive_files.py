@@ -80,6 +80,25 @@ class ArchiveFiles:
         segments = self.segments()
         return segments[-1].last if segments else 0
 
+    def check_reaches(self, mark: int, run: int | None = None) -> None:
+        """Raise `ArchiveBroken` unless the archive holds the log up to `mark`, which run
+        `run` set: below it the store has holes, and a reader that found no folder (not
+        mounted, another host, moved) would skip every archived event without a word."""
+        by = f" by retention run {run}" if run is not None else ""
+        if not self.path.is_dir():
+            raise ArchiveBroken(
+                f"the archive folder {self.path} is missing, but the events up to the "
+                f"low-water mark {mark} are only there (written{by}): make it reachable here "
+                "before reading below the mark"
+            )
+        last = self.last_position()
+        if last < mark:
+            raise ArchiveBroken(
+                f"the archive at {self.path} ends at position {last}, below the low-water "
+                f"mark {mark} (set{by}): the events from {last + 1} to {mark} are in no "
+                "archive found here"
+            )
+
     def write_segment(
         self, first: int, last: int, events: Iterable[RecordedEvent] | Iterable[EncodedRecord]
     ) -> int:
@@ -112,6 +131,15 @@ class ArchiveFiles:
                     )
                     writer.write_batch(batch, row_group_size=ROWS_PER_GROUP)
                     written += len(chunk)
+            # Checked again at the last moment: another writer (a retention run, which
+            # holds the archive's lock, `archive_lock.py`; or Spark, which does not) may
+            # have committed a segment since; one renamed in now would overlap it.
+            now = self.last_position() + 1
+            if now != expected:
+                raise ArchiveBroken(
+                    f"{self.path}: another writer extended the archive to {now - 1} while "
+                    f"this one wrote from {first}: its segment was not committed"
+                )
             hidden.rename(self.path / segment_name(first, last))
             (self.path / segment_name(first, last) / "_SUCCESS").touch()
         except BaseException:

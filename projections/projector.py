@@ -32,7 +32,7 @@ from .checkpoint import Checkpoint
 from .database import Database
 from .definition import Definition, failed_position
 from .errors import ProjectionStopped
-from .log_start import archived_batch, low_water_mark
+from .log_start import archived_batch, current_low_water_mark, low_water_mark
 from .read_model import ReadModel
 from .selection import read_by_query
 from .subscription import Subscription
@@ -292,12 +292,24 @@ def read_batch(
     definition does not read.
     """
     mark = low_water_mark(store, after)
-    if after < mark:
-        # Below the mark the store has holes retention left: the archive holds them all.
-        events, upto = archived_batch(store, definition, after, limit, mark)
-        if definition.query is not None:
-            events = [event for event in events if definition.query.matches_event(event)]
-        return events, upto
+    if after >= mark:
+        events, upto = _from_store(store, definition, after, limit)
+        # The mark read before may be stale (cached, or a run committed since): asked
+        # again after the read, a mark still at or below `after` means no run had removed
+        # an event beyond `after` when the read began, so it saw no hole.
+        mark = current_low_water_mark(store)
+        if after >= mark:
+            return events, upto
+    # Below the mark the store has holes retention left: the archive holds them all.
+    events, upto = archived_batch(store, definition, after, limit, mark)
+    if definition.query is not None:
+        events = [event for event in events if definition.query.matches_event(event)]
+    return events, upto
+
+
+def _from_store(
+    store: EventStore, definition: Definition, after: int, limit: int
+) -> tuple[list[RecordedEvent], int]:
     if definition.query is not None:
         return read_by_query(store, definition, definition.query, after, limit)
     head = store.high_water_mark()

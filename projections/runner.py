@@ -30,6 +30,7 @@ from .errors import (
     ProjectionTimeout,
     UnknownProjection,
 )
+from .log_start import event_at
 from .parking import ParkedEvent
 from .projector import Projector
 from .read_model import ReadModel
@@ -292,13 +293,14 @@ class ProjectionRunner:
         applies nothing; of two retries of one event, one applies it and the
         other finds it gone, or in hand (a subscriber's, `settling.py`). An
         event that stopped its projection moves the checkpoint past it:
-        `start()` resumes the projection.
+        `start()` resumes the projection. An event retention removed is read
+        from its archive; `ArchiveBroken` if the archive cannot be read.
         """
         projector = self._projector(name)
         definition = projector.definition
-        event = next(iter(self.store.read_all(after=max(position - 1, 0), limit=1)), None)
-        if event is not None and event.position != position:
-            event = None  # no longer in the store: settled without applying it
+        # At or below the low-water mark from the archive, which holds what retention
+        # removed (a missing archive raises); None only for a position no event has.
+        event = event_at(self.store, position)
         if isinstance(definition, Subscription):
             ttl = projector.lease_ttl
             settling.redeliver(

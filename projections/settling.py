@@ -66,7 +66,7 @@ def redeliver(
     owner: str,
     ttl: float | None,
 ) -> None:
-    """Deliver the event parked at `position` (None: no longer in the store, settled
+    """Deliver the event parked at `position` (None: no event has that position, settled
     without delivering it), under a claim that lasts `ttl` seconds unless renewed.
 
     The claim carries the runner's `owner` name and a tag of this retry's, so

@@ -10,6 +10,11 @@ extended with every event up to the mark, kept or removed, as stored
 mark followed by the store after it is the whole log, which is how
 projections and replays read it from then on. `apply` plans again as it
 runs: what it does is what the log holds then, not what an earlier plan saw.
+
+One run at a time per archive: `apply` holds the archive's lock
+(`projections/archive_lock.py`) from that plan until the removal has
+committed, and a second run is refused at once (`Problems`), having done
+nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import TypeVar
 from eventcraft.eventstore import EventStore
 from eventcraft.eventstore.retention import (
     DELETED_RULE,
+    NoRetention,
     RetentionPolicy,
     RetentionRun,
     Truncation,
@@ -31,8 +37,9 @@ from eventcraft.eventstore.retention import (
     rules_text,
 )
 from eventcraft.projections.archive_files import ArchiveFiles
+from eventcraft.projections.archive_lock import ArchiveBusy, run_lock
 
-from .errors import InputError
+from .errors import InputError, Problems
 
 T = TypeVar("T")
 
@@ -88,7 +95,9 @@ def plan(
     and remove up to, but not how many each rule removes (no removals)."""
     if not policies and not truncations:
         raise InputError("retention needs a policy (--keep) or a truncation (--truncate)")
-    files = ArchiveFiles(archive)
+    moment = now or datetime.now(UTC)
+    _check_rules(store, policies, moment)
+    files = _archive_files(archive)
     head = store.high_water_mark()
     archived_to = files.last_position()
     if archived_to > head:
@@ -112,7 +121,6 @@ def plan(
             mark, held_by = position, name
     rules = [rules_text([p], []) for p in policies] + [rules_text([], [t]) for t in truncations]
     rules.append(DELETED_RULE)  # every run removes what deleted streams held, too
-    moment = now or datetime.now(UTC)
     counts = store.retention.count(policies, truncations, mark, moment) if counting else []
     return RetentionPlan(
         head=head,
@@ -147,18 +155,45 @@ def apply(
     """
     check_pace(pace)
     moment = now or datetime.now(UTC)
+    _check_rules(store, policies, moment)  # before the archive is touched
+    files = _archive_files(archive)
+    try:
+        files.path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InputError(
+            f"the archive folder {files.path} cannot be made: {error.strerror}"
+        ) from None
+    try:
+        with run_lock(files.path):
+            return _locked_apply(
+                store, policies, truncations, files, up_to, checkpoints, moment, pace
+            )
+    except ArchiveBusy as busy:
+        raise Problems(str(busy)) from None
+
+
+def _locked_apply(
+    store: EventStore,
+    policies: Sequence[RetentionPolicy],
+    truncations: Sequence[Truncation],
+    files: ArchiveFiles,
+    up_to: int | None,
+    checkpoints: Mapping[str, int] | None,
+    moment: datetime,
+    pace: float,
+) -> RetentionReport:
+    """`apply`'s plan, archive and removal, under the archive's lock."""
     # Where to archive and remove up to, decided again now; not counted (the removal counts).
     planned = plan(
         store,
         policies,
         truncations,
-        archive,
+        str(files.path),
         up_to=up_to,
         checkpoints=checkpoints,
         now=moment,
         counting=False,
     )
-    files = ArchiveFiles(archive)
     archived = 0
     started = time.perf_counter()
     if planned.archived_to < planned.up_to:
@@ -173,6 +208,29 @@ def apply(
     )
     removed_at = time.perf_counter()
     return RetentionReport(run, archived, planned, archived_at - started, removed_at - archived_at)
+
+
+def _check_rules(store: EventStore, policies: Sequence[RetentionPolicy], now: datetime) -> None:
+    """Refuse a store that cannot remove events, and an age that reaches before year 1,
+    before anything is read or written."""
+    if isinstance(store.retention, NoRetention):
+        raise InputError(f"retention needs a SQLite or PostgreSQL store, not {store.url}")
+    for policy in policies:
+        if policy.max_age is not None:
+            try:
+                now - policy.max_age
+            except OverflowError:
+                raise InputError(
+                    f"policy for {policy.category!r}: an age of {policy.max_age.days} days "
+                    "reaches back before the year 1"
+                ) from None
+
+
+def _archive_files(archive: str) -> ArchiveFiles:
+    files = ArchiveFiles(archive)
+    if files.path.exists() and not files.path.is_dir():
+        raise InputError(f"the archive {files.path} is a file: give a folder")
+    return files
 
 
 _PACED_PART = 10_000

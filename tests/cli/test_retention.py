@@ -98,3 +98,25 @@ def test_counts_and_versions_beyond_what_the_store_holds_are_usage_errors(
         outcome = run("--store", url, "retention", "plan", "--archive", archive, *rule)
         assert outcome.code == 2, outcome.err
         assert len(outcome.err.splitlines()) == 1 and rule[1] in outcome.err
+
+
+def test_an_age_before_year_one_and_an_archive_that_is_a_file_are_usage_errors(
+    sqlite_url: str, tmp_path: Path, run: Run
+) -> None:
+    url, afile = _store(sqlite_url), tmp_path / "afile"
+    afile.touch()
+    too_old = run(
+        "--store", url, "retention", "plan", "--archive", str(tmp_path / "a"),
+        "--keep", "audit:age=1000000d",
+    )  # fmt: skip
+    assert too_old.code == 2 and too_old.err.startswith("error: policy for 'audit'"), too_old.err
+    assert "before the year 1" in too_old.err and "Traceback" not in too_old.err
+    for command in ("plan", "apply"):
+        filed = run(
+            "--store", url, "retention", command, "--archive", str(afile),
+            "--keep", "audit:count=1", *(("--yes",) if command == "apply" else ()),
+        )  # fmt: skip
+        assert (
+            filed.code == 2
+            and filed.err == f"error: the archive {afile} is a file: give a folder\n"
+        )

@@ -1,10 +1,15 @@
-"""A process that appends while a retention run removes: the run's concurrency test's."""
+"""Processes beside a retention run: one that appends while it removes, one that is a run
+held in the middle of writing its archive."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from multiprocessing.synchronize import Event
+from typing import TypeVar
 
 from eventcraft.eventstore import EventStore, NewEvent
+
+T = TypeVar("T")
 
 
 def keep_appending(url: str, stream: str, started: Event, stop: Event) -> None:
@@ -17,3 +22,24 @@ def keep_appending(url: str, stream: str, started: Event, stop: Event) -> None:
             started.set()
             if stop.is_set():
                 return
+
+
+def apply_held_while_archiving(url: str, archive: str, writing: Event, go_on: Event) -> None:
+    """A retention run that, once it has begun writing its segment, waits for `go_on`:
+    a run caught mid-archive, where a second run would find the archive unchanged."""
+    from eventcraft.eventstore.retention import RetentionPolicy
+
+    from eventcraft.operations import retention
+
+    paced = retention._paced
+
+    def held(records: Iterable[T], pace: float) -> Iterator[T]:
+        for n, record in enumerate(paced(records, pace)):
+            if n == 1:
+                writing.set()
+                go_on.wait(60)
+            yield record
+
+    retention._paced = held
+    with EventStore.open(url) as store:
+        retention.apply(store, [RetentionPolicy("order", max_count=1)], [], archive)

@@ -87,3 +87,34 @@ def test_a_run_archives_then_removes_the_events_of_deleted_streams(
             runner.rebuild("counts")
             after = _rows(runner)
             assert after == [("order-1", 5) if row[0] == "order-1" else row for row in before]
+
+
+@pytest.mark.parametrize("shared_store_url", ["sqlite", "postgres"], indirect=True)
+def test_a_run_removes_the_snapshots_of_deleted_streams(
+    shared_store_url: str, tmp_path: Path
+) -> None:
+    import sqlalchemy as sa
+
+    with EventStore.open(shared_store_url) as store:
+        store.append("customer-1", [NewEvent("Registered", {}), NewEvent("Moved", {})])
+        store.save_snapshot("customer-1", version=2, type="customer", data={"city": "London"})
+        store.append("customer-2", [NewEvent("Registered", {})])
+        store.save_snapshot("customer-2", version=1, type="customer", data={"city": "Paris"})
+        store.delete_stream("customer-1", 2, tombstone=True)
+        retention.apply(store, POLICIES, [], str(tmp_path / "archive"))
+    engine = sa.create_engine(_sqlalchemy_url(shared_store_url))
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(sa.text("SELECT stream_id FROM eventcraft_snapshots"))
+            assert [row[0] for row in rows] == ["customer-2"]
+    finally:
+        engine.dispose()
+
+
+def _sqlalchemy_url(url: str) -> str:
+    if url.startswith("sqlite"):
+        return url
+    base, schema = url.split("?schema=")
+    return (
+        f"{base.replace('postgresql://', 'postgresql+psycopg://')}?options=-csearch_path%3D{schema}"
+    )
