@@ -207,9 +207,14 @@ def verify(as_json: bool) -> None:
             if found.projections is not None
             else "projections not checked (no --app)"
         )
+        retained = (
+            f" (retention removed events at or below {found.low_water_mark})"
+            if found.low_water_mark
+            else ""
+        )
         summary = (
             f"{found.events} events in {found.streams} streams up to position "
-            f"{found.high_water_mark}, {found.snapshots} snapshots, {projections}"
+            f"{found.high_water_mark}{retained}, {found.snapshots} snapshots, {projections}"
         )
         if found.ok:
             out.print(f"ok: {summary}")

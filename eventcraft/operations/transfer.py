@@ -4,7 +4,9 @@ Together they copy a store between backends and make a logical backup. An
 import keeps every event's id, stream, version, data, metadata, time and
 tags (a file exported before events had tags imports as events without);
 positions are the target's own, given in the order of the file, so the
-copy's global log keeps the original order.
+copy's global log keeps the original order. An export of a store retention
+has removed events from starts those streams part-way, and cannot be imported
+as a copy: a stream cannot begin above version 1.
 
 The lines are the store's `read_all_json`: every field, keys sorted, `data`
 and `metadata` as stored (`eventstore/json_lines.py`).
@@ -22,6 +24,7 @@ from eventcraft.eventstore import (
     EventStore,
     InvalidEvent,
     NewEvent,
+    StreamTombstoned,
     WrongExpectedVersion,
 )
 
@@ -141,8 +144,8 @@ def import_events(
     Idempotent by event id: events the store already holds where the file puts
     them are skipped, so a second import writes nothing, and an import stopped
     by what only the store can find (`Problems`: an id it holds in another
-    stream, a stream it holds other events of) keeps what it wrote before and
-    resumes after it when run again.
+    stream, a stream it holds other events of, a stream it has tombstoned) keeps
+    what it wrote before and resumes after it when run again.
 
     Without `check`, nothing is read first (for an export known to be whole, a
     large pipe that would need as much room on disk): a line at fault is then an
@@ -197,6 +200,8 @@ class _Importer:
         except InvalidEvent as error:  # checked before; what the store adds may not pass
             # (personal fields it seals grow past max_event_bytes)
             raise InputError(f"{lines_of(batch)}: {error}") from None
+        except StreamTombstoned:
+            raise _tombstoned(batch[0][0], stream_id) from None
         except WrongExpectedVersion as conflict:
             self._resume(batch, conflict.actual)
             return
@@ -215,6 +220,8 @@ class _Importer:
             )
         except InvalidEvent as error:
             raise InputError(f"{lines_of(batch)}: {error}") from None
+        except StreamTombstoned:  # deleted for ever since this import's first append to it
+            raise _tombstoned(batch[0][0], stream_id) from None
         except DuplicateEventId as error:
             number = next((n for n, e in batch if e.id == error.event_id), batch[0][0])
             raise Problems(
@@ -227,10 +234,15 @@ class _Importer:
         number, first = batch[0]
         stream_id = first.stream_id
         if actual < first.version - 1:
+            # A stream cannot begin above version 1, and the file does not say whether its
+            # store removed the events before (the lines are events, nothing more): the
+            # message names both causes, and only one can be put right here.
             raise Problems(
                 f"line {number}: {stream_id} version {first.version} cannot follow version "
-                f"{actual} in the store: the file starts this stream part-way (an export "
-                "--after or --until?); import the events before it first"
+                f"{actual} in the store: the file starts this stream part-way. From an export "
+                "--after or --until, import the events before it first; from a store whose "
+                "early events were removed by retention, it cannot be imported as a copy "
+                "(the removed events are only in that store's archive)"
             )
         held = list(self.store.read_stream(stream_id, from_version=first.version, limit=len(batch)))
         for (line, event), stored in zip(batch, held, strict=False):
@@ -245,3 +257,14 @@ class _Importer:
         if rest:
             self._append(stream_id, rest)
             self.written += len(rest)
+
+
+def _tombstoned(number: int, stream_id: str) -> Problems:
+    """The problem of a line whose stream the store has deleted for ever."""
+    # Only the store can know it, as with the ids it holds elsewhere: the check passed, and
+    # the lines before this one are in the store (the store's own message says nothing was
+    # written, which is true of this append alone).
+    return Problems(
+        f"line {number}: {stream_id} is tombstoned in the store: it can never be written "
+        "again; the lines before this one were imported, nothing from this line on was"
+    )

@@ -8,14 +8,16 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
 import psycopg
 import pytest
 from eventcraft.eventstore import EventStore, NewEvent, Query, QueryItem
+from eventcraft.eventstore.retention import RetentionPolicy
 
-from eventcraft.operations import InputError, Problems
+from eventcraft.operations import InputError, Problems, retention
 from eventcraft.operations.transfer import export_events, import_events
 
 from ..conftest import PG_URL, _need_postgres
@@ -155,6 +157,42 @@ def test_an_import_of_a_stream_begun_part_way_is_refused(known: EventStore, copy
         import_events(copy, io.BytesIO(tail))
 
 
+def test_an_import_of_an_export_of_a_retained_store_says_it_cannot_be_a_copy(
+    shared_store_url: str, copy_url: str, tmp_path: Path
+) -> None:
+    with EventStore.open(shared_store_url) as source:
+        long_ago = datetime.now(UTC) - timedelta(days=400)
+        source.append("audit-1", [NewEvent("Seen", {}, recorded_at=long_ago) for _ in range(5)])
+        policy = RetentionPolicy("audit", max_age=timedelta(days=365))
+        retention.apply(source, [policy], [], str(tmp_path / "archive"))
+        lines = exported(source)
+    with EventStore.open(copy_url) as copy:
+        with pytest.raises(
+            Problems,
+            match=r"^line 1: audit-1 version 5 cannot follow version 0 in the store: .*from a "
+            r"store whose early events were removed by retention, it cannot be imported as a "
+            r"copy",
+        ):
+            import_events(copy, io.BytesIO(lines))
+        assert copy.high_water_mark() == 0
+
+
+def test_an_import_reaching_a_tombstoned_stream_names_its_line_and_keeps_the_lines_before(
+    known: EventStore, copy_url: str
+) -> None:
+    with EventStore.open(copy_url) as copy:
+        copy.append("order-2", [NewEvent("OrderPlaced", {})])
+        copy.delete_stream("order-2", tombstone=True)
+        with pytest.raises(
+            Problems,
+            match=r"^line 4: order-2 is tombstoned in the store: .*the lines before this one "
+            r"were imported, nothing from this line on was$",
+        ):
+            import_events(copy, io.BytesIO(exported(known)))
+        versions = {s: copy.stream_version(s) for s in ("order-1", "payment-1", "shipment-1")}
+        assert versions == {"order-1": 2, "payment-1": 1, "shipment-1": 0}
+
+
 # --- the commands --------------------------------------------------------------------
 
 
@@ -222,6 +260,20 @@ def test_names_that_need_escaping_export_as_json_and_import_back(target_url: str
     with EventStore.open("memory://") as copy:
         import_events(copy, io.BytesIO(lines))
         assert [e.stream_id for e in copy.read_all()] == names
+
+
+def test_an_import_into_a_store_with_a_tombstoned_stream_of_the_file_exits_1(
+    run: Run, known_url: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "events.ndjson"
+    assert run("--store", known_url, "export", "--out", str(path)).code == 0
+    target = f"sqlite:///{tmp_path / 'copy.db'}"
+    with EventStore.open(target) as copy:
+        copy.append("shipment-1", [NewEvent("ParcelSent", {})])
+        copy.delete_stream("shipment-1", tombstone=True)
+    refused = run("--store", target, "import", str(path), "--yes")
+    assert refused.code == 1
+    assert "line 5: shipment-1 is tombstoned" in refused.err
 
 
 def test_export_to_stdout_and_import_from_a_file(run: Run, known_url: str, tmp_path: Path) -> None:

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
 import pytest
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, NewEvent
+from eventcraft.eventstore.retention import RetentionPolicy, Truncation
 from eventcraft.projections import Projection
 from eventcraft.projections.schema import checkpoints
 
 from eventcraft import App
+from eventcraft.operations import retention
 from eventcraft.operations.verify import verify
 
 from .conftest import Run, fill
@@ -148,3 +151,59 @@ def test_an_appended_store_still_verifies(run: Run, sqlite_url: str) -> None:
     with EventStore.open(sqlite_url) as store:
         store.append("order-1", [NewEvent("Placed", {}) for _ in range(300)])
     assert run("--store", sqlite_url, "verify").code == 0
+
+
+def retained(store: EventStore, archive: Path) -> None:
+    """Positions 1-9, then a retention run up to 9: audit-1's versions 1-4 (positions 1-4)
+    and cart-7's 1-2 (positions 6-7) removed, 6 events."""
+    long_ago = datetime.now(UTC) - timedelta(days=400)
+    store.append("audit-1", [NewEvent("Seen", {"n": n}, recorded_at=long_ago) for n in range(5)])
+    store.append("cart-7", [NewEvent("Added", {"n": n}) for n in range(4)])
+    done = retention.apply(
+        store,
+        [RetentionPolicy("audit", max_age=timedelta(days=365))],
+        [Truncation("cart-7", 3)],
+        str(archive),
+    )
+    assert (done.run.up_to, done.run.removed) == (9, 6)
+
+
+def test_the_versions_retention_removed_are_no_gap(
+    run: Run, shared_store_url: str, tmp_path: Path
+) -> None:
+    with EventStore.open(shared_store_url) as store:
+        retained(store, tmp_path / "archive")
+        store.append("cart-7", [NewEvent("Added", {"n": 4})])
+        found = verify(store)
+    assert found.problems == [] and found.ok
+    assert (found.events, found.streams, found.low_water_mark) == (4, 2, 9)
+    outcome = run("--store", shared_store_url, "verify")
+    assert (outcome.code, outcome.err) == (0, "")
+    assert "up to position 10 (retention removed events at or below 9)," in outcome.out
+
+
+def test_gaps_retention_cannot_have_made_are_still_found(sqlite_url: str, tmp_path: Path) -> None:
+    with EventStore.open(sqlite_url) as store:
+        retained(store, tmp_path / "archive")
+        store.append("cart-7", [NewEvent("Added", {"n": n}) for n in range(4, 7)])  # 10-12
+        store.append("late-1", [NewEvent("Seen", {"n": n}) for n in range(3)])  # 13-15
+    conn = tampered(tmp_path / "events.db")
+    # cart-7's version 6 is above the mark; late-1's 1 and 2 have room below it, but the
+    # run removed 6 events and 8 versions would then be missing.
+    conn.execute("DELETE FROM eventcraft_events WHERE position IN (11, 13, 14)")
+    conn.close()
+    with EventStore.open(sqlite_url) as store:
+        found = verify(store)
+    assert [(p.kind, p.where, p.detail) for p in found.problems] == [
+        (
+            "version gap",
+            "cart-7",
+            "version 7 (position 12) follows version 5: version 6 missing",
+        ),
+        (
+            "version gap",
+            "at or below position 9",
+            "8 versions of streams are missing where retention may have removed them, but its "
+            "runs removed 6 events",
+        ),
+    ]
