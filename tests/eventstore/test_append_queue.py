@@ -27,7 +27,7 @@ class FakeServer:
         self.sizes: list[int] = []
         """The members of each call, in the order the calls were made."""
 
-    async def run(self, call: Any) -> list[str]:
+    async def run(self, call: Any, since: float | None = None) -> list[str]:
         self.calls += 1
         self.sizes.append(len(call.keywords["members"]))
         await self.gate.wait()
