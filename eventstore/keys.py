@@ -90,6 +90,11 @@ class KeyTable(abc.ABC):
         """Whether the table holds or held any key: False means no data was ever sealed
         with it."""
 
+    def erasure_pending(self) -> bool:
+        """Whether a forgotten key may still be in the database's files, until the next
+        forget completes its erasure (PostgreSQL: see `keys_postgres.py`)."""
+        return False
+
     def close(self) -> None:  # noqa: B027 - most tables hold nothing to release
         """Release connections. Idempotent."""
 
@@ -170,12 +175,15 @@ class KeyStore:
         cached, lest it outlive the forget here."""
 
     @classmethod
-    def open(cls, url: str, *, cache_seconds: float = 1.0) -> KeyStore:
+    def open(cls, url: str, *, cache_seconds: float = 1.0, existing: bool = False) -> KeyStore:
         """The key store at `url`: a store URL (`sqlite:///`, `postgresql://`, `memory://`),
-        its keys in the table `eventcraft_keys` there, made when a first key is."""
+        its keys in the table `eventcraft_keys` there, made when a first key is.
+
+        With `existing`, a SQLite file that is not there is `StoreUnavailable`, for
+        callers that only read or forget (a mistyped path makes no empty database)."""
         from .keys_sql import table_for
 
-        return cls(table_for(url), cache_seconds=cache_seconds)
+        return cls(table_for(url, existing=existing), cache_seconds=cache_seconds)
 
     @property
     def url(self) -> str:
@@ -225,13 +233,16 @@ class KeyStore:
         check_name("subject", subject)
         with self._lock:
             self._forgets += 1
-        erased = self.table.forget(subject)
-        with self._lock:
-            self._forgets += 1
-            self._by_subject.pop(subject, None)
-            for key_id in [i for i, c in self._by_id.items() if c.key.subject == subject]:
-                del self._by_id[key_id]
-        return erased
+        try:
+            return self.table.forget(subject)
+        finally:
+            # Even when the forget failed part way: its erasure may have committed, and this
+            # process must not go on opening the subject's fields with a cached key.
+            with self._lock:
+                self._forgets += 1
+                self._by_subject.pop(subject, None)
+                for key_id in [i for i, c in self._by_id.items() if c.key.subject == subject]:
+                    del self._by_id[key_id]
 
     def of_subject(self, subject: str) -> list[DataKey]:
         """`subject`'s keys, live and forgotten (no material), oldest first."""
@@ -240,6 +251,11 @@ class KeyStore:
     def holds_keys(self) -> bool:
         """Whether any data was ever sealed with this key store's keys."""
         return self.table.holds_keys()
+
+    def erasure_pending(self) -> bool:
+        """Whether a forget's erasure from the database's files is still to be completed
+        (by the next forget, of any subject)."""
+        return self.table.erasure_pending()
 
     def open_texts(
         self, texts: Sequence[str | None], where: Callable[[int], str] | None = None

@@ -9,10 +9,22 @@ the old one at once. It locks the key table for that time: seals and opens
 of uncached keys wait. The write-ahead log, and backups, keep the key until
 they are recycled or expire: keep the keys in a database of their own
 (`keys=` a URL) where those must be shorter-lived.
+
+VACUUM FULL copies a dead row version that a snapshot still open anywhere in
+the database might see, and the copy outlives that snapshot. So a forget
+first waits (`snapshot_wait` seconds at most) until no transaction of the
+database began before its UPDATE committed; and the UPDATE, which commits
+on its own, marks its row (`erased_xid`: the erasing transaction) as owing
+a rewrite, cleared only once a VACUUM FULL after that wait has run. A wait
+that times out, or a VACUUM FULL that fails (cancelled, lock timeout),
+leaves the mark: the erasure is pending (`erasure_pending`), a warning is
+logged, and the next forget of any subject rewrites the table first.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TypeVar
 
@@ -26,9 +38,33 @@ from .postgres.connections import ConnectionPool
 
 T = TypeVar("T")
 
+log = logging.getLogger("eventcraft.eventstore")
+
+SNAPSHOT_WAIT = 10.0
+"""Seconds a forget waits, by default, for older snapshots to end before it rewrites."""
+
+# Whether a transaction that began before `%(xid)s` (an xid8) committed is still open in
+# this database, or keeps its snapshot some other way: VACUUM FULL would copy the row
+# versions that one erased. `age()` measures both from the same point, so it orders xids
+# across wraparound; lazy VACUUMs (autovacuum) are left out, as VACUUM leaves them out.
+_OLDER_SNAPSHOT = """
+SELECT EXISTS (
+    SELECT FROM pg_stat_activity
+    WHERE datname = current_database() AND pid <> pg_backend_pid()
+      AND backend_type <> 'autovacuum worker'
+      AND (age(backend_xmin) >= age(xid(%(xid)s::xid8))
+           OR age(backend_xid) >= age(xid(%(xid)s::xid8)))
+) OR EXISTS (
+    SELECT FROM pg_prepared_xacts
+    WHERE database = current_database() AND age(transaction) >= age(xid(%(xid)s::xid8))
+) OR EXISTS (
+    SELECT FROM pg_replication_slots WHERE age(xmin) >= age(xid(%(xid)s::xid8))
+)
+"""
+
 
 class PostgresKeyTable(KeyTable):
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, snapshot_wait: float = SNAPSHOT_WAIT) -> None:
         from .arguments import redacted
         from .postgres import PostgresTarget
 
@@ -38,6 +74,9 @@ class PostgresKeyTable(KeyTable):
         # ended while idle is not lent again), opened as first needed.
         self._pool = ConnectionPool(self.target)
         self._made = False
+        self._upgraded = False
+        self.snapshot_wait = snapshot_wait
+        """Seconds a forget waits for transactions older than its erasure to end."""
 
     def _run(self, work: Callable[[psycopg.Connection[Any], bool], T]) -> T:
         """`work` on a pooled connection, and once more on a new one when that one broke
@@ -108,23 +147,76 @@ class PostgresKeyTable(KeyTable):
         return self._run(work)
 
     def forget(self, subject: str) -> int:
-        def work(conn: psycopg.Connection[Any], again: bool) -> int:
+        def work(conn: psycopg.Connection[Any], _: bool) -> int:
             if not self._exists(conn):
                 return 0
-            erased = conn.execute(
-                sql.SQL(
-                    "UPDATE {} SET material = NULL, forgotten_at = now() "
-                    "WHERE subject = %s AND material IS NOT NULL"
-                ).format(self._table()),
-                (subject,),
-            ).rowcount
-            # The old row version is still in the file: rewrite the table without it. Again
-            # on a repeat, whose first try may have erased the key and lost only the answer.
-            if erased or again:
-                conn.execute(sql.SQL("VACUUM FULL {}").format(self._table()))
+            self._upgrade(conn)
+            with conn.transaction():
+                erased = conn.execute(
+                    sql.SQL(
+                        "UPDATE {} SET material = NULL, forgotten_at = now(), "
+                        "erased_xid = pg_current_xact_id() "
+                        "WHERE subject = %s AND material IS NOT NULL"
+                    ).format(self._table()),
+                    (subject,),
+                ).rowcount
+            # Whenever a rewrite is owed: this forget's, or one an earlier forget could not
+            # finish (a repeat after a broken connection finds its own mark here too).
+            self._rewrite(conn)
             return erased
 
         return self._run(work)
+
+    def erasure_pending(self) -> bool:
+        def work(conn: psycopg.Connection[Any], _: bool) -> bool:
+            if not self._exists(conn):
+                return False
+            self._upgrade(conn)
+            query = sql.SQL("SELECT EXISTS (SELECT FROM {} WHERE erased_xid IS NOT NULL)")
+            row = conn.execute(query.format(self._table())).fetchone()
+            return bool(row and row[0])
+
+        return self._run(work)
+
+    def _rewrite(self, conn: psycopg.Connection[Any]) -> None:
+        """VACUUM FULL the key table if a forget owes it, once no snapshot could still see
+        an erased row version; the marks it clears are those it waited for."""
+        row = conn.execute(
+            sql.SQL("SELECT max(erased_xid)::text FROM {}").format(self._table())
+        ).fetchone()
+        owed = row[0] if row else None
+        if owed is None:
+            return
+        if not self._older_snapshots_end(conn, owed):
+            log.warning(
+                "a forget erased a key in %s, but a transaction older than the erasure is "
+                "still open in its database after %s s: the key's old row version stays in "
+                "the key table's file until a later forget (of any subject) rewrites it",
+                self.url,
+                self.snapshot_wait,
+            )
+            return
+        conn.execute(sql.SQL("VACUUM FULL {}").format(self._table()))
+        conn.execute(
+            sql.SQL("UPDATE {} SET erased_xid = NULL WHERE erased_xid <= %s::xid8").format(
+                self._table()
+            ),
+            (owed,),
+        )
+
+    def _older_snapshots_end(self, conn: psycopg.Connection[Any], xid: str) -> bool:
+        """Whether every transaction older than `xid` ended within `snapshot_wait`."""
+        deadline = time.monotonic() + self.snapshot_wait
+        pause = 0.01
+        while True:
+            row = conn.execute(_OLDER_SNAPSHOT, {"xid": xid}).fetchone()
+            if not (row and row[0]):
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(pause, left))  # a bounded poll: PostgreSQL cannot notify us
+            pause = min(pause * 2, 0.5)
 
     def of_subject(self, subject: str) -> list[DataKey]:
         def work(conn: psycopg.Connection[Any], _: bool) -> list[DataKey]:
@@ -170,7 +262,8 @@ class PostgresKeyTable(KeyTable):
                 sql.SQL(
                     "CREATE TABLE IF NOT EXISTS {} (key_id uuid PRIMARY KEY, "
                     "subject text NOT NULL, material bytea, "
-                    "created_at timestamptz NOT NULL DEFAULT now(), forgotten_at timestamptz)"
+                    "created_at timestamptz NOT NULL DEFAULT now(), forgotten_at timestamptz, "
+                    "erased_xid xid8)"
                 ).format(self._table())
             )
             conn.execute(
@@ -180,6 +273,31 @@ class PostgresKeyTable(KeyTable):
                 ).format(sql.Identifier(f"{KEYS}_live"), self._table())
             )
         self._made = True
+        self._upgraded = True
+
+    def _upgrade(self, conn: psycopg.Connection[Any]) -> None:
+        """Give a key table made before forgets marked their pending rewrite its column
+        `erased_xid`. Its forgotten keys are marked as owing one: a forget then may have
+        been cut short before its VACUUM FULL."""
+        if self._upgraded:
+            return
+        column = "SELECT EXISTS (SELECT FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+        column += "AND attname = 'erased_xid' AND NOT attisdropped)"
+        row = conn.execute(column, (KEYS,)).fetchone()
+        if not (row and row[0]):
+            with conn.transaction():
+                lock = "SELECT pg_advisory_xact_lock(hashtext(%s))"
+                conn.execute(lock, (f"{KEYS}:{self.target.schema}",))
+                row = conn.execute(column, (KEYS,)).fetchone()
+                if not (row and row[0]):
+                    table = self._table()
+                    conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN erased_xid xid8").format(table))
+                    conn.execute(
+                        sql.SQL(
+                            "UPDATE {} SET erased_xid = pg_current_xact_id() WHERE material IS NULL"
+                        ).format(table)
+                    )
+        self._upgraded = True
 
     def close(self) -> None:
         # Connections released, the table still usable: a key store given to several

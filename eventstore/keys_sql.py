@@ -10,6 +10,10 @@ zeroed, overwrites the key with zeros in place before clearing it, then
 checkpoints the WAL and truncates it (the WAL holds the pages the key was
 written in). A checkpoint that readers keep from finishing is logged: the
 WAL keeps the old page until the next one.
+
+Only sealing makes a SQLite key store's file: a read or forget of one that
+is not there finds no key and leaves no file behind (a mistyped path would
+otherwise become an empty key store that answers "nothing was sealed").
 """
 
 from __future__ import annotations
@@ -35,8 +39,9 @@ T = TypeVar("T")
 _CHUNK = 500  # subjects or ids per statement, well under SQLite's bound-parameter limit
 
 
-def table_for(url: str) -> KeyTable:
-    """The key table at a store URL."""
+def table_for(url: str, *, existing: bool = False) -> KeyTable:
+    """The key table at a store URL; with `existing`, a SQLite file that is not there is
+    `StoreUnavailable`."""
     if not isinstance(url, str):
         raise UnsupportedStoreURL(f"a key store URL is a str, not {url!r}")
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
@@ -48,7 +53,14 @@ def table_for(url: str) -> KeyTable:
         if not path:
             raise UnsupportedStoreURL(f"a SQLite key store URL is sqlite:///path.db, not {url!r}")
         # A separate connection cannot see an in-memory database: keep its keys here.
-        return MemoryKeyTable() if path == ":memory:" else SQLiteKeyTable(path)
+        if path == ":memory:":
+            return MemoryKeyTable()
+        if existing and not Path(path).is_file():
+            raise StoreUnavailable(
+                f"key store {url}: there is no file {path} (a key store's file is made when "
+                "data is first sealed with it: is the path right?)"
+            )
+        return SQLiteKeyTable(path)
     if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
         from .keys_postgres import PostgresKeyTable
 
@@ -71,8 +83,11 @@ class SQLiteKeyTable(KeyTable):
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
 
-    def _connection(self) -> sqlite3.Connection:
+    def _connection(self, create: bool) -> sqlite3.Connection | None:
+        """The table's connection; None when its file is not there and not to be made."""
         if self._conn is None:
+            if not create and not Path(self.path).is_file():
+                return None
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=60.0
@@ -84,10 +99,14 @@ class SQLiteKeyTable(KeyTable):
             self._conn = conn
         return self._conn
 
-    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    def _run(
+        self, work: Callable[[sqlite3.Connection], T], absent: T, *, create: bool = False
+    ) -> T:
+        """`work` on the connection; `absent` when the file is not there and not `create`d."""
         with self._lock:
             try:
-                return work(self._connection())
+                conn = self._connection(create)
+                return absent if conn is None else work(conn)
             except sqlite3.Error as error:
                 raise StoreUnavailable(f"key store {self.url}: {error}") from error
 
@@ -120,7 +139,7 @@ class SQLiteKeyTable(KeyTable):
             found.update((key.subject, key) for key in made)
             return found
 
-        return self._run(work)
+        return self._run(work, {}, create=True)
 
     def keys(self, key_ids: Collection[str]) -> dict[str, DataKey]:
         def work(conn: sqlite3.Connection) -> dict[str, DataKey]:
@@ -138,7 +157,7 @@ class SQLiteKeyTable(KeyTable):
                     )
             return found
 
-        return self._run(work)
+        return self._run(work, {})
 
     def forget(self, subject: str) -> int:
         def work(conn: sqlite3.Connection) -> int:
@@ -167,7 +186,7 @@ class SQLiteKeyTable(KeyTable):
                     )
             return int(erased)
 
-        return self._run(work)
+        return self._run(work, 0)
 
     def of_subject(self, subject: str) -> list[DataKey]:
         def work(conn: sqlite3.Connection) -> list[DataKey]:
@@ -179,7 +198,7 @@ class SQLiteKeyTable(KeyTable):
             )
             return [DataKey(k, subject, bytes(m) if m is not None else None) for k, m in rows]
 
-        return self._run(work)
+        return self._run(work, [])
 
     def holds_keys(self) -> bool:
         def work(conn: sqlite3.Connection) -> bool:
@@ -187,7 +206,7 @@ class SQLiteKeyTable(KeyTable):
                 conn.execute(f"SELECT 1 FROM {KEYS} LIMIT 1").fetchall()
             )
 
-        return self._run(work)
+        return self._run(work, False)
 
     def close(self) -> None:
         with self._lock:

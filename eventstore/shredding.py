@@ -7,6 +7,12 @@ opens them, or puts the replacement in place of a forgotten subject's. So
 no reader above the store, projections and their rebuilds, the domain,
 exports, the command line, the console, sees a sealed envelope.
 
+Data given as a dict holding an envelope (a copy of a sealed store's log)
+is written as given only if the envelope opens with this store's key store,
+or names a key it has forgotten: a payload that merely has the envelope's
+shape (a webhook's, stored as received) is refused at the append, for
+every reader of the log would fail on it from then on.
+
 Reads look at each event once (a dict lookup, or a substring search of its
 JSON text) and fetch the keys of the events that hold an envelope a chunk
 at a time, so that a read of many subjects asks the key store once a chunk,
@@ -27,6 +33,7 @@ from pydantic import BaseModel
 
 from .encoding import PreparedBatch, check_name
 from .envelope import MARK, TEXT_MARK, check, key_ids, opened, seal
+from .errors import InvalidEvent, UnreadablePersonalData
 from .events import EncodedEvent, EncodedRecord, NewEvent, RecordedEvent
 from .keys import KeyStore
 from .personal import PersonalField, personal_fields, subject_of
@@ -69,13 +76,19 @@ class Shredder:
     # --- writing -------------------------------------------------------------
 
     def seal_batch(self, batch: PreparedBatch) -> None:
-        """Seal the personal fields of `batch`'s events, keys made for new subjects."""
-        plans = _plans(batch)
+        """Seal the personal fields of `batch`'s events, keys made for new subjects; refuse
+        envelopes given that this store could not open."""
+        plans, given = _plans(batch)
+        if given:
+            _check_opens(given, self.keys.opening(_given_ids(given)), self.keys.url)
         if plans:
             _apply(batch, plans, self.keys.sealing(_subjects(plans)))
 
     async def seal_batch_async(self, batch: PreparedBatch) -> None:
-        plans = _plans(batch)
+        plans, given = _plans(batch)
+        if given:
+            ciphers = await asyncio.to_thread(self.keys.opening, _given_ids(given))
+            _check_opens(given, ciphers, self.keys.url)
         if plans:
             _apply(batch, plans, await asyncio.to_thread(self.keys.sealing, _subjects(plans)))
 
@@ -83,6 +96,9 @@ class Shredder:
         self, stream_id: str, data: dict[str, Any] | BaseModel
     ) -> dict[str, Any] | BaseModel:
         """`data` with its personal fields sealed; subjects default to `stream_id`."""
+        given = _given_snapshot(stream_id, data)
+        if given:
+            _check_opens(given, self.keys.opening(_given_ids(given)), self.keys.url)
         groups = _groups(data, stream_id, lambda: f"snapshot of stream {stream_id!r}")
         if not groups:
             return data
@@ -92,6 +108,10 @@ class Shredder:
     async def seal_snapshot_async(
         self, stream_id: str, data: dict[str, Any] | BaseModel
     ) -> dict[str, Any] | BaseModel:
+        given = _given_snapshot(stream_id, data)
+        if given:
+            ciphers = await asyncio.to_thread(self.keys.opening, _given_ids(given))
+            _check_opens(given, ciphers, self.keys.url)
         groups = _groups(data, stream_id, lambda: f"snapshot of stream {stream_id!r}")
         if not groups:
             return data
@@ -193,22 +213,55 @@ class Shredder:
 
 
 _Plan = tuple[int, NewEvent, dict[str, list[PersonalField]]]
+_Given = tuple[str, dict[str, Any]]
+"""Data given with an envelope, and where it is (for errors)."""
 
 
-def _plans(batch: PreparedBatch) -> list[_Plan]:
-    """The events of `batch` that hold personal fields, with their fields by subject."""
+def _plans(batch: PreparedBatch) -> tuple[list[_Plan], list[_Given]]:
+    """The events of `batch` that hold personal fields, with their fields by subject; and
+    those given as dicts that hold an envelope already."""
     stream_id = batch.stream_id
     plans: list[_Plan] = []
+    given: list[_Given] = []
     for index, event in enumerate(batch.events):
         data = event.data
         if isinstance(data, dict):
             if MARK in data:
-                check(data, _new_where(stream_id, index, event))
+                where = _new_where(stream_id, index, event)
+                check(data, where)
+                given.append((where, data))
             continue
         groups = _groups(data, stream_id, functools.partial(_new_where, stream_id, index, event))
         if groups:
             plans.append((index, event, groups))
-    return plans
+    return plans, given
+
+
+def _given_snapshot(stream_id: str, data: dict[str, Any] | BaseModel) -> list[_Given]:
+    if not isinstance(data, dict) or MARK not in data:
+        return []
+    where = f"snapshot of stream {stream_id!r}"
+    check(data, where)
+    return [(where, data)]
+
+
+def _given_ids(given: list[_Given]) -> set[str]:
+    # Checked whole already (`check`): `key_ids` will not need to say where.
+    return {key_id for _, data in given for key_id in key_ids(data, str)}
+
+
+def _check_opens(given: list[_Given], ciphers: Mapping[str, AESGCM | None], keys: str) -> None:
+    """Refuse given envelopes that a reader of this store could not open: each is opened
+    here as a reader would (a forgotten key's fields read as their replacement)."""
+    for where, data in given:
+        try:
+            opened(data, ciphers, lambda: where)  # noqa: B023 - called before the next turn
+        except UnreadablePersonalData as error:
+            raise InvalidEvent(
+                f"{where}: data[{MARK!r}] is kept for sealed personal fields, and holds one "
+                f"sealed with key {error.key_id} that {error.reason} (key store {keys}): "
+                "no reader could read the event. Store such a payload under another key"
+            ) from error
 
 
 def _subjects(plans: list[_Plan]) -> set[str]:

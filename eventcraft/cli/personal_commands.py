@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import click
 
-from eventcraft.eventstore import KeyStore
-
 from ..operations import personal as operations
+from ..operations.errors import Problems
 from .output import console, emit_json, json_option
 from .shell import confirmed, shell, yes_option
 
@@ -21,14 +20,15 @@ from .shell import confirmed, shell, yes_option
     "--keys",
     "keys_url",
     metavar="URL",
-    help="The key store, when it is not the store's own database.",
+    help="The key store, when it is not the store's own database (it must exist).",
 )
 @yes_option
 @json_option
 def forget(subject: str, keys_url: str | None, yes: bool, as_json: bool) -> None:
     """Erase SUBJECT's key: its personal fields read as forgotten from now on, in every
-    reader, the archive included. Read models that copied them keep them until rebuilt."""
-    keys = KeyStore.open(keys_url) if keys_url else shell().store().keys
+    reader, the archive included. Read models that copied them keep them until rebuilt.
+    Run again to complete an erasure a forget reported pending (exit 1)."""
+    keys = operations.open_key_store(keys_url) if keys_url else shell().store().keys
     try:
         found = operations.subject_keys(keys, subject)
         if found.live:
@@ -48,8 +48,20 @@ def forget(subject: str, keys_url: str | None, yes: bool, as_json: bool) -> None
             f"forgot {subject!r}: {done.erased} key(s) erased; its personal fields now read "
             f"as {done.replacement!r}. Rebuild the read models that copied them."
         )
+    elif done.key_store_empty:
+        console().print(
+            f"{subject!r} has no key to erase: the key store {done.key_store} holds no keys at "
+            "all, so nothing was ever sealed with it. If this store's keys live in another "
+            "database, name it: --keys URL"
+        )
     else:
         console().print(
             f"{subject!r} has no key to erase: nothing was sealed for it since "
             "it was last forgotten, or ever"
+        )
+    if done.pending:
+        raise Problems(
+            f"the erasure from {done.key_store}'s files is pending: a transaction older than "
+            f"the forget is still open there. Run `eventcraft forget {subject}` again once "
+            "it has ended (any forget completes it)"
         )

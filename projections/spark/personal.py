@@ -7,7 +7,10 @@ in the clear, and forgetting a subject forgets it in the archive too. A
 replay and `read_events` open them with the store's key store as they
 read, through an Arrow UDF that is given the data of sealed events only
 (null for the others), so a log with few sealed events ships few rows to
-Python; a key store that never held a key adds nothing to the job at all.
+Python. A key store given must exist (a mistyped SQLite path makes no
+file), and one that holds no key at all fails the job at a sealed event,
+naming it, as a replay without one does: sealed envelopes never reach the
+reducers.
 """
 
 from __future__ import annotations
@@ -30,19 +33,23 @@ def opened(events: DataFrame, keys: str | None) -> DataFrame:
     """`events` (of the event schema) with their personal fields opened, or replaced where
     their subject is forgotten, with the keys of the key store at `keys`.
 
-    Without `keys` (an archive read on its own), a sealed event fails the job
-    rather than hand its ciphertext on.
+    Without `keys` (an archive read on its own), or with a key store that holds
+    no key (the wrong one), a sealed event fails the job rather than hand its
+    ciphertext on. A SQLite key store that is not there is `StoreUnavailable`.
     """
-    if keys is not None:
-        with closing(KeyStore.open(keys)) as store:
+    refusal = None
+    if keys is None:
+        refusal = "cannot open without a key store: give keys= its store's URL"
+    else:
+        with closing(KeyStore.open(keys, existing=True)) as store:
             if not store.holds_keys():
-                return events
+                refusal = f"cannot open: the key store {store.url} holds no keys (the wrong one?)"
     data = F.col("data")
     sealed_only = F.when(data.contains(SEALED_MARK), data)
 
     # A function of its own, not a partial: Spark reads the argument types from its hints.
     def open_column(data: pa.Array, positions: pa.Array) -> pa.Array:
-        return _open_column(keys, data, positions)
+        return _open_column(keys, data, positions, refusal)
 
     opener = F.arrow_udf(open_column, "string")  # type: ignore[attr-defined]
     parsed = DATA_VARIANT in events.columns
@@ -57,8 +64,11 @@ def opened(events: DataFrame, keys: str | None) -> DataFrame:
     return events
 
 
-def _open_column(keys: str | None, data: pa.Array, positions: pa.Array) -> pa.Array:
-    """Executor side: the sealed texts of `data` opened; nulls (unsealed events) stay null."""
+def _open_column(
+    keys: str | None, data: pa.Array, positions: pa.Array, refusal: str | None = None
+) -> pa.Array:
+    """Executor side: the sealed texts of `data` opened; nulls (unsealed events) stay null.
+    With a `refusal`, a sealed text fails with it."""
     if data.null_count == len(data):
         return data
     texts = data.to_pylist()
@@ -67,11 +77,9 @@ def _open_column(keys: str | None, data: pa.Array, positions: pa.Array) -> pa.Ar
     def where(index: int) -> str:
         return f"the event at position {at[index]}"
 
-    if keys is None:
+    if keys is None or refusal is not None:
         index = next(i for i, text in enumerate(texts) if text is not None)
-        raise UnreadablePersonalData(
-            where(index), "(any)", "cannot open without a key store: give keys= its store's URL"
-        )
+        raise UnreadablePersonalData(where(index), "(any)", refusal or "cannot open")
     return pa.array(_store(keys).open_texts(texts, where), pa.string())
 
 

@@ -72,3 +72,39 @@ def test_forget_takes_a_key_store_of_its_own(tmp_path: Path, run: Run) -> None:
     assert done.code == 0, done.err
     with KeyStore.open(keys_url) as keys:
         assert [key.material for key in keys.of_subject("customer-ada")] == [None]
+
+
+def test_forget_names_the_key_store_when_it_holds_no_keys_at_all(tmp_path: Path, run: Run) -> None:
+    store_url, keys_url = f"sqlite:///{tmp_path / 'events.db'}", f"sqlite:///{tmp_path / 'k.db'}"
+    with EventStore.open(store_url, keys=keys_url) as store:
+        _registered(store)
+    done = run("--store", store_url, "forget", "customer-ada", "--yes")  # no --keys
+    assert done.code == 0, done.err
+    assert "holds no keys at all" in done.out and "--keys URL" in done.out
+    assert store_url in done.out.replace("\n", "")
+    assert "nothing was sealed for it" not in done.out
+    as_json = run("--store", store_url, "forget", "customer-ada", "--yes", "--json")
+    assert as_json.code == 0 and orjson.loads(as_json.out)["key_store_empty"] is True
+
+
+def test_forget_refuses_a_key_store_file_that_is_not_there_and_makes_none(
+    tmp_path: Path, run: Run
+) -> None:
+    store_url, keys_url = f"sqlite:///{tmp_path / 'events.db'}", f"sqlite:///{tmp_path / 'k.db'}"
+    with EventStore.open(store_url, keys=keys_url) as store:
+        _registered(store)
+    typo = tmp_path / "typo" / "kyes.db"
+    done = run("--store", store_url, "forget", "customer-ada", "--keys", f"sqlite:///{typo}")
+    assert done.code == 2 and str(typo) in done.err
+    assert not typo.parent.exists()
+    with KeyStore.open(keys_url) as keys:
+        assert [key.material is not None for key in keys.of_subject("customer-ada")] == [True]
+
+
+def test_reads_of_a_sqlite_key_store_that_is_not_there_make_no_file(tmp_path: Path) -> None:
+    path = tmp_path / "nowhere" / "keys.db"
+    with KeyStore.open(f"sqlite:///{path}") as keys:
+        assert keys.of_subject("customer-ada") == []
+        assert not keys.holds_keys() and keys.forget("customer-ada") == 0
+        assert keys.opening(["a-key"]) == {}
+    assert not path.parent.exists()

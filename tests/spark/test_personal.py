@@ -125,3 +125,36 @@ def test_a_worker_that_opened_a_subject_reads_it_forgotten_in_its_next_job(
         opened = "".join(_open_column(sqlite_url, sealed, positions).to_pylist())
         assert "Ada Lovelace" not in opened
         assert "Bob Dylan" in opened
+
+
+def test_a_replay_refuses_a_key_store_file_that_is_not_there_and_makes_none(
+    tmp_path: Path,
+) -> None:
+    from eventcraft.eventstore import StoreUnavailable
+    from eventcraft.projections.spark.personal import opened
+
+    typo = tmp_path / "typo" / "keys.db"
+    with pytest.raises(StoreUnavailable, match="there is no file"):
+        opened(object(), f"sqlite:///{typo}")  # type: ignore[arg-type]  # refused first
+    assert not typo.parent.exists()
+
+
+def test_sealed_events_meeting_a_key_store_without_keys_fail_naming_it(
+    spark: Any, sqlite_url: str, tmp_path: Path
+) -> None:
+    from eventcraft.eventstore import NewEvent
+    from eventcraft.projections.spark.personal import opened
+
+    with EventStore.open(sqlite_url) as store:
+        for stream_id, events in registrations().items():
+            store.append(stream_id, events)
+        with sa.create_engine(sqlite_url).connect() as connection:
+            rows = connection.execute(sa.text("select position, data from eventcraft_events"))
+            logged = [(row.position, row.data) for row in rows]
+    assert any(SEALED_MARK in data for _, data in logged)
+    wrong = f"sqlite:///{tmp_path / 'other.db'}"
+    with EventStore.open(wrong) as other:  # a store of its own, that never sealed anything
+        other.append("order-1", [NewEvent("Placed", {"total": 1})])
+    events = spark.createDataFrame(logged, "position long, data string")
+    with pytest.raises(Exception, match="holds no keys"):
+        opened(events, wrong).collect()
