@@ -294,6 +294,8 @@ def read_batch(
     mark = low_water_mark(store, after)
     if after >= mark:
         events, upto = _from_store(store, definition, after, limit)
+        if upto <= after:  # nothing to pass over (an idle poll): no hole to have missed
+            return events, upto
         # The mark read before may be stale (cached, or a run committed since): asked
         # again after the read, a mark still at or below `after` means no run had removed
         # an event beyond `after` when the read began, so it saw no hole.
