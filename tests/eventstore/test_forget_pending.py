@@ -6,8 +6,7 @@ marked what they owe is upgraded and owes a rewrite for the keys it had forgotte
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Annotated
 
 import psycopg
@@ -22,6 +21,8 @@ from eventcraft.eventstore import (
 )
 from eventcraft.eventstore.keys_postgres import PostgresKeyTable
 from pydantic import BaseModel
+
+from ..waiting import until
 
 pytestmark = pytest.mark.postgres
 
@@ -67,15 +68,6 @@ def _in_table_file(admin: psycopg.Connection, schema: str, needle: bytes) -> boo
     return needle in bytes(data)
 
 
-def _until(condition: Callable[[], bool], what: str, seconds: float = 30.0) -> None:
-    """Polls `condition` until it holds; fails naming `what` after `seconds`."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 def _store(pg_url: str, wait: float) -> EventStore:
     return EventStore.open(pg_url, keys=KeyStore(PostgresKeyTable(pg_url, snapshot_wait=wait)))
 
@@ -116,7 +108,7 @@ def test_a_forget_waits_for_an_older_snapshot_to_end_then_erases_the_key(
         forgetting.start()
         try:
             erased = f"SELECT forgotten_at IS NOT NULL FROM {schema}.eventcraft_keys"
-            _until(lambda: admin.execute(erased).fetchone() == (True,), "the erasure's commit")
+            until(lambda: admin.execute(erased).fetchone() == (True,), "the erasure's commit")
             assert forgetting.is_alive()  # waiting for `other`, not rewriting yet
         finally:
             other.rollback()

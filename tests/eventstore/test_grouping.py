@@ -6,20 +6,15 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
 
 import pytest
 from eventcraft.eventstore.grouping import GroupCommit
 
+from ..waiting import until
+
 _LONG = 30.0
-
-
-def _until(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + _LONG
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never came true"
-        time.sleep(0.001)
 
 
 class _Writer:
@@ -72,7 +67,7 @@ def test_callers_arriving_during_a_write_share_the_next_group() -> None:
     first, answers = _submit_all(commit, [0])
     assert writer.writing.wait(_LONG)
     later, more = _submit_all(commit, [2, 4, 6, 8, 10])
-    _until(lambda: commit.waiting == 5)
+    until(lambda: commit.waiting == 5)
     writer.release.set()
     for thread in first + later:
         thread.join(_LONG)
@@ -88,7 +83,7 @@ def test_a_group_holds_at_most_most_members() -> None:
     first, _ = _submit_all(commit, [0])
     assert writer.writing.wait(_LONG)
     later, answers = _submit_all(commit, [2, 4, 6, 8, 10])
-    _until(lambda: commit.waiting == 5)
+    until(lambda: commit.waiting == 5)
     writer.release.set()
     for thread in first + later:
         thread.join(_LONG)
@@ -114,7 +109,7 @@ def test_a_group_holds_at_most_most_events_and_a_larger_member_goes_alone() -> N
         more, answered = _submit_all(commit, [request])
         threads += more
         replies.append(answered)
-        _until(partial(_waiting, commit, queued))
+        until(partial(_waiting, commit, queued))
     writer.release.set()
     for thread in threads:
         thread.join(_LONG)
@@ -141,7 +136,7 @@ def test_a_members_error_reaches_its_caller_alone() -> None:
     first, _ = _submit_all(commit, [0])
     assert writer.writing.wait(_LONG)
     later, answers = _submit_all(commit, [2, 3, 4])
-    _until(lambda: commit.waiting == 3)
+    until(lambda: commit.waiting == 3)
     writer.release.set()
     for thread in first + later:
         thread.join(_LONG)
@@ -173,11 +168,11 @@ def test_a_second_group_goes_beside_the_first_only_when_more_wait_than_one_takes
         more, answered = _submit_all(commit, [request])
         threads += more
         replies.append(answered)
-        _until(partial(_waiting, commit, queued))  # one group takes both: nobody leads
+        until(partial(_waiting, commit, queued))  # one group takes both: nobody leads
     more, answered = _submit_all(commit, [6])  # three wait: this caller leads a second
     threads += more
     replies.append(answered)
-    _until(lambda: len(writer.groups) == 2)
+    until(lambda: len(writer.groups) == 2)
     assert writer.groups[1] == [2, 4]
     assert commit.waiting == 1
     writer.release.set()
@@ -233,11 +228,11 @@ def test_a_hurried_request_gets_a_second_group_beside_the_first_at_once() -> Non
     more, answered = _submit_all(commit, [2])
     threads += more
     replies.append(answered)
-    _until(partial(_waiting, commit, 1))  # a plain request waits for the next group
+    until(partial(_waiting, commit, 1))  # a plain request waits for the next group
     more, answered = _submit_all(commit, [100])
     threads += more
     replies.append(answered)
-    _until(lambda: len(writer.groups) == 2)  # while the first is still being written
+    until(lambda: len(writer.groups) == 2)  # while the first is still being written
     assert writer.groups[1] == [2, 100]
     writer.release.set()
     for thread in threads:
@@ -260,9 +255,9 @@ def test_a_caller_interrupted_while_queued_leaves_and_the_others_go_on() -> None
     behind: list[tuple[list[threading.Thread], dict[int, object]]] = []
 
     def queue_behind_then_interrupt() -> None:
-        _until(lambda: commit.waiting == 1)  # the main thread is queued first
+        until(lambda: commit.waiting == 1)  # the main thread is queued first
         behind.append(_submit_all(commit, [4]))
-        _until(lambda: commit.waiting == 2)
+        until(lambda: commit.waiting == 2)
         signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGUSR1)
 
     def interrupt(signum: int, frame: object) -> None:
@@ -300,9 +295,9 @@ def test_a_leader_interrupted_in_its_write_raises_it_and_its_group_gets_interrup
     first, answers = _submit_all(commit, [0])
     assert writer.writing.wait(_LONG)
     leads, led = _submit_all(commit, [13])
-    _until(lambda: commit.waiting == 1)
+    until(lambda: commit.waiting == 1)
     follows, followed = _submit_all(commit, [2])
-    _until(lambda: commit.waiting == 2)
+    until(lambda: commit.waiting == 2)
     writer.release.set()
     for thread in first + leads + follows:
         thread.join(_LONG)

@@ -30,6 +30,7 @@ from eventcraft.eventstore.postgres.connections import (
 )
 
 from ..conftest import PG_URL
+from ..waiting import until
 
 ROLE = "eventcraft_capped"
 ROLE_LIMIT = 20
@@ -250,23 +251,16 @@ def test_an_append_queued_behind_a_group_waiting_for_the_pool_waits_at_most_its_
 
         first = threading.Thread(target=append, args=("first",))
         first.start()
-        _until(lambda: groups._leaders == 1)  # the first leads, waiting for the connection
+        until(lambda: groups._leaders == 1)  # the first leads, waiting for the connection
         second = threading.Thread(target=append, args=("second",))
         second.start()
-        _until(lambda: groups.waiting == 1)  # the second is queued behind that group
+        until(lambda: groups.waiting == 1)  # the second is queued behind that group
         first.join()
         second.join()
         release.set()
         holder.join()
     assert waited["first"] >= timeout
     assert waited["second"] < timeout * 1.5  # it would be about twice the timeout
-
-
-def _until(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + 30
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        time.sleep(0.001)
 
 
 def test_an_async_append_queued_behind_a_group_waiting_for_the_pool_waits_at_most_its_timeout(

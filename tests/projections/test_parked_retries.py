@@ -7,7 +7,6 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
 from multiprocessing.connection import wait
 
 import pytest
@@ -24,6 +23,7 @@ from eventcraft.projections import (
 )
 from eventcraft.projections.database import engine_for
 
+from ..waiting import until
 from .models import notes
 from .workers import retry_until_killed
 
@@ -43,14 +43,6 @@ def mailer(sent: list[int], failing: set[int], hold: threading.Event | None = No
         sent.append(event.position)
 
     return Subscription("mailer", send, on_error=SKIP)
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    pause = threading.Event()
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
-        pause.wait(0.01)
 
 
 def wait_out(claim: ParkedEvent) -> None:
@@ -121,7 +113,7 @@ def test_a_retry_refuses_an_event_another_retry_has_in_hand(store: EventStore) -
         retrying = threading.Thread(target=retry)
         retrying.start()
         try:
-            wait_for(lambda: one.parked("mailer")[0].claimed_by is not None, "the claim")
+            until(lambda: one.parked("mailer")[0].claimed_by is not None, "the claim")
             (claimed,) = one.parked("mailer")
             assert str(claimed.claimed_by).startswith(one.owner)
             first_until = claimed.claimed_until or 0.0
@@ -130,7 +122,7 @@ def test_a_retry_refuses_an_event_another_retry_has_in_hand(store: EventStore) -
                 now_until = one.parked("mailer")[0].claimed_until or 0.0
                 return time.time() > first_until and now_until > first_until
 
-            wait_for(renewed, "the claim to be renewed past its first term")
+            until(renewed, "the claim to be renewed past its first term", seconds=60)
             for settle in (other.retry_parked, other.discard_parked):
                 with pytest.raises(ParkedEventNotFound, match="being retried by"):
                     settle("mailer", bad)
