@@ -22,12 +22,12 @@ the keeper stops, and the commit finds the row moved and follows it.
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 
 from eventcraft.projections import Database, checkpoint
+from eventcraft.projections.keeping import kept_alive
 
 log = logging.getLogger("eventcraft.messaging")
 
@@ -87,44 +87,28 @@ class RelayLease:
         with self.database.transaction() as connection:
             checkpoint.release_lease(connection, self.name, self.owner)
 
-    @contextmanager
-    def kept(self, position: int) -> Iterator[None]:
+    def kept(self, position: int) -> AbstractContextManager[None]:
         """Keep the lease while the body publishes the batch that begins after `position`.
 
         The keeper is joined before the body's caller goes on: no renewal comes after
         the batch's commit, which moves the checkpoint the renewal is fenced by.
         """
-        if self.ttl is None:
-            yield
-            return
-        done = threading.Event()
-        keeper = threading.Thread(
-            target=self._keep,
-            args=(self.ttl, position, done),
-            name=f"lease:{self.name}",
-            daemon=True,
-        )
-        keeper.start()
-        try:
-            yield
-        finally:
-            done.set()
-            keeper.join()
+        ttl = self.ttl
+        if ttl is None:
+            return nullcontext()
 
-    def _keep(self, ttl: float, position: int, done: threading.Event) -> None:
-        while not done.wait(max(self.held_until - ttl / 2 - time.time(), 0.0)):
-            try:
-                if not self._renew(position):
-                    log.warning(
-                        "relay %r: another process took its lease during a batch", self.name
-                    )
-                    return
-            except Exception:
-                # The database is away: the lease lapses unless it comes back in time, and
-                # another process cannot take the lease without it either.
-                log.exception("relay %r could not renew its lease; trying again", self.name)
-                if done.wait(ttl / 10):
-                    return
+        def renew() -> bool:
+            if self._renew(position):
+                return True
+            log.warning("relay %r: another process took its lease during a batch", self.name)
+            return False
+
+        return kept_alive(
+            renew,
+            lambda: self.held_until - ttl / 2 - time.time(),
+            ttl / 10,
+            f"the lease of relay {self.name!r}",
+        )
 
     def _renew(self, position: int) -> bool:
         """Extend the lease if the row is still ours and at `position`; False once not."""

@@ -17,11 +17,9 @@ of that event is refused, so one delivers it at a time.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 import sqlalchemy as sa
 from eventcraft.eventstore import RecordedEvent
@@ -29,6 +27,7 @@ from eventcraft.eventstore import RecordedEvent
 from . import checkpoint, parking
 from .database import Database
 from .errors import ParkedEventNotFound
+from .keeping import kept_alive
 from .parking import ParkedEvent
 from .subscription import Subscription
 
@@ -96,37 +95,22 @@ def redeliver(
             checkpoint.advance(connection, name, position)
 
 
-@contextmanager
 def _kept_live(
     database: Database, name: str, position: int, claimer: str, ttl: float
-) -> Iterator[None]:
-    """Renew the claim every third of `ttl` until the block ends, from a thread: a
-    handler that outlasts `ttl` keeps its claim, and only a dead process's lapses."""
-    done = threading.Event()
+) -> AbstractContextManager[None]:
+    """Renew the claim every third of `ttl` until the block ends: a handler that outlasts
+    `ttl` keeps its claim, and only a dead process's lapses."""
 
-    def renew() -> None:
-        while not done.wait(ttl / 3):
-            try:
-                with database.transaction() as connection:
-                    held = parking.renew_claim(
-                        connection, name, position, claimer, until=time.time() + ttl
-                    )
-            except Exception:
-                log.exception("projection %r: could not renew the retry's claim", name)
-                continue
-            if not held:
-                log.warning(
-                    "projection %r: the retry of the event at %s lost its claim", name, position
-                )
-                return
+    def renew() -> bool:
+        with database.transaction() as connection:
+            held = parking.renew_claim(connection, name, position, claimer, until=time.time() + ttl)
+        if not held:
+            log.warning(
+                "projection %r: the retry of the event at %s lost its claim", name, position
+            )
+        return held
 
-    renewing = threading.Thread(target=renew, name=f"claim:{name}:{position}", daemon=True)
-    renewing.start()
-    try:
-        yield
-    finally:
-        done.set()
-        renewing.join()
+    return kept_alive(renew, lambda: ttl / 3, ttl / 3, f"the claim of {name!r} at {position}")
 
 
 def _claimed(name: str, position: int, by: str) -> ParkedEventNotFound:
