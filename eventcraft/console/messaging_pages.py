@@ -75,6 +75,10 @@ def action_confirm(request: Request) -> HTMLResponse:
         question=f"{ACTIONS[action]}?",
         fields={"inbox": inbox, "id": message_id, "attempts": message.attempts},
         back=f"/messaging/failed?{urlencode({'inbox': inbox, 'id': message_id})}",
+        # The reason is kept with the discarded message, as `discard --reason` keeps it.
+        note=action == "discard",
+        note_label="reason",
+        note_optional=True,
     )
 
 
@@ -91,7 +95,7 @@ async def act(request: Request) -> RedirectResponse:
         if action == "resend":
             operations.resend(console.store, inbox, message_id)
             return f"resend: message {message_id} goes to inbox {inbox} again"
-        operations.discard(console.store, inbox, message_id)
+        operations.discard(console.store, inbox, message_id, str(form.get("note") or ""))
         return f"discard: message {message_id} of inbox {inbox} is discarded, kept under discarded"
 
     said = await run_in_threadpool(run)

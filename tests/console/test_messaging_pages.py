@@ -84,12 +84,17 @@ def test_resend_and_discard_are_confirmed_and_rechecked(
     stale = {**form, "id": "odd-1", "attempts": "7"}  # not what the store holds now
     refused = console.post("/messaging/failed/discard", data=stale, follow_redirects=False)
     assert refused.status_code == 409 and "changed since you confirmed" in refused.text
+    asked = console.get("/messaging/failed/discard", params={"inbox": "orders-in", "id": "odd-1"})
+    assert '<input name="note" placeholder="optional">' in asked.text  # a reason, not required
     settled = console.post(
-        "/messaging/failed/discard", data={**stale, "attempts": "1"}, follow_redirects=False
+        "/messaging/failed/discard",
+        data={**stale, "attempts": "1", "note": "a test order"},
+        follow_redirects=False,
     )
     assert settled.status_code == 303
     assert [f.message_id for f in operations.failed(with_messaging)] == ["bad-1"]
-    assert [f.message_id for f in operations.failed(with_messaging, discarded=True)] == ["odd-1"]
+    [discarded] = operations.failed(with_messaging, discarded=True)
+    assert (discarded.message_id, discarded.discard_reason) == ("odd-1", "a test order")
 
 
 def test_a_discarded_message_is_listed_apart_kept_and_offers_no_actions(
