@@ -93,7 +93,16 @@ def _run(*command: str | Path, cwd: Path | None = None) -> str:
 @pytest.fixture(scope="module")
 def distributions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("dist")
-    _run(sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", out, ROOT)
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(ROOT)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, f"build failed:\n{built.stdout}\n{built.stderr}"
+    # setuptools warns of folders it would leave out of the wheel (the console's pages
+    # were, until listed): a warning here is a file missing for some user.
+    assert "would be ignored" not in built.stdout + built.stderr, built.stdout + built.stderr
     (wheel,) = out.glob("eventcraft-*.whl")
     (sdist,) = out.glob("eventcraft-*.tar.gz")
     return {"wheel": wheel, "sdist": sdist}
