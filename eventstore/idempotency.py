@@ -46,7 +46,9 @@ def resolve_stored_ids(
             stream_id,
             some.id,
             f"in stream {some.stream_id!r} at version {some.version}, "
-            "while other ids of the batch are new",
+            # A retention run may have removed a retried batch's older events: say so
+            # rather than call them new.
+            "while other ids of the batch are not in the store (new, or removed by retention)",
         )
     first = present[0]
     for index, hit in enumerate(present):

@@ -239,3 +239,22 @@ def test_a_stream_whose_first_events_were_removed_is_no_new_stream(
                 store.append("order-0", [NewEvent("Placed", {})], expected)
             assert refused.value.actual == 3
         assert [e.version for e in store.read_stream("order-0")] == [3]
+
+
+def test_a_batch_retried_after_retention_removed_part_of_it_is_refused_not_appended(
+    shared_store_url: str, tmp_path: Path
+) -> None:
+    """Idempotency reaches what the store holds: a retry of order-0's batch, whose first
+    two events a run removed, is refused naming retention, and writes nothing."""
+    from eventcraft.eventstore import DuplicateEventId
+
+    with EventStore.open(shared_store_url) as store:
+        _history(store)
+        original = list(store.read_stream("order-0"))
+        retention.apply(store, POLICIES, [], str(tmp_path / "a"))
+        head = store.high_water_mark()
+        archived = {e.version: e.id for e in original}
+        batch = [NewEvent(e.type, e.data, id=archived[e.version]) for e in original]
+        with pytest.raises(DuplicateEventId, match="removed by retention"):
+            store.append("order-0", batch)
+        assert store.high_water_mark() == head
