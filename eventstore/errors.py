@@ -10,6 +10,7 @@
     ├── UnsupportedStoreURL (ValueError)
     ├── UnreadablePersonalData          sealed personal fields that neither open nor are forgotten
     ├── StreamTombstoned            the stream was deleted for ever: no append is taken
+    ├── RetentionBusy               another retention run holds the store's lock
     └── StoreUnavailable (ConnectionError)  the database could not be reached
         ├── PoolExhausted                   no pooled connection came free in time
         └── AppendOutcomeUnknown            the connection broke after an append was sent
@@ -160,6 +161,10 @@ class AppendOutcomeUnknown(StoreUnavailable):
 
     def __reduce__(self) -> tuple[type[AppendOutcomeUnknown], tuple[str, str]]:
         return (type(self), (self.stream_id, self.detail))
+
+
+class RetentionBusy(EventStoreError):
+    """Another retention run holds the store's retention lock: this one did nothing."""
 
 
 class StreamTombstoned(EventStoreError):

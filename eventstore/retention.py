@@ -19,15 +19,25 @@ database goes on refusing UPDATE and DELETE of events for everything but a
 run: PostgreSQL's delete trigger lets a statement through only in a
 transaction that set `eventcraft.retention` (which a run does), SQLite's
 only while a run's marker row exists (inside its own transaction).
+
+One run at a time per store: a run holds the store's lock (`Retention.exclusive`)
+from its plan until its removal has committed, whichever archive folder it writes.
+Two runs into two folders would both archive and both remove, and the runs table
+would then name, as the archive of the highest mark, a folder that lacks what the
+other run removed.
 """
 
 from __future__ import annotations
 
 import abc
+import fcntl
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from .encoding import check_name, check_position
 from .errors import InvalidEvent
@@ -148,12 +158,21 @@ class Retention(abc.ABC):
         them, working that fraction of the time (SQLite, whose run holds the only write
         lock, never rests: appends would wait the longer)."""
 
+    @abc.abstractmethod
+    def exclusive(self) -> AbstractContextManager[None]:
+        """Hold the store's retention lock until the block ends; `RetentionBusy` at once if
+        another run (in any process) holds it. Not queued: a run waiting hours behind
+        another would then plan on what that one left, which its operator did not see."""
+
     def close(self) -> None:  # noqa: B027 - a store without retention holds nothing
         """Release connections. Idempotent."""
 
 
 class NoRetention(Retention):
     """A memory store's: nothing is ever removed, the log begins at position 1."""
+
+    def exclusive(self) -> AbstractContextManager[None]:
+        return nullcontext()  # one process's memory: no other run can reach it
 
     def low_water_mark(self) -> int:
         return 0
@@ -193,6 +212,30 @@ def rest(started: float, pace: float) -> None:
     """After work begun at `started` (perf_counter), rest so that work is `pace` of the time."""
     if pace < 1:
         time.sleep((time.perf_counter() - started) * (1 / pace - 1))
+
+
+@contextmanager
+def file_lock(path: Path, busy: Callable[[str], Exception]) -> Iterator[None]:
+    """Hold an exclusive lock on the file `path` (made if missing) until the block ends;
+    raise `busy(holder)` at once, `holder` being the process id it shows, if another holds it.
+
+    It is `flock`, not a file made with O_EXCL: the kernel drops it when its
+    holder's process dies, so a killed run leaves no lock behind for an operator
+    to clear. A lock is an open file's, so two opens in one process exclude too.
+    """
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise busy(holder) from None
+        # Who holds it, for the message a refused run shows; the lock, not this, excludes.
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(descriptor)  # closing drops the lock
 
 
 def retention_for(url: str) -> Retention:

@@ -11,19 +11,29 @@ A run takes no lock that appends take (not the append lock, not the
 streams'): appends go on while it deletes, and readers past its `up_to`
 never meet what it removes; its transaction is a stranger to the ordering
 rule (`schema.py`), which it never holds back.
+
+The store's retention lock (`exclusive`) is a session-level advisory lock,
+keyed like the append lock by the events table's oid (so one per store, each
+schema its own) under a tag of its own, held by a connection of its own for the
+whole run. Session-level, not a transaction's: a transaction left open while
+a run archives for hours would be killed by an idle-in-transaction timeout,
+while an idle session holds no snapshot and no xid, so it holds back neither
+vacuum nor readers. The server drops it when the session ends, a holder's
+process killed included.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
 
 import psycopg
 
 from .deletion_sql import DELETED_STREAMS
-from .errors import StoreUnavailable
+from .errors import RetentionBusy, StoreUnavailable
 from .keyed_indexes import matches
 from .retention import (
     Retention,
@@ -38,6 +48,17 @@ from .schema import APPEND_ONLY_SQLSTATE, EVENTS, SNAPSHOTS, TAGS
 
 RUNS = "eventcraft_retention_runs"
 SETTING = "eventcraft.retention"
+RUN_LOCK_TAG = 0x6572
+"""The high 32 bits of the retention lock's key ("er"); the low 32 are the events table's
+oid, as in the append lock's (`schema.LOG_LOCK_KEY`), whose tag differs."""
+RUN_LOCK_KEY = f"(({RUN_LOCK_TAG}::bigint << 32) | '{EVENTS}'::regclass::oid::bigint)"
+
+# Who holds the lock: `pg_locks` shows a bigint key as classid (high) and objid (low).
+_HOLDER = f"""SELECT a.pid, a.client_addr, a.backend_start
+FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+AND l.classid = {RUN_LOCK_TAG} AND l.objid = '{EVENTS}'::regclass::oid"""
 
 T = TypeVar("T")
 
@@ -235,6 +256,35 @@ class PostgresRetention(Retention):
             return RetentionRun(*row)
 
         return self._run(work)
+
+    def exclusive(self) -> AbstractContextManager[None]:
+        return self._exclusive()
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        # Not a pooled connection: the lock is its session's, kept until the run ends.
+        conn = self._pool.connect()
+        try:
+            try:
+                row = conn.execute(f"SELECT pg_try_advisory_lock({RUN_LOCK_KEY})").fetchone()
+                holder = None if row and row[0] else conn.execute(_HOLDER).fetchone()
+            except psycopg.Error as error:
+                raise StoreUnavailable(f"retention of {self.url}: {error}") from error
+            if not (row and row[0]):
+                by = (
+                    f"PostgreSQL backend {holder[0]} from {holder[1] or 'a local socket'}, "
+                    f"connected at {holder[2]:%Y-%m-%d %H:%M:%S%z}"
+                    if holder
+                    else "a session that has just ended"
+                )
+                raise RetentionBusy(
+                    f"another retention run holds the retention lock of the store "
+                    f"{self.url} ({by}): this run did nothing; run it again when that one "
+                    "has finished"
+                )
+            yield
+        finally:
+            conn.close()  # ends the session, and with it the lock
 
     def close(self) -> None:
         self._pool.close()

@@ -5,18 +5,28 @@ as the first run begins) by one that refuses a DELETE unless a row of
 `eventcraft_retention_active` exists, which a run inserts and deletes inside
 its own write transaction: no other connection ever sees it. A run holds
 SQLite's write lock throughout, as every writer does: appends wait for it.
+
+The store's retention lock (`exclusive`) is a `flock` on a file beside the
+database, `<database>.retention.lock`, not one of SQLite's own locks: those are
+its write transaction's, and a run holds the lock for its whole archiving,
+which may take hours while appends must go on. A `flock` holds across the
+processes of one host, which is as far as SQLite's own locking is safe anyway
+(not over network filesystems), and is dropped when its holder dies.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 from .deletion_sql import DELETED_STREAMS
-from .errors import StoreUnavailable
+from .errors import RetentionBusy, StoreUnavailable
 from .events import recorded_at_text
 from .retention import (
     Retention,
@@ -24,6 +34,7 @@ from .retention import (
     RetentionRun,
     Truncation,
     check_pace,
+    file_lock,
     rules_text,
 )
 from .schema import EVENTS, SNAPSHOTS, TAGS
@@ -31,6 +42,8 @@ from .sqlite_transaction import immediate
 
 RUNS = "eventcraft_retention_runs"
 ACTIVE = "eventcraft_retention_active"
+LOCK_SUFFIX = ".retention.lock"
+"""Added to the database file's path: the file whose lock is the store's retention lock."""
 
 T = TypeVar("T")
 
@@ -201,6 +214,19 @@ class SQLiteRetention(Retention):
             )
 
         return self._run(work)
+
+    def exclusive(self) -> AbstractContextManager[None]:
+        # Absolute: the message names the file whatever directory the reader is in.
+        path = Path(os.path.abspath(self.path) + LOCK_SUFFIX)
+
+        def busy(holder: str) -> RetentionBusy:
+            return RetentionBusy(
+                f"another retention run holds {path} (process {holder}), the lock of the "
+                f"store {self.path}: this run did nothing; run it again when that one has "
+                "finished"
+            )
+
+        return file_lock(path, busy)
 
     def close(self) -> None:
         with self._lock:

@@ -11,10 +11,11 @@ mark followed by the store after it is the whole log, which is how
 projections and replays read it from then on. `apply` plans again as it
 runs: what it does is what the log holds then, not what an earlier plan saw.
 
-One run at a time per archive: `apply` holds the archive's lock
-(`projections/archive_lock.py`) from that plan until the removal has
-committed, and a second run is refused at once (`Problems`), having done
-nothing.
+One run at a time per store, and per archive: `apply` holds the store's
+retention lock (`Retention.exclusive`: a second run is refused whatever folder
+it was given) and the archive's (`projections/archive_lock.py`: runs of two
+stores never share a folder) from that plan until the removal has committed,
+and a second run is refused at once (`Problems`), having done nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from eventcraft.eventstore import EventStore
+from eventcraft.eventstore import EventStore, RetentionBusy
 from eventcraft.eventstore.retention import (
     DELETED_RULE,
     NoRetention,
@@ -164,11 +165,12 @@ def apply(
             f"the archive folder {files.path} cannot be made: {error.strerror}"
         ) from None
     try:
-        with run_lock(files.path):
+        # The store's first, then the folder's, always in this order.
+        with store.retention.exclusive(), run_lock(files.path):
             return _locked_apply(
                 store, policies, truncations, files, up_to, checkpoints, moment, pace
             )
-    except ArchiveBusy as busy:
+    except (RetentionBusy, ArchiveBusy) as busy:
         raise Problems(str(busy)) from None
 
 
@@ -182,7 +184,7 @@ def _locked_apply(
     moment: datetime,
     pace: float,
 ) -> RetentionReport:
-    """`apply`'s plan, archive and removal, under the archive's lock."""
+    """`apply`'s plan, archive and removal, under the store's and the archive's locks."""
     # Where to archive and remove up to, decided again now; not counted (the removal counts).
     planned = plan(
         store,

@@ -33,15 +33,17 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from .. import telemetry
+from ..archive_files import ArchiveBroken
 from ..archive_layout import chain_break, segment_name, span_of
-from ..errors import ProjectionError
 from .jdbc import read_path
 from .rows import EVENT_DDL
 from .source import check_readable, read_store
 
 
-class ArchiveError(ProjectionError):
-    """The archive's segments do not make one log (overlap or gap)."""
+class ArchiveError(ArchiveBroken):
+    """The archive's segments do not make one log (overlap or gap), or it is not there, or
+    it is not the store's. An `ArchiveBroken`, as the in-process readers raise: one
+    `except` catches an archive refused by either."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,13 @@ class Archive:
         `parsed` adds the `data_variant` column: the data as a variant, read where a
         segment holds it, parsed from the JSON where it does not.
         """
+        filesystem, root = _filesystem(spark, self.path)
+        if not filesystem.exists(root):
+            # Read as empty, a folder not mounted or moved would lose every event it holds.
+            raise ArchiveError(
+                f"the archive folder {self.path} is missing: make it reachable here (it is "
+                "not mounted, or was moved) before reading from it"
+            )
         segments = [s for s in self.segments(spark) if s.last > after]
         variant = f"{EVENT_DDL}, {DATA_VARIANT} variant"
         if not segments:

@@ -15,8 +15,9 @@ from ..errors import DefinitionError
 from .archive import Archive
 from .personal import opened
 from .rows import events_of
-from .source import check_readable, read_store
+from .source import check_readable
 from .typed import EventTypes, struct_of
+from .whole_log import read_whole_log
 
 _TYPED = "_typed"
 
@@ -43,7 +44,9 @@ def read_events(
             "MoneyDeposited.amount_cents"
         )
 
-    A store is read up to its high-water mark as the call finds it.
+    A store is read up to its high-water mark as the call finds it; after retention,
+    from its archive up to the low-water mark and from the store after it
+    (`ArchiveBroken` if the archive is missing or ends short of the mark).
     Personal fields are opened with the key store at `keys`: by default the
     store's own database; an archive's are opened only if `keys` names its
     store's (a sealed event fails the job otherwise).
@@ -54,7 +57,8 @@ def read_events(
         source = check_readable(source)
         with EventStore.open(source) as store:
             upto = store.high_water_mark()
-        events = read_store(spark, source, after=0, upto=upto, partitions=partitions)
+        # After retention, the archive below the mark, then the store: the whole log.
+        events = read_whole_log(spark, source, upto=upto, partitions=partitions).events
         keys = source if keys is None else keys
     else:
         raise DefinitionError(f"source is a store URL or an Archive, not {source!r}")

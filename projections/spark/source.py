@@ -20,6 +20,7 @@ import pyarrow as pa
 from eventcraft.eventstore import EventStore
 from pyspark.sql import DataFrame, SparkSession
 
+from ..archive_files import ArchiveBroken
 from ..errors import DefinitionError
 from .jdbc import JDBC, read_jdbc, read_path
 from .rows import EVENT_DDL, to_batch
@@ -77,9 +78,22 @@ def read_store(
     """Events with `after < position <= upto`, read by the executors, one range a task.
 
     `upto` must be at most the store's high-water mark when the job starts.
-    `read_path(spark, url)` says which way the rows come.
+    `read_path(spark, url)` says which way the rows come. `after` must be at least
+    the store's low-water mark (below it retention removed events: `whole_log.py`
+    reads the archive there), or `ArchiveBroken`.
     """
     url = check_readable(url)
+    with EventStore.open(url) as store:
+        mark = store.low_water_mark()
+        if after < min(mark, upto):
+            # The store has holes there: read as it is, it would skip what only the
+            # archive holds, and no reader could tell.
+            raise ArchiveBroken(
+                f"the store {store!r} holds the whole log only after position {mark}, where "
+                f"retention removed events (archived in {store.retention.runs()[-1].archive}): "
+                f"read the archive up to {mark}, then the store (`read_whole_log`), not the "
+                f"store from {after}"
+            )
     if partitions is None:
         cores = spark.sparkContext.defaultParallelism
         partitions = max(cores, -(-(upto - after) // _EVENTS_PER_RANGE))

@@ -1,6 +1,8 @@
 """The whole log for Spark when retention has run: the archive up to the store's
 low-water mark, then the store after it (`projections/log_start.py` does the same for
-the in-process runner). Below the mark the store has holes; the archive has none."""
+the in-process runner). Below the mark the store has holes; the archive has none. The
+archive is checked by the in-process readers' own check (`log_start.archive_below`), so
+one that is missing or ends below the mark raises the same `ArchiveBroken` here."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..keys import StreamKey
+from ..log_start import archive_below
 from .archive import Archive
 from .jdbc import JDBC, MOST_KEYED_TASKS, read_jdbc_by_key, read_path
 from .source import read_store
@@ -42,7 +45,9 @@ def read_whole_log(
     """
     with EventStore.open(url) as store:
         mark = min(store.low_water_mark(), upto)
-        runs = store.retention.runs() if mark else []
+        # Checked before a job is planned: read as it is, a missing or short archive gives
+        # fewer events, and the replay a wrong read model, without a word.
+        archive = str(archive_below(store, mark).path) if mark else None
     path = read_path(spark, url)
     tasks = partitions or spark.sparkContext.defaultParallelism
     if key is not None and not mark and path == JDBC and tasks <= MOST_KEYED_TASKS:
@@ -60,9 +65,9 @@ def read_whole_log(
     live = read_store(
         spark, url, after=mark, upto=upto, categories=categories, types=types, partitions=partitions
     )
-    if not mark:
+    if archive is None:
         return WholeLog(live, path, by_key=False)
-    archived = Archive(runs[-1].archive).read(spark)
+    archived = Archive(archive).read(spark)
     archived = archived.where(archived.position <= mark)
     if categories is not None:
         archived = archived.where(F.substring_index("stream_id", "-", 1).isin(list(categories)))

@@ -1,0 +1,55 @@
+"""One retention run at a time per store, whatever archive folder each is given: two runs
+into different folders would each archive and remove, and the store's runs would name an
+archive that does not hold everything below the mark."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+import pytest
+from eventcraft.eventstore import EventStore, NewEvent
+from eventcraft.eventstore.retention import RetentionPolicy
+from eventcraft.projections.archive_files import ArchiveFiles
+
+from eventcraft.operations import retention
+from eventcraft.operations.errors import Problems
+
+ORDERS = [RetentionPolicy("order", max_count=1)]
+
+
+def test_a_run_into_another_folder_while_one_runs_on_the_store_is_refused(
+    shared_store_url: str, tmp_path: Path
+) -> None:
+    from .retention_workers import apply_held_while_archiving
+
+    url, first_folder, second_folder = shared_store_url, tmp_path / "a", tmp_path / "b"
+    spawn = multiprocessing.get_context("spawn")
+    with EventStore.open(url) as store:
+        for s in range(3):
+            store.append(f"order-{s}", [NewEvent("Paid", {"cents": 1}) for _ in range(5)])
+    writing, go_on = spawn.Event(), spawn.Event()
+    first = spawn.Process(
+        target=apply_held_while_archiving, args=(url, str(first_folder), writing, go_on)
+    )
+    first.start()
+    try:
+        assert writing.wait(60), "the first run did not begin its segment"
+        # The holder, as each backend can name it: its process, or its server session.
+        holder = rf"process {first.pid}" if url.startswith("sqlite") else r"PostgreSQL backend \d+"
+        with EventStore.open(url) as store:
+            with pytest.raises(
+                Problems, match=rf"another retention run holds .*\({holder}.*did nothing"
+            ):
+                retention.apply(store, ORDERS, [], str(second_folder))
+            assert store.low_water_mark() == 0
+    finally:
+        go_on.set()
+        first.join(60)
+    assert first.exitcode == 0
+    assert ArchiveFiles(second_folder).segments() == []  # the refused run wrote nothing
+    with EventStore.open(url) as store:
+        assert [(r.up_to, r.archive) for r in store.retention.runs()] == [(15, str(first_folder))]
+        # The lock went with its run: the next one (into the first's folder) goes ahead.
+        store.append("order-9", [NewEvent("Paid", {"cents": 1})])
+        assert retention.apply(store, ORDERS, [], str(first_folder)).run.up_to == 16
