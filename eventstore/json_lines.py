@@ -11,6 +11,14 @@ time, and two backends give equal documents, not always the same bytes.
 Lines come in chunks (`JsonLines`), written out whole: a chunk is one string,
 of `CHUNK` lines from records, of a copied span (up to 50,000 positions) on
 PostgreSQL.
+
+An export (`with_deletions`) adds a line for each deleted stream, right after
+its event at the version it was deleted at: `deleted_at` (as `recorded_at`),
+`deletion` (`"soft"` or `"tombstone"`), `stream_id`, `version`, keys sorted.
+A reader tells it from an event by its `deletion` key, which no event line
+has; an event line always has `data` and `position`, which no deletion line
+has. So exports made before deletions were exported read as they did, and an
+importer that knows no deletions refuses such a line, naming what it lacks.
 """
 
 from __future__ import annotations
@@ -21,8 +29,9 @@ from typing import NamedTuple
 
 import orjson
 
+from .deletion import StreamDeletion
 from .envelope import TEXT_MARK
-from .events import EncodedRecord
+from .events import EncodedRecord, recorded_at_text
 
 CHUNK = 10_000
 """Most lines in one chunk made from records (`chunks_of`)."""
@@ -108,6 +117,47 @@ def _last_position(line: str) -> int:
     after `data` that could hold one, writes its quotes escaped."""
     start = line.rindex(',"position":') + len(',"position":')
     return int(line[start : line.index(",", start)])
+
+
+def deletion_line(deletion: StreamDeletion) -> str:
+    """The JSON line of a stream's deletion (see the module's docstring)."""
+    kind = "tombstone" if deletion.tombstone else "soft"
+    return (
+        f'{{"deleted_at":"{recorded_at_text(deletion.deleted_at)}","deletion":"{kind}",'
+        f'"stream_id":{json_name(deletion.stream_id)},"version":{deletion.version}}}\n'
+    )
+
+
+def with_deletions(
+    text: str, deletion_of: Callable[[str], StreamDeletion | None]
+) -> tuple[str, int]:
+    """`text`'s event lines with each deleted stream's `deletion_line` after its event at
+    the version deleted; and how many were added. `deletion_of` is asked once a line."""
+    lines = text.splitlines(keepends=True)
+    at = [
+        (n, deletion)
+        for n, one in enumerate(lines)
+        if (deletion := _deleted_at(one, deletion_of)) is not None
+    ]
+    for n, deletion in reversed(at):  # from the end, so that the indexes still hold
+        lines.insert(n + 1, deletion_line(deletion))
+    return ("".join(lines), len(at)) if at else (text, 0)
+
+
+def _deleted_at(
+    line: str, deletion_of: Callable[[str], StreamDeletion | None]
+) -> StreamDeletion | None:
+    """The deletion of `line`'s stream if it was deleted at `line`'s version."""
+    # The names and the version are the last keys of a line, after `data` and `metadata`:
+    # searched from the end, `,"stream_id":` is the key (a string after it, `tags`' or
+    # `type`'s, writes its quotes escaped), and the name runs to `,"tags":`.
+    start = line.rindex(',"version":')
+    version = int(line[start + len(',"version":') : line.rindex("}")])
+    name_at = line.rindex(',"stream_id":', 0, start) + len(',"stream_id":')
+    name = line[name_at : line.index(',"tags":', name_at)]
+    stream_id = orjson.loads(name) if "\\" in name else name[1:-1]
+    deletion = deletion_of(stream_id)
+    return deletion if deletion is not None and deletion.version == version else None
 
 
 def holds_sealed(chunk: JsonLines) -> bool:

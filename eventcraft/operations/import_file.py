@@ -1,5 +1,5 @@
-"""The file an import reads: its lines made into events, grouped into the appends the
-import makes, and checked whole before anything is written.
+"""The file an import reads: its lines made into events and deletions, grouped into the
+appends and deletions the import makes, and checked whole before anything is written.
 
 The check asks nothing of the store. Every line parses into an event with every
 field, its stream id and type names the store takes for new ones; each stream's
@@ -9,7 +9,9 @@ it holds before); and each append passes the store's own checks of a batch
 (`PreparedBatch`: ids, times, tags, and the JSON of data and metadata against the
 store's `max_event_bytes`), so that no rule is written twice. What only the store
 can find, an id it holds in another stream or another event at a version, is found
-as the import writes, which resumes when run again.
+as the import writes, which resumes when run again. A deletion line
+(`eventstore/json_lines.py`) follows its stream's line at the version it deleted,
+and no line of a stream follows its tombstone.
 
 The check keeps each stream's last version: its memory grows with the streams of a
 file, not with its events. A source that cannot be read twice (a pipe, standard
@@ -19,13 +21,15 @@ input) is copied to a temporary file as it is checked, and the import reads the 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from typing import IO
+from dataclasses import dataclass
+from datetime import datetime
+from typing import IO, Any
 
 import orjson
 
-from eventcraft.eventstore import InvalidEvent, NewEvent, RecordedEvent
+from eventcraft.eventstore import InvalidEvent, NewEvent, RecordedEvent, StreamDeletion
 from eventcraft.eventstore.encoding import PreparedBatch, check_new_name, check_stream_id
 
 from .documents import event_from_document
@@ -37,6 +41,19 @@ in parts, in one transaction)."""
 
 Batch = list[tuple[int, RecordedEvent]]
 """Consecutive events of one stream, each with its line number."""
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """A deletion line of the file: the import deletes its stream there."""
+
+    line: int
+    deletion: StreamDeletion
+    """As the file gives it; `deleted_at` is the original's, which the store does not take."""
+
+
+Step = Batch | Deleted
+"""What an import does next: an append, or a deletion."""
 
 Progress = Callable[[int], None]
 
@@ -74,10 +91,21 @@ def checked(source: IO[bytes], *, max_event_bytes: int, progress: Progress) -> I
 
 def _check(lines: Iterable[bytes], max_event_bytes: int, progress: Progress) -> None:
     streams: dict[str, tuple[int, int]] = {}  # each stream's last version so far, its line
+    tombstones: dict[str, int] = {}  # the line of each stream's tombstone
     read = 0
     try:
         for batch, read in batches(lines):
+            if isinstance(batch, Deleted):
+                _check_deletion(batch, streams, tombstones)
+                progress(read)
+                continue
             number, first = batch[0]
+            if first.stream_id in tombstones:
+                raise InputError(
+                    f"line {number}: {first.stream_id!r} version {first.version} comes after "
+                    f"the line that tombstoned it (line {tombstones[first.stream_id]}): a "
+                    "tombstoned stream is never written again"
+                )
             before = streams.get(first.stream_id)
             if before is not None and first.version != before[0] + 1:
                 raise InputError(
@@ -92,6 +120,29 @@ def _check(lines: Iterable[bytes], max_event_bytes: int, progress: Progress) -> 
     except InputError as error:
         raise InputError(f"{error}; nothing was imported") from None
     progress(read)
+
+
+def _check_deletion(
+    deleted: Deleted, streams: dict[str, tuple[int, int]], tombstones: dict[str, int]
+) -> None:
+    """A deletion follows its stream's line at the version deleted (of a stream with lines
+    before it in the file; the store checks one without against what it holds)."""
+    deletion = deleted.deletion
+    stream_id = deletion.stream_id
+    if stream_id in tombstones:
+        raise InputError(
+            f"line {deleted.line}: {stream_id!r} is deleted again after the line that "
+            f"tombstoned it (line {tombstones[stream_id]})"
+        )
+    before = streams.get(stream_id)
+    if before is not None and deletion.version != before[0]:
+        raise InputError(
+            f"line {deleted.line}: the deletion of {stream_id!r} at version {deletion.version} "
+            f"does not follow its line at that version (its line before, {before[1]}, is "
+            f"version {before[0]}): a deletion follows its stream's event at the version deleted"
+        )
+    if deletion.tombstone:
+        tombstones[stream_id] = deleted.line
 
 
 def _check_append(batch: Batch, max_event_bytes: int) -> None:
@@ -134,9 +185,10 @@ def _cannot_copy(error: OSError) -> str:
     )
 
 
-def batches(lines: Iterable[bytes]) -> Iterator[tuple[Batch, int]]:
-    """The appends an import makes of `lines`, each with the bytes read so far: events of
-    one stream, each one version after the last, up to BATCH.
+def batches(lines: Iterable[bytes]) -> Iterator[tuple[Step, int]]:
+    """The appends and deletions an import makes of `lines`, each with the bytes read so
+    far: events of one stream, each one version after the last, up to BATCH; a deletion
+    between the batches before and after it.
 
     At a malformed line the batch before it comes first, then the `InputError`, so
     that a check sees every line before the first fault.
@@ -152,6 +204,12 @@ def batches(lines: Iterable[bytes]) -> Iterator[tuple[Batch, int]]:
     batch: Batch = []
     try:
         for number, event in read_export(measured()):
+            if isinstance(event, StreamDeletion):
+                if batch:
+                    yield batch, read
+                    batch = []
+                yield Deleted(number, event), read
+                continue
             if batch:
                 last = batch[-1][1]
                 if (
@@ -170,9 +228,11 @@ def batches(lines: Iterable[bytes]) -> Iterator[tuple[Batch, int]]:
         yield batch, read
 
 
-def read_export(lines: Iterable[bytes]) -> Iterator[tuple[int, RecordedEvent]]:
-    """The events of an export's lines, each with its line number; `InputError` at the
-    first malformed line, naming it. Blank lines are passed over."""
+def read_export(
+    lines: Iterable[bytes],
+) -> Iterator[tuple[int, RecordedEvent | StreamDeletion]]:
+    """The events and deletions of an export's lines, each with its line number;
+    `InputError` at the first malformed line, naming it. Blank lines are passed over."""
     # The names the store would refuse, refused here where the line is known: a stream id
     # once for a run of its lines, a type once.
     stream_id = ""
@@ -184,6 +244,9 @@ def read_export(lines: Iterable[bytes]) -> Iterator[tuple[int, RecordedEvent]]:
             document = orjson.loads(line)
             if not isinstance(document, dict):
                 raise ValueError(f"a line holds a JSON object, not {type(document).__name__}")
+            if "deletion" in document:
+                yield number, _deletion(document)
+                continue
             event = event_from_document(document)
             if event.stream_id != stream_id:
                 stream_id = check_stream_id(event.stream_id)
@@ -196,6 +259,31 @@ def read_export(lines: Iterable[bytes]) -> Iterator[tuple[int, RecordedEvent]]:
         except ValueError as error:
             raise InputError(f"line {number}: {error}") from None
         yield number, event
+
+
+def _deletion(document: Mapping[str, Any]) -> StreamDeletion:
+    """The deletion a line describes (`eventstore/json_lines.py`); `ValueError` naming the
+    field that is wrong."""
+    kind = document["deletion"]
+    if kind not in ("soft", "tombstone"):
+        raise ValueError(f"deletion must be 'soft' or 'tombstone', not {kind!r:.80}")
+    missing = [name for name in ("stream_id", "version", "deleted_at") if name not in document]
+    if missing:
+        raise ValueError(f"deletion without {', '.join(missing)}")
+    stream_id, version, deleted_at = (document[n] for n in ("stream_id", "version", "deleted_at"))
+    if not isinstance(stream_id, str):
+        raise ValueError(f"stream_id must be a string, not {stream_id!r:.80}")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise ValueError(f"a deletion's version is a whole number from 0, not {version!r:.80}")
+    try:
+        at = datetime.fromisoformat(deleted_at)
+    except (TypeError, ValueError):
+        at = None
+    if at is None or at.tzinfo is None:
+        raise ValueError(
+            f"deleted_at must be an ISO 8601 time with its zone, not {deleted_at!r:.80}"
+        )
+    return StreamDeletion(check_stream_id(stream_id), version, kind == "tombstone", at)
 
 
 def new_events(batch: Batch) -> list[NewEvent]:

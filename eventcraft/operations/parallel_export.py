@@ -16,9 +16,11 @@ import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from functools import cache
 from typing import IO
 
 from eventcraft.eventstore import EventStore
+from eventcraft.eventstore.json_lines import with_deletions
 
 SPAN = 50_000
 """Positions one worker exports at a time."""
@@ -32,15 +34,21 @@ def _open(url: str) -> None:
     _store = EventStore.open(url)
 
 
-Done = tuple[bytes, int, int | None]
-"""A range's lines, how many, and the position of the last."""
+Done = tuple[bytes, int, int, int | None]
+"""A range's lines, how many events, how many deletions, and the last event's position."""
 
 
 def _export_range(after: int, until: int, categories: Sequence[str]) -> Done:
     assert _store is not None, "the worker's store is opened by the pool's initializer"
     chunks = list(_store.read_all_json(after, until, categories=categories or None))
-    text = "".join(chunk.text for chunk in chunks).encode()
-    return text, sum(chunk.events for chunk in chunks), chunks[-1].last_position if chunks else None
+    deletion_of = cache(_store.stream_deletion)  # once a stream in a range
+    texts = [with_deletions(chunk.text, deletion_of) for chunk in chunks]
+    return (
+        "".join(text for text, _ in texts).encode(),
+        sum(chunk.events for chunk in chunks),
+        sum(added for _, added in texts),
+        chunks[-1].last_position if chunks else None,
+    )
 
 
 def export_ranges(
@@ -53,19 +61,21 @@ def export_ranges(
     jobs: int,
     progress: Callable[[int], None],
     span: int | None = None,
-) -> tuple[int, int | None]:
-    """Write the lines of the events after `after` up to `until` to `out`, made by `jobs`
-    worker processes; the number of events written and the last one's position."""
-    count = 0
+) -> tuple[int, int, int | None]:
+    """Write the lines of the events after `after` up to `until` (and of their streams'
+    deletions) to `out`, made by `jobs` worker processes; the number of events and of
+    deletions written, and the last event's position."""
+    count = deletions = 0
     last = None
     pending: deque[tuple[int, Future[Done]]] = deque()
 
     def write_first() -> None:
-        nonlocal count, last
+        nonlocal count, deletions, last
         end, future = pending.popleft()
-        lines, events, last_here = future.result()
+        lines, events, deleted, last_here = future.result()
         out.write(lines)
         count += events
+        deletions += deleted
         last = last_here or last
         progress(end - after)
 
@@ -78,7 +88,7 @@ def export_ranges(
                 write_first()
         while pending:
             write_first()
-    return count, last
+    return count, deletions, last
 
 
 def _ranges(after: int, until: int, span: int) -> Iterator[tuple[int, int]]:

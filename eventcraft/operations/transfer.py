@@ -9,7 +9,12 @@ has removed events from starts those streams part-way, and cannot be imported
 as a copy: a stream cannot begin above version 1.
 
 The lines are the store's `read_all_json`: every field, keys sorted, `data`
-and `metadata` as stored (`eventstore/json_lines.py`).
+and `metadata` as stored (`eventstore/json_lines.py`), and after the event at
+the version a stream was deleted at, a line of its deletion (soft or
+tombstone), which the import applies there. So a copy hides what the original
+hides and refuses what it refuses; the deletion's time is the import's (the
+store takes no other). A tombstone of a stream never written has no event to
+follow and is not exported.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import cache
 from typing import IO
 
 from eventcraft.eventstore import (
@@ -27,9 +33,10 @@ from eventcraft.eventstore import (
     StreamTombstoned,
     WrongExpectedVersion,
 )
+from eventcraft.eventstore.json_lines import with_deletions
 
 from .errors import InputError, Problems
-from .import_file import Batch, Progress, batches, checked, lines_of, new_events
+from .import_file import Batch, Deleted, Progress, Step, batches, checked, lines_of, new_events
 from .parallel_export import export_ranges
 from .read_ahead import read_ahead
 
@@ -41,9 +48,11 @@ def _no_progress(done: int) -> None:
 @dataclass(frozen=True)
 class ExportReport:
     events: int
-    """Lines written."""
+    """Events written."""
     last_position: int | None
     """The position of the last event written; an export `--after` it continues this one."""
+    deletions: int = 0
+    """Deletions written, each after its stream's event at the version deleted."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,8 @@ class ImportReport:
     """Events appended to the store."""
     skipped: int
     """Events the store already held (same id, stream and version): written before."""
+    deletions: int = 0
+    """Deletions applied to the store; one it held already (written before) is not counted."""
 
 
 def check_export(*, after: int, until: int | None, jobs: int = 1) -> None:
@@ -87,6 +98,9 @@ def export_events(
     `progress` is told how many positions past `after` are done, now and then.
     With `jobs` above 1, that many worker processes, each with a store of its
     own opened from `store.url`, make the lines, and the file is the same.
+
+    Each stream exported is asked for its deletion once (`stream_deletion`), whose line
+    follows the stream's event at the version deleted, if the export holds it.
     """
     check_export(after=after, until=until, jobs=jobs)
     if jobs > 1:
@@ -95,7 +109,7 @@ def export_events(
         end = store.high_water_mark()  # fixed now: the ranges shared out end here
         if until is not None:
             end = min(until, end)
-        count, last = export_ranges(
+        count, deletions, last = export_ranges(
             store.url,
             out,
             after=after,
@@ -105,17 +119,20 @@ def export_events(
             progress=progress,
         )
         out.flush()
-        return ExportReport(events=count, last_position=last)
-    count = 0
+        return ExportReport(events=count, last_position=last, deletions=deletions)
+    count = deletions = 0
     last = None
+    deletion_of = cache(store.stream_deletion)
     for chunk in store.read_all_json(after, until, categories=categories or None):
-        out.write(chunk.text.encode())
+        text, added = with_deletions(chunk.text, deletion_of)
+        out.write(text.encode())
         count += chunk.events
+        deletions += added
         last = chunk.last_position
         progress(last - after)
     out.flush()
     progress((last or after) - after)
-    return ExportReport(events=count, last_position=last)
+    return ExportReport(events=count, last_position=last, deletions=deletions)
 
 
 def events_in_store(store: EventStore) -> int:
@@ -140,11 +157,15 @@ def import_events(
     is checked.
 
     Then consecutive events of one stream go in one append, at the version the
-    file gives them, so streams keep their versions and the log its order.
+    file gives them, so streams keep their versions and the log its order; a
+    deletion line deletes its stream where it stands, after the stream's event at
+    the version deleted and before those written after.
     Idempotent by event id: events the store already holds where the file puts
-    them are skipped, so a second import writes nothing, and an import stopped
+    them are skipped (those of a stream the store tombstoned too), deletions it holds
+    already are passed over, so a second import writes nothing, and an import stopped
     by what only the store can find (`Problems`: an id it holds in another
-    stream, a stream it holds other events of, a stream it has tombstoned) keeps
+    stream, a stream it holds other events of, a stream it has tombstoned or deleted
+    otherwise than the file) keeps
     what it wrote before and resumes after it when run again.
 
     Without `check`, nothing is read first (for an export known to be whole, a
@@ -168,17 +189,17 @@ def import_events(
             importer.write(batch, events)
             progress(read)
         progress(read)
-    return ImportReport(importer.events, importer.written, importer.skipped)
+    return ImportReport(importer.events, importer.written, importer.skipped, importer.deleted)
 
 
 def _with_events(
-    batches: Iterator[tuple[Batch, int]],
-) -> Iterator[tuple[Batch, list[NewEvent], int]]:
+    steps: Iterator[tuple[Step, int]],
+) -> Iterator[tuple[Step, list[NewEvent], int]]:
     """Each batch with the events to append, made on the reading thread too."""
     # One append a stream: grouping many short streams in one append_many (one
     # transaction) made an import of 100-event streams slower, 24% of COPY against 37%.
-    for batch, read in batches:
-        yield batch, new_events(batch), read
+    for step, read in steps:
+        yield step, [] if isinstance(step, Deleted) else new_events(step), read
 
 
 class _Importer:
@@ -189,19 +210,28 @@ class _Importer:
         self.head = head
         """The store's last position before the import: a batch answered with positions
         up to here was stored before (the store answers a repeated append so)."""
-        self.events = self.written = self.skipped = 0
+        self.events = self.written = self.skipped = self.deleted = 0
+        self.deleted_at: dict[str, int] = {}
+        """The version each stream the file deleted so far was deleted at."""
 
-    def write(self, batch: Batch, events: list[NewEvent]) -> None:
+    def write(self, step: Step, events: list[NewEvent]) -> None:
+        if isinstance(step, Deleted):
+            self._delete(step)
+            return
+        batch = step
         self.events += len(batch)
         first = batch[0][1]
         stream_id = first.stream_id
         try:
-            result = self.store.append(stream_id, events, expected_version=first.version - 1)
+            result = self.store.append(
+                stream_id, events, expected_version=self._expected(stream_id, first.version)
+            )
         except InvalidEvent as error:  # checked before; what the store adds may not pass
             # (personal fields it seals grow past max_event_bytes)
             raise InputError(f"{lines_of(batch)}: {error}") from None
         except StreamTombstoned:
-            raise _tombstoned(batch[0][0], stream_id) from None
+            self._skip_tombstoned(batch)
+            return
         except WrongExpectedVersion as conflict:
             self._resume(batch, conflict.actual)
             return
@@ -213,10 +243,20 @@ class _Importer:
         else:
             self.written += len(batch)
 
-    def _append(self, stream_id: str, batch: Batch) -> None:
+    def _expected(self, stream_id: str, version: int) -> int:
+        """The version reads show before `version` is appended: 0 right after the stream's
+        deletion (its versions go on after the deleted ones)."""
+        return 0 if self.deleted_at.get(stream_id) == version - 1 else version - 1
+
+    def _append(self, stream_id: str, batch: Batch, expected: int | None = None) -> None:
+        version = batch[0][1].version
         try:
             self.store.append(
-                stream_id, new_events(batch), expected_version=batch[0][1].version - 1
+                stream_id,
+                new_events(batch),
+                expected_version=self._expected(stream_id, version)
+                if expected is None
+                else expected,
             )
         except InvalidEvent as error:
             raise InputError(f"{lines_of(batch)}: {error}") from None
@@ -233,6 +273,10 @@ class _Importer:
         """Append what the store lacks of a batch its stream has moved past or short of."""
         number, first = batch[0]
         stream_id = first.stream_id
+        if actual == 0 and self._deleted_before(stream_id, first.version):
+            self._append(stream_id, batch, expected=0)
+            self.written += len(batch)
+            return
         if actual < first.version - 1:
             # A stream cannot begin above version 1, and the file does not say whether its
             # store removed the events before (the lines are events, nothing more): the
@@ -257,6 +301,56 @@ class _Importer:
         if rest:
             self._append(stream_id, rest)
             self.written += len(rest)
+
+    def _deleted_before(self, stream_id: str, version: int) -> bool:
+        """Whether the store deleted `stream_id` just before `version` and has nothing
+        after: an import `--after` the deletion's line, into a copy holding it."""
+        deletion = self.store.stream_deletion(stream_id)
+        return deletion is not None and deletion.version == version - 1
+
+    def _skip_tombstoned(self, batch: Batch) -> None:
+        """Count `batch` as skipped if the store tombstoned its stream after it was written
+        (an import run again), else raise: the stream's lines can never be written."""
+        number, first = batch[0]
+        for _, event in batch:
+            # The stream's reads show nothing: each event is looked for by its id.
+            stored = self.store.read_event(event.id)
+            if stored is None or (stored.stream_id, stored.version) != (
+                event.stream_id,
+                event.version,
+            ):
+                raise _tombstoned(number, first.stream_id)
+        self.skipped += len(batch)
+
+    def _delete(self, step: Deleted) -> None:
+        """Delete the stream as the line says, unless the store holds that deletion."""
+        wanted = step.deletion
+        stream_id = wanted.stream_id
+        held = self.store.stream_deletion(stream_id)
+        self.deleted_at[stream_id] = wanted.version
+        if held is not None and (held.version, held.tombstone) == (
+            wanted.version,
+            wanted.tombstone,
+        ):
+            return  # an import run again
+        if held is not None and held.tombstone:
+            raise _tombstoned(step.line, stream_id)
+        # A soft deletion the store holds at this version becomes the file's tombstone; from
+        # any other state the stream must be at the version the line deletes it at.
+        soft_here = held is not None and held.version == wanted.version
+        try:
+            self.store.delete_stream(
+                stream_id, 0 if soft_here else wanted.version, tombstone=wanted.tombstone
+            )
+        except WrongExpectedVersion as conflict:
+            raise Problems(
+                f"line {step.line}: {stream_id} is at version {conflict.actual} in the store, "
+                f"the file deletes it at version {wanted.version}"
+                + (f" (the store deleted it at version {held.version})" if held else "")
+                + "; it is not a copy of this file; the lines before this one were imported, "
+                "nothing from this line on was"
+            ) from None
+        self.deleted += 1
 
 
 def _tombstoned(number: int, stream_id: str) -> Problems:
