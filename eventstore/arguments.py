@@ -172,6 +172,13 @@ def until_call(until: int | None) -> int | None:
     return None if until is None else check_position("until", until, MAX_AFTER)
 
 
+def placed_call(after: int, until: int | None) -> tuple[int, int]:
+    """`after` and `until` of `placed_deletions`, checked; no `until`, the largest position."""
+    return check_position("after", after, MAX_AFTER), (
+        MAX_INT if until is None else check_position("until", until, MAX_INT)
+    )
+
+
 def event_id_call(event_id: uuid.UUID) -> uuid.UUID:
     if not isinstance(event_id, uuid.UUID):
         raise InvalidEvent(f"an event id is a UUID, not {event_id!r}")

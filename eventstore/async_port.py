@@ -142,6 +142,10 @@ class AsyncBackend(abc.ABC):
         """As `Backend.stream_deletion`."""
         return None
 
+    async def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
+        """As `Backend.placed_deletions`."""
+        return []
+
     async def wait_for_events(self, after: int, timeout: float) -> bool:
         """Sleep until the high-water mark passes `after`; False if `timeout` ran out first.
 

@@ -313,6 +313,12 @@ class AsyncEventStore:
         """As `EventStore.stream_deletion`."""
         return await self._backend.stream_deletion(arguments.stream_id_call(stream_id))
 
+    async def placed_deletions(
+        self, after: int = 0, until: int | None = None
+    ) -> list[tuple[int, StreamDeletion]]:
+        """As `EventStore.placed_deletions`."""
+        return await self._backend.placed_deletions(*arguments.placed_call(after, until))
+
     @property
     def retention(self) -> Retention:
         """As `EventStore.retention`; its calls block: run them in a thread."""

@@ -182,6 +182,9 @@ class ThreadedBackend(AsyncBackend):
     async def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
         return await self._run(partial(self.backend.stream_deletion, stream_id))
 
+    async def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
+        return await self._run(partial(self.backend.placed_deletions, after, until))
+
     async def close(self) -> None:
         if self._closed:
             return

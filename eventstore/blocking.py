@@ -218,6 +218,11 @@ class BlockingEventStore:
     def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
         return self._wait(self.store.stream_deletion(stream_id))
 
+    def placed_deletions(
+        self, after: int = 0, until: int | None = None
+    ) -> list[tuple[int, StreamDeletion]]:
+        return self._wait(self.store.placed_deletions(after, until))
+
     def forget(self, subject: str) -> int:
         return self._wait(self.store.forget(subject))
 

@@ -26,7 +26,12 @@ from typing import Any
 import psycopg
 
 from .deletion import StreamDeletion
-from .deletion_sql import DELETED_STREAMS, POSTGRES_TABLE, STREAM_TOMBSTONED_SQLSTATE
+from .deletion_sql import (
+    DELETED_STREAMS,
+    POSTGRES_TABLE,
+    STREAM_TOMBSTONED_SQLSTATE,
+    placed_deletions,
+)
 from .errors import EventStoreError, StreamTombstoned, WrongExpectedVersion
 from .events import StreamState
 from .schema import EVENTS, LOG_LOCK_KEY, WRONG_EXPECTED_VERSION_SQLSTATE
@@ -122,6 +127,16 @@ DELETION = (
 def ddl() -> list[str]:
     """What a store needs to delete streams: the table and both functions."""
     return [POSTGRES_TABLE, _BASE, _DELETE]
+
+
+PLACED = placed_deletions("%s")
+
+
+def placed(rows: list[tuple[Any, ...]]) -> list[tuple[int, StreamDeletion]]:
+    """`Backend.placed_deletions` of the rows of `PLACED`."""
+    return [
+        (int(row[0]), StreamDeletion(row[1], int(row[2]), bool(row[3]), row[4])) for row in rows
+    ]
 
 
 def deletion(row: tuple[Any, ...] | None) -> StreamDeletion | None:

@@ -70,6 +70,19 @@ def listed(alias: str) -> str:
     )
 
 
+def placed_deletions(parameter: str) -> str:
+    """The deletions whose stream's event at the version deleted lies after the first
+    parameter and at or below the second (`parameter` is the dialect's placeholder), with
+    that event's position, in position order: one walk of the deleted streams, each
+    joined by (stream, version), the key of stream reads."""
+    return (
+        f"SELECT e.position, d.stream_id, d.version, d.tombstone, d.deleted_at "
+        f"FROM {DELETED_STREAMS} d JOIN {E} e "
+        "ON e.stream_id = d.stream_id AND e.version = d.version "
+        f"WHERE e.position > {parameter} AND e.position <= {parameter} ORDER BY e.position"
+    )
+
+
 # --- SQLite: the store's connection, inside its write transaction ------------------
 
 _SQLITE_STORED_VERSION = f"SELECT coalesce(max(version), 0) FROM {E} WHERE stream_id = ?"
@@ -90,6 +103,19 @@ def sqlite_deletion(conn: sqlite3.Connection, stream_id: str) -> StreamDeletion 
         return None
     stream, version, tombstone, deleted_at = row
     return StreamDeletion(stream, version, bool(tombstone), datetime.fromisoformat(deleted_at))
+
+
+_SQLITE_PLACED = placed_deletions("?")
+
+
+def sqlite_placed_deletions(
+    conn: sqlite3.Connection, after: int, until: int
+) -> list[tuple[int, StreamDeletion]]:
+    """`Backend.placed_deletions` on SQLite."""
+    return [
+        (position, StreamDeletion(stream, version, bool(tomb), datetime.fromisoformat(at)))
+        for position, stream, version, tomb, at in conn.execute(_SQLITE_PLACED, (after, until))
+    ]
 
 
 def sqlite_append_versions(conn: sqlite3.Connection, stream_id: str) -> tuple[int, int]:

@@ -13,8 +13,9 @@ of `CHUNK` lines from records, of a copied span (up to 50,000 positions) on
 PostgreSQL.
 
 An export (`with_deletions`) adds a line for each deleted stream, right after
-its event at the version it was deleted at: `deleted_at` (as `recorded_at`),
-`deletion` (`"soft"` or `"tombstone"`), `stream_id`, `version`, keys sorted.
+its event at the version it was deleted at (`placed_deletions` says where):
+`deleted_at` (as `recorded_at`), `deletion` (`"soft"` or `"tombstone"`),
+`stream_id`, `version`, keys sorted.
 A reader tells it from an event by its `deletion` key, which no event line
 has; an event line always has `data` and `position`, which no deletion line
 has. So exports made before deletions were exported read as they did, and an
@@ -23,6 +24,8 @@ importer that knows no deletions refuses such a line, naming what it lacks.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import NamedTuple
@@ -128,36 +131,34 @@ def deletion_line(deletion: StreamDeletion) -> str:
     )
 
 
-def with_deletions(
-    text: str, deletion_of: Callable[[str], StreamDeletion | None]
-) -> tuple[str, int]:
-    """`text`'s event lines with each deleted stream's `deletion_line` after its event at
-    the version deleted; and how many were added. `deletion_of` is asked once a line."""
+def with_deletions(text: str, placed: Sequence[tuple[int, StreamDeletion]]) -> str:
+    """`text`'s event lines with the line of each of `placed`'s deletions right after the
+    line of its position (`EventStore.placed_deletions`: each in `text`, in order)."""
+    if not placed:
+        return text
     lines = text.splitlines(keepends=True)
-    at = [
-        (n, deletion)
-        for n, one in enumerate(lines)
-        if (deletion := _deleted_at(one, deletion_of)) is not None
-    ]
-    for n, deletion in reversed(at):  # from the end, so that the indexes still hold
+    # Lines are in position order: a binary search, reading a few lines' positions.
+    spots = range(len(lines))
+    at = [bisect_left(spots, p, key=lambda n: _last_position(lines[n])) for p, _ in placed]
+    for n, (position, deletion) in zip(reversed(at), reversed(placed), strict=True):
+        # From the end, so that the indexes before still hold.
+        if n == len(lines) or _last_position(lines[n]) != position:
+            raise ValueError(f"no line of position {position} to put its deletion after")
         lines.insert(n + 1, deletion_line(deletion))
-    return ("".join(lines), len(at)) if at else (text, 0)
+    return "".join(lines)
 
 
-def _deleted_at(
-    line: str, deletion_of: Callable[[str], StreamDeletion | None]
-) -> StreamDeletion | None:
-    """The deletion of `line`'s stream if it was deleted at `line`'s version."""
-    # The names and the version are the last keys of a line, after `data` and `metadata`:
-    # searched from the end, `,"stream_id":` is the key (a string after it, `tags`' or
-    # `type`'s, writes its quotes escaped), and the name runs to `,"tags":`.
-    start = line.rindex(',"version":')
-    version = int(line[start + len(',"version":') : line.rindex("}")])
-    name_at = line.rindex(',"stream_id":', 0, start) + len(',"stream_id":')
-    name = line[name_at : line.index(',"tags":', name_at)]
-    stream_id = orjson.loads(name) if "\\" in name else name[1:-1]
-    deletion = deletion_of(stream_id)
-    return deletion if deletion is not None and deletion.version == version else None
+def with_placed(
+    chunks: Iterable[JsonLines], placed: Sequence[tuple[int, StreamDeletion]]
+) -> Iterator[tuple[str, JsonLines, int]]:
+    """Each of `chunks`, its text with the lines of those of `placed` (in position order, each
+    at an event of `chunks`) that fall in it, and how many did."""
+    pending = deque(placed)
+    for chunk in chunks:
+        here = []
+        while pending and pending[0][0] <= chunk.last_position:
+            here.append(pending.popleft())
+        yield with_deletions(chunk.text, here), chunk, len(here)
 
 
 def holds_sealed(chunk: JsonLines) -> bool:

@@ -186,6 +186,15 @@ class MemoryBackend(Backend):
         with self._lock:
             return self._deleted.get(stream_id)
 
+    def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
+        with self._lock:
+            placed = [
+                (self._streams[d.stream_id][d.version - 1].position, d)
+                for d in self._deleted.values()
+                if d.version  # a stream deleted before its first event has no place
+            ]
+        return sorted(p for p in placed if after < p[0] <= until)
+
     def list_streams(
         self, *, category: str | None, after: str | None, limit: int | None
     ) -> Iterator[StreamInfo]:

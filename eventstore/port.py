@@ -202,6 +202,11 @@ class Backend(abc.ABC):
         """The stream's deletion, None if it was never deleted."""
         return None
 
+    def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
+        """The deletions whose stream's event at the version deleted has a position in
+        (`after`, `until`], with that position, in position order."""
+        return []
+
     def wait_for_events(self, after: int, timeout: float) -> bool:
         """Block until the high-water mark passes `after`; False if `timeout` ran out first.
 

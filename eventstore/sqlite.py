@@ -408,6 +408,12 @@ class SQLiteBackend(Backend):
         with self._lock:
             return self._guard(lambda: deletion_sql.sqlite_deletion(self._conn, stream_id))
 
+    def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
+        with self._lock:
+            return self._guard(
+                lambda: deletion_sql.sqlite_placed_deletions(self._conn, after, until)
+            )
+
     def load_snapshot(self, stream_id: str) -> Snapshot | None:
         rows = self._guard(lambda: self._fetch(sql.LOAD_SNAPSHOT, (stream_id,)))
         if not rows:

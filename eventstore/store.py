@@ -341,6 +341,17 @@ class EventStore:
         """How `stream_id` was deleted, None if it never was."""
         return self._backend.stream_deletion(arguments.stream_id_call(stream_id))
 
+    def placed_deletions(
+        self, after: int = 0, until: int | None = None
+    ) -> list[tuple[int, StreamDeletion]]:
+        """The streams deleted at an event with a position after `after` (up to `until`),
+        as (that event's position, the deletion), in position order: where a copy of
+        the log must delete them (an export writes each after that event's line).
+
+        One query, however many streams the log holds. A stream tombstoned before
+        its first event has no such event, and is not listed."""
+        return self._backend.placed_deletions(*arguments.placed_call(after, until))
+
     @property
     def retention(self) -> Retention:
         """The store's retention: its runs, and removing events by rules (`retention.py`).

@@ -46,6 +46,34 @@ class DeletionConformance:
         assert [e.stream_id for e in store.read_stream("order-2")] == ["order-2"]
         assert [(e.stream_id, e.version, e.position) for e in store.read_all()] == log
 
+    def test_placed_deletions_list_each_deletion_at_its_event_in_position_order(
+        self, store: EventStore
+    ) -> None:
+        store.append("order-1", _events("Placed", "Paid"))
+        store.append("order-2", _events("Placed"))
+        store.append("order-3", _events("Placed"))
+        store.append("order-4", _events("Placed"))
+        positions = {(e.stream_id, e.version): e.position for e in store.read_all()}
+        second = store.delete_stream("order-2", tombstone=True)
+        first = store.delete_stream("order-1", expected_version=2)
+        store.delete_stream("order-3")
+        store.append("order-3", _events("Placed"))  # back, its deletion still placed at v1
+        store.delete_stream("order-9", tombstone=True)  # never written: no event to place
+
+        placed = store.placed_deletions()
+
+        assert [(p, d.stream_id, d.version, d.tombstone) for p, d in placed] == [
+            (positions["order-1", 2], "order-1", 2, False),
+            (positions["order-2", 1], "order-2", 1, True),
+            (positions["order-3", 1], "order-3", 1, False),
+        ]
+        assert placed[0][1] == first and placed[1][1] == second
+        after, until = positions["order-1", 2], positions["order-3", 1] - 1
+        assert [d.stream_id for _, d in store.placed_deletions(after, until)] == ["order-2"]
+        assert store.placed_deletions(positions["order-4", 1]) == []
+        with pytest.raises(InvalidEvent, match="after must be an int"):
+            store.placed_deletions(-1)
+
     def test_an_append_brings_a_deleted_stream_back_its_versions_going_on(
         self, store: EventStore
     ) -> None:

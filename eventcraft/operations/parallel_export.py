@@ -16,11 +16,10 @@ import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from functools import cache
 from typing import IO
 
-from eventcraft.eventstore import EventStore
-from eventcraft.eventstore.json_lines import with_deletions
+from eventcraft.eventstore import EventStore, StreamDeletion, category_of
+from eventcraft.eventstore.json_lines import with_placed
 
 SPAN = 50_000
 """Positions one worker exports at a time."""
@@ -40,15 +39,25 @@ Done = tuple[bytes, int, int, int | None]
 
 def _export_range(after: int, until: int, categories: Sequence[str]) -> Done:
     assert _store is not None, "the worker's store is opened by the pool's initializer"
-    chunks = list(_store.read_all_json(after, until, categories=categories or None))
-    deletion_of = cache(_store.stream_deletion)  # once a stream in a range
-    texts = [with_deletions(chunk.text, deletion_of) for chunk in chunks]
+    chunks = _store.read_all_json(after, until, categories=categories or None)
+    done = list(with_placed(chunks, placed(_store, after, until, categories)))
     return (
-        "".join(text for text, _ in texts).encode(),
-        sum(chunk.events for chunk in chunks),
-        sum(added for _, added in texts),
-        chunks[-1].last_position if chunks else None,
+        "".join(text for text, _, _ in done).encode(),
+        sum(chunk.events for _, chunk, _ in done),
+        sum(added for _, _, added in done),
+        done[-1][1].last_position if done else None,
     )
+
+
+def placed(
+    store: EventStore, after: int, until: int, categories: Sequence[str]
+) -> list[tuple[int, StreamDeletion]]:
+    """The deletions an export of (`after`, `until`] of `categories` (all if none) writes."""
+    found = store.placed_deletions(after, until)
+    if not categories:
+        return found
+    kept = set(categories)
+    return [one for one in found if category_of(one[1].stream_id) in kept]
 
 
 def export_ranges(

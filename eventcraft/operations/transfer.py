@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from functools import cache
 from typing import IO
 
 from eventcraft.eventstore import (
@@ -33,11 +32,11 @@ from eventcraft.eventstore import (
     StreamTombstoned,
     WrongExpectedVersion,
 )
-from eventcraft.eventstore.json_lines import with_deletions
+from eventcraft.eventstore.json_lines import with_placed
 
 from .errors import InputError, Problems
 from .import_file import Batch, Deleted, Progress, Step, batches, checked, lines_of, new_events
-from .parallel_export import export_ranges
+from .parallel_export import export_ranges, placed
 from .read_ahead import read_ahead
 
 
@@ -99,8 +98,8 @@ def export_events(
     With `jobs` above 1, that many worker processes, each with a store of its
     own opened from `store.url`, make the lines, and the file is the same.
 
-    Each stream exported is asked for its deletion once (`stream_deletion`), whose line
-    follows the stream's event at the version deleted, if the export holds it.
+    The line of each stream's deletion follows the stream's event at the version deleted,
+    if the export holds it (`placed_deletions`: one query, however many streams).
     """
     check_export(after=after, until=until, jobs=jobs)
     if jobs > 1:
@@ -122,9 +121,10 @@ def export_events(
         return ExportReport(events=count, last_position=last, deletions=deletions)
     count = deletions = 0
     last = None
-    deletion_of = cache(store.stream_deletion)
-    for chunk in store.read_all_json(after, until, categories=categories or None):
-        text, added = with_deletions(chunk.text, deletion_of)
+    # Fixed now, so that every deletion listed falls in a chunk read.
+    end = store.high_water_mark() if until is None else until
+    chunks = store.read_all_json(after, end, categories=categories or None)
+    for text, chunk, added in with_placed(chunks, placed(store, after, end, categories)):
         out.write(text.encode())
         count += chunk.events
         deletions += added

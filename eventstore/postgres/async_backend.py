@@ -388,6 +388,13 @@ class AsyncPostgresBackend(AsyncBackend):
 
         return await self._with_connection(find)
 
+    async def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
+        async def find(conn: Conn) -> list[tuple[int, StreamDeletion]]:
+            cursor = await conn.execute(deletion_postgres.PLACED, (after, until))
+            return deletion_postgres.placed(await cursor.fetchall())
+
+        return await self._with_connection(find)
+
     async def close(self) -> None:
         await self._appends.close()
         if self._announcer is not None:

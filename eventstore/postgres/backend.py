@@ -311,6 +311,14 @@ class PostgresBackend(Backend):
 
         return self._with_connection(find)
 
+    def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
+        def find(conn: psycopg.Connection[Any]) -> list[tuple[int, StreamDeletion]]:
+            return deletion_postgres.placed(
+                conn.execute(deletion_postgres.PLACED, (after, until)).fetchall()
+            )
+
+        return self._with_connection(find)
+
     def close(self) -> None:
         self._listener.close()
         self._pool.close()
