@@ -11,9 +11,8 @@ message, and a slow broker may take longer than the lease (a publisher waits
 up to twice its timeout of 10 s; the lease is 10 s). Were the lease left to
 lapse meanwhile, another process would take over and publish the same events
 at the same time. So while the call runs, a thread beside it renews the lease
-each time half of it has passed: the rule a projection's runner follows
-between the deliveries of a long batch (`Projector._deliver_one`), here beside
-the one call it cannot step into. The renewal is fenced as the batch's commit
+each time half of it has passed, as a subscriber's runner keeps its lease
+while its handler runs (`Projector._lease_kept`). The renewal is fenced as the batch's commit
 is: it extends the lease only while the row is ours and the checkpoint still
 where the batch began. Once it is not, another process has the batch in hand;
 the keeper stops, and the commit finds the row moved and follows it.

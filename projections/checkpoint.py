@@ -105,3 +105,17 @@ def release_lease(connection: sa.Connection, name: str, owner: str) -> None:
         .where(table.c.name == name, table.c.owner == owner)
         .values(owner=None, lease_until=None)
     )
+
+
+def renew_lease(connection: sa.Connection, name: str, owner: str, until: float) -> bool:
+    """Extend `owner`'s lease to `until`, checkpoint untouched; False if it is not theirs.
+
+    A lease that lapsed with nobody taking it is still the owner's to renew: no other
+    process has worked the projection meanwhile.
+    """
+    renewed = connection.execute(
+        sa.update(table)
+        .where(table.c.name == name, table.c.owner == owner)
+        .values(lease_until=until)
+    )
+    return renewed.rowcount == 1

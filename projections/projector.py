@@ -15,13 +15,20 @@ batch counting as the first try of the event it failed on); the one that
 keeps failing is parked, then skipped or the projection stops just before it.
 A runner stopped during a back-off abandons the batch instead: the event is
 neither parked nor passed, and the next run tries it again.
+
+A subscriber's deliveries cannot be fenced as commits are: its handler acts
+outside the read-model database, and one call may outlast the lease. So while
+a batch is delivered, a thread beside it keeps the lease (`keeping.py`), and a
+lease found taken ends the batch as soon as the handler returns.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 
 import sqlalchemy as sa
@@ -32,10 +39,13 @@ from .checkpoint import Checkpoint
 from .database import Database
 from .definition import Definition, failed_position
 from .errors import ProjectionStopped
+from .keeping import kept_alive
 from .log_start import archived_batch, current_low_water_mark, low_water_mark
 from .read_model import ReadModel
 from .selection import read_by_query
 from .subscription import Subscription
+
+log = logging.getLogger("eventcraft.projections")
 
 
 class _HandlerFailed(Exception):
@@ -78,8 +88,13 @@ class Projector:
         """Set when its runner stops: a back-off before the next try ends there."""
         self.on_commit: Callable[[], None] = lambda: None
         self.on_renew: Callable[[], None] = lambda: None
-        """Called when a batch renewed the lease half-way (a group renews its membership)."""
+        """Called when a batch renewed the lease half-way (a group renews its membership);
+        from the thread keeping the lease while a subscriber's handler runs long."""
         self._held_until = 0.0
+        # The thread keeping the lease and the batch between two deliveries would
+        # otherwise both renew it, and call `on_renew` at once.
+        self._renewing = threading.Lock()
+        self._lease_lost = False
 
     def setup(self) -> None:
         """Create the checkpoint row and the first generation's tables, once."""
@@ -182,16 +197,19 @@ class Projector:
         self, events: Sequence[RecordedEvent], upto: int, subscription: Subscription
     ) -> None:
         delivered = self.position
-        for event in events:
-            try:
-                error = self._tried(partial(self._deliver_one, subscription, event, delivered))
-            except _Abandoned:
-                self._commit_delivered(delivered)
-                raise
-            if error is not None:
-                self._commit_delivered(delivered)
-                self._park(event, error)
-            delivered = event.position
+        # A batch with none of the subscription's events (the log moved on elsewhere)
+        # delivers nothing: no keeper to start.
+        with self._lease_kept() if events else nullcontext():
+            for event in events:
+                try:
+                    error = self._tried(partial(self._deliver_one, subscription, event, delivered))
+                except _Abandoned:
+                    self._commit_delivered(delivered)
+                    raise
+                if error is not None:
+                    self._commit_delivered(delivered)
+                    self._park(event, error)
+                delivered = event.position
         self._commit(self.position, [], upto)
 
     def _deliver_one(
@@ -199,15 +217,56 @@ class Projector:
     ) -> None:
         """Deliver `event`, renewing the lease first once half of it has passed.
 
-        Deliveries are not fenced as commits are: a batch that outlasted the
-        lease would be delivered again by the process that took it over. The
-        renewal checkpoints what was delivered so far (up to `delivered`); a
-        lease another process took meanwhile ends the batch (`_Moved`).
+        Renewed here, the lease checkpoints what was delivered so far (up to
+        `delivered`), so that a crash redelivers less; a lease another process
+        took meanwhile ends the batch (`_Moved`), before the handler or, when
+        the keeper found it taken during the handler, right after it.
         """
-        if self.lease_ttl is not None and self._held_until - time.time() < self.lease_ttl / 2:
-            self._commit(self.position, [], delivered)
-            self.on_renew()
+        if self.lease_ttl is not None:
+            with self._renewing:
+                if self._held_until - time.time() < self.lease_ttl / 2:
+                    self._commit(self.position, [], delivered)
+                    self.on_renew()
         subscription.deliver(event)
+        if self._lease_lost:
+            # The row is not ours to checkpoint: its holder delivers from its own
+            # checkpoint on, this event again among them (at least once).
+            self.fenced += 1
+            raise _Moved
+
+    def _lease_kept(self) -> AbstractContextManager[None]:
+        """Keep the lease while the body delivers a batch, whatever a handler takes."""
+        self._lease_lost = False
+        ttl = self.lease_ttl
+        if ttl is None:
+            return nullcontext()
+        return kept_alive(
+            self._renew_beside,
+            lambda: self._held_until - ttl / 2 - time.time(),
+            ttl / 10,
+            f"the lease of {self.name!r}",
+        )
+
+    def _renew_beside(self) -> bool:
+        """The keeper's renewal: False, ending the keeping, once another process holds
+        the lease. It extends the lease only; the checkpoint moves with deliveries."""
+        assert self.lease_ttl is not None
+        with self._renewing:
+            if self._held_until - time.time() > self.lease_ttl / 2:
+                return True  # renewed between two deliveries meanwhile
+            until = time.time() + self.lease_ttl
+            with self.database.transaction() as connection:
+                held = checkpoint.renew_lease(connection, self.name, self.owner, until)
+            if not held:
+                log.warning(
+                    "projection %r: another process took its lease during a delivery", self.name
+                )
+                self._held_until = 0.0
+                self._lease_lost = True
+                return False
+            self._held_until = until
+            self.on_renew()
+        return True
 
     def _commit_delivered(self, delivered: int) -> None:
         # Checkpointed before the batch goes no further, so that only the
