@@ -140,6 +140,8 @@ class PostgresRetention(Retention):
         self.target = PostgresTarget.from_url(url)
         self.url = redacted(url)
         self._pool = ConnectionPool(self.target)  # connections of its own, opened as needed
+        self._holding: psycopg.Connection[Any] | None = None
+        """The session holding the store's retention lock (`exclusive`), while it does."""
 
     def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         try:
@@ -255,7 +257,16 @@ class PostgresRetention(Retention):
             assert row is not None
             return RetentionRun(*row)
 
-        return self._run(work)
+        held = self._holding
+        if held is None:
+            return self._run(work)
+        # Under `exclusive`, removed by the session that holds the lock: had that session
+        # ended (the server restarted, the connection was cut), another run could hold the
+        # lock now, and this removal fails with it instead of removing beside that run.
+        try:
+            return work(held)
+        except psycopg.Error as error:
+            raise StoreUnavailable(f"retention of {self.url}: {error}") from error
 
     def exclusive(self) -> AbstractContextManager[None]:
         return self._exclusive()
@@ -282,8 +293,10 @@ class PostgresRetention(Retention):
                     f"{self.url} ({by}): this run did nothing; run it again when that one "
                     "has finished"
                 )
+            self._holding = conn
             yield
         finally:
+            self._holding = None
             conn.close()  # ends the session, and with it the lock
 
     def close(self) -> None:

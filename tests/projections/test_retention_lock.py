@@ -7,6 +7,7 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
+import psycopg
 import pytest
 from eventcraft.eventstore import EventStore, NewEvent
 from eventcraft.eventstore.retention import RetentionPolicy
@@ -53,3 +54,40 @@ def test_a_run_into_another_folder_while_one_runs_on_the_store_is_refused(
         # The lock went with its run: the next one (into the first's folder) goes ahead.
         store.append("order-9", [NewEvent("Paid", {"cents": 1})])
         assert retention.apply(store, ORDERS, [], str(first_folder)).run.up_to == 16
+
+
+def test_a_run_whose_lock_session_ended_removes_nothing(pg_url: str, tmp_path: Path) -> None:
+    """The session holding the store's lock ends mid-run (a restart, a cut connection):
+    another run could take the lock then, so this one must not remove beside it."""
+    from eventcraft.eventstore.retention_postgres import RUN_LOCK_TAG
+
+    from .retention_workers import apply_held_while_archiving
+
+    base, schema = pg_url.split("?schema=")
+    spawn = multiprocessing.get_context("spawn")
+    with EventStore.open(pg_url) as store:
+        for s in range(3):
+            store.append(f"order-{s}", [NewEvent("Paid", {"cents": 1}) for _ in range(5)])
+    writing, go_on = spawn.Event(), spawn.Event()
+    run = spawn.Process(
+        target=apply_held_while_archiving, args=(pg_url, str(tmp_path / "a"), writing, go_on)
+    )
+    run.start()
+    try:
+        assert writing.wait(60), "the run did not begin its segment"
+        with psycopg.connect(base, autocommit=True) as conn:
+            # This test's own run's session: the one holding this schema's retention lock.
+            ended = conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' "
+                "AND classid = %s AND objid = %s::regclass::oid AND granted",
+                (RUN_LOCK_TAG, f"{schema}.eventcraft_events"),
+            ).fetchall()
+        assert ended == [(True,)]
+    finally:
+        go_on.set()
+        run.join(60)
+    assert run.exitcode != 0  # the removal failed with its session
+    with EventStore.open(pg_url) as store:
+        assert store.low_water_mark() == 0
+        assert store.retention.runs() == []
+        assert len(list(store.read_all())) == 15
