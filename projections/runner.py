@@ -129,7 +129,9 @@ class ProjectionRunner:
             if not projector.acquire():
                 continue
             try:
-                while projector.step():
+                # Asked again after each batch: a batch the fence refused (the lease taken
+                # meanwhile) says so, and its holder works on while this one stops.
+                while projector.step() and projector.acquire():
                     pass
             finally:
                 projector.release()

@@ -43,3 +43,34 @@ def test_without_leases_a_runner_counts_the_batches_another_applied_first(
             assert rows(connection, balances_table) == before  # nothing applied twice
         assert first.fenced() == {"balances": 0}
         assert second.fenced() == {"balances": 1}
+
+
+def test_catch_up_stops_at_a_lease_taken_from_it_rather_than_reading_on(
+    store: EventStore,
+) -> None:
+    """It reads no batch after the one the fence refused: the lease's holder works on. It
+    read and refused batch after batch instead, for as long as the holder had not moved
+    the checkpoint (for ever, here)."""
+    import threading
+    import time
+
+    import sqlalchemy as sa
+    from eventcraft.projections import checkpoint
+
+    append_history(store, accounts=2, per_account=5)
+    with ProjectionRunner(store, [balances]) as runner:
+        projector = runner._projectors["balances"]
+        assert projector.acquire()
+        with runner.database.transaction() as connection:  # another runner takes it early
+            connection.execute(
+                sa.update(checkpoint.table)
+                .where(checkpoint.table.c.name == "balances")
+                .values(owner="thief", lease_until=time.time() + 60)
+            )
+        caught_up = threading.Thread(target=runner.catch_up, daemon=True)
+        caught_up.start()
+        caught_up.join(10)
+        assert not caught_up.is_alive(), "catch_up kept reading batches the fence refused"
+        assert runner.fenced() == {"balances": 1}
+        with runner.database.reading() as connection:
+            assert rows(connection, balances_table) == []
