@@ -55,7 +55,7 @@ def test_catch_up_stops_at_a_lease_taken_from_it_rather_than_reading_on(
     import time
 
     import sqlalchemy as sa
-    from eventcraft.projections import checkpoint
+    from eventcraft.projections.schema import checkpoints
 
     append_history(store, accounts=2, per_account=5)
     with ProjectionRunner(store, [balances]) as runner:
@@ -63,8 +63,8 @@ def test_catch_up_stops_at_a_lease_taken_from_it_rather_than_reading_on(
         assert projector.acquire()
         with runner.database.transaction() as connection:  # another runner takes it early
             connection.execute(
-                sa.update(checkpoint.table)
-                .where(checkpoint.table.c.name == "balances")
+                sa.update(checkpoints)
+                .where(checkpoints.c.name == "balances")
                 .values(owner="thief", lease_until=time.time() + 60)
             )
         caught_up = threading.Thread(target=runner.catch_up, daemon=True)
