@@ -43,6 +43,9 @@ def delete_stream(
         emit_json(done)
         return
     what = "tombstoned" if done.tombstone else "deleted"
+    if done.version == 0:  # only a tombstone takes a stream never written
+        console().print(f"{what} {stream_id!r}, which had no events: no append is taken again")
+        return
     console().print(
         f"{what} {stream_id!r} at version {done.version}: reads show it as absent; "
         "a retention run removes its events from the store"

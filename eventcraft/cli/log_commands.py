@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 from datetime import UTC, datetime
 
@@ -11,6 +12,7 @@ from rich.tree import Tree
 
 from ..operations import log as operations
 from ..operations.log import LogFilter, TraceNode
+from ..operations.numbers import MAX_AFTER, MAX_INT
 from .output import (
     console,
     emit_events,
@@ -24,9 +26,36 @@ from .output import (
 )
 from .shell import shell
 
-POSITIVE = click.IntRange(min=1)
-NOT_NEGATIVE = click.IntRange(min=0)
-TIME = click.DateTime(formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"])
+# Bounded by what the store holds, so that a number too large is refused naming the flag.
+POSITIVE = click.IntRange(min=1, max=MAX_INT)
+NOT_NEGATIVE = click.IntRange(min=0, max=MAX_AFTER)
+
+
+class _Time(click.ParamType[datetime]):
+    """An ISO time: without a zone it is UTC's; with one (`Z`, `+01:00`), converted to UTC."""
+
+    name = "TIME"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        try:
+            moment = datetime.fromisoformat(str(value))
+        except ValueError:
+            self.fail(
+                f"{value!r} is not a time: write 2026-01-31, 2026-01-31T12:00 or "
+                "2026-01-31T12:00:00Z (no zone: UTC)",
+                param,
+                ctx,
+            )
+        if moment.tzinfo is None:
+            return moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC)
+
+
+TIME = _Time()
 
 
 @click.command(epilog="\b\nExamples:\n  eventcraft streams --category order --limit 20")
@@ -87,9 +116,18 @@ def show(stream: str, from_version: int | None, limit: int | None, as_json: bool
     "--tag", "tags", multiple=True, help="Only events carrying this tag (repeatable: all of them)."
 )
 @click.option("--correlation", metavar="ID", help="Only events of this correlation id.")
-@click.option("--since", type=TIME, help="Only events recorded from this time (UTC).")
-@click.option("--until", type=TIME, help="Only events recorded before this time (UTC).")
-@click.option("--follow", is_flag=True, help="Go on showing new events until interrupted.")
+@click.option("--since", type=TIME, help="Only events recorded from this time (ISO; no zone: UTC).")
+@click.option(
+    "--until",
+    type=TIME,
+    help="Only events recorded before this time (ISO; no zone: UTC); not with --follow.",
+)
+@click.option(
+    "--follow",
+    is_flag=True,
+    help="Go on showing new events until interrupted, or until --limit events are shown "
+    "(as tail -f; --until is refused: what comes next is never before a time already past).",
+)
 @json_option
 def log(
     after: int,
@@ -104,18 +142,22 @@ def log(
     as_json: bool,
 ) -> None:
     """Read the global log in position order."""
+    if follow and until is not None:
+        raise click.UsageError("--until and --follow cannot be used together")
     store = shell().store()
     where = LogFilter(
         categories=categories,
         types=types,
         tags=tags,
         correlation_id=correlation,
-        since=_utc(since),
-        until=_utc(until),
+        since=since,
+        until=until,
     )
     if follow:
         stop = threading.Event()
-        events = operations.follow(store, after=after, where=where, stopped=stop.is_set)
+        followed = operations.follow(store, after=after, where=where, stopped=stop.is_set)
+        # Stops asking once `limit` are shown, rather than wait for one more.
+        events = itertools.islice(followed, limit)
         try:
             if as_json:
                 emit_events(events)
@@ -188,10 +230,6 @@ def stats(as_json: bool) -> None:
     )
     out.print(table(("category", "events"), found.by_category.items()))
     out.print(table(("type", "events"), found.by_type.items()))
-
-
-def _utc(moment: datetime | None) -> datetime | None:
-    return None if moment is None else moment.replace(tzinfo=UTC)
 
 
 def _grow(parent: Tree, node: TraceNode) -> None:

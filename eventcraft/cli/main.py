@@ -11,8 +11,10 @@ not be reached; 2 a usage or input error. `--debug` shows the traceback.
 
 from __future__ import annotations
 
+import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import click
 
@@ -92,9 +94,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The console script: runs a command and turns what it raised into an exit code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
-        result = cli.main(args=arguments, prog_name="eventcraft", standalone_mode=False)
+        with _library_logs_unless(debug=_debug_asked(arguments)):
+            result = cli.main(args=arguments, prog_name="eventcraft", standalone_mode=False)
     except click.exceptions.Exit as done:
         return done.exit_code
+    except click.exceptions.NoArgsIsHelpError as bare:
+        bare.show()  # a group named alone: its help, on stderr, exit 2, as click does
+        return bare.exit_code
     except KeyboardInterrupt:
         return 130
     except Exception as error:
@@ -105,6 +111,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         click.echo(f"error: {lines[0] if lines else type(error).__name__}", err=True)
         return code
     return result if isinstance(result, int) else 0
+
+
+@contextmanager
+def _library_logs_unless(*, debug: bool) -> Iterator[None]:
+    """Without `--debug`, the library's log records are not printed: a command says what
+    went wrong in its one `error:` line, and Python would print records of WARNING and
+    above to stderr beside it when no handler is configured (its "last resort"). A
+    handler that drops them stands in while the command runs; one the App configured
+    itself still gets them."""
+    if debug:
+        yield
+        return
+    dropping = logging.NullHandler()
+    root = logging.getLogger()
+    root.addHandler(dropping)
+    try:
+        yield
+    finally:
+        root.removeHandler(dropping)
 
 
 def _debug_asked(arguments: Sequence[str]) -> bool:

@@ -114,3 +114,8 @@ def progress(description: str, total: int | None) -> Iterator[Callable[[int], No
     with bar:
         task = bar.add_task(description, total=total)
         yield lambda done: bar.update(task, completed=done)
+
+
+def counted(number: int, noun: str) -> str:
+    """`1 snapshot`, `2 snapshots`: a count and its noun, plural unless one."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"

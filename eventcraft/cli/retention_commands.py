@@ -71,6 +71,7 @@ def plan(
     rules = _rules(keeps, truncations)
     store = shell().store()
     planned = operations.plan(store, *rules, archive, **_bounds(up_to))
+    _warn_unless_app()
     if as_json:
         emit_json(planned)
         return
@@ -105,6 +106,7 @@ def apply(
     store = shell().store()
     bounds = _bounds(up_to)
     planned = operations.plan(store, policies, cuts, archive, **bounds)
+    _warn_unless_app()
     if not as_json:
         _show(planned)
     removed = sum(r.events for r in planned.removals)
@@ -133,6 +135,19 @@ def _bounds(up_to: int | None) -> dict[str, Any]:
     return bounds
 
 
+def _warn_unless_app() -> None:
+    """Say that the projections' checkpoints were not read: their read models may live in
+    a database of their own, which only the App names, so without one the mark may pass
+    them. On stderr, so that --json stays one document; after the plan, so that an error
+    stays the one line."""
+    if not shell().app_reference:
+        click.echo(
+            "warning: projections not consulted: give --app to keep the mark at or below "
+            "their checkpoints",
+            err=True,
+        )
+
+
 def _show(planned: Any) -> None:
     out = console()
     held = f", held by projection {planned.held_by!r}" if planned.held_by else ""
@@ -145,6 +160,9 @@ def _show(planned: Any) -> None:
 
 
 def _rules(keeps: tuple[str, ...], truncations: tuple[str, ...]) -> tuple[list[Any], list[Any]]:
+    """The rules as typed; what the store's own checks refuse is said of the flag and the
+    text typed, not of the Python arguments they were made into."""
+    from eventcraft.eventstore import InvalidEvent
     from eventcraft.eventstore.retention import RetentionPolicy, Truncation
 
     policies = []
@@ -154,21 +172,28 @@ def _rules(keeps: tuple[str, ...], truncations: tuple[str, ...]) -> tuple[list[A
         for part in filter(None, spec.split(",")):
             name, _, value = part.partition("=")
             if name == "age" and (match := _AGE.fullmatch(value)):
-                amount = whole_number(match.group(1), f"--keep {keep!r}: age")
+                amount = whole_number(match.group(1), f"--keep {keep!r}: age", least=1)
                 limits["max_age"] = _age(keep, amount, match.group(2))
             elif name == "count":
-                limits["max_count"] = whole_number(value, f"--keep {keep!r}: count")
+                limits["max_count"] = whole_number(value, f"--keep {keep!r}: count", least=1)
             else:
                 raise InputError(f"--keep {keep!r}: write CATEGORY:age=30d,count=100")
-        policies.append(RetentionPolicy(category, **limits))
+        if not limits:
+            raise InputError(f"--keep {keep!r}: give age=30d, count=N or both after CATEGORY:")
+        try:
+            policies.append(RetentionPolicy(category, **limits))
+        except InvalidEvent as refused:
+            raise InputError(f"--keep {keep!r}: {refused}") from None
     cuts = []
     for truncation in truncations:
         stream, _, version = truncation.rpartition(":")
         if not stream or not version:
             raise InputError(f"--truncate {truncation!r}: write STREAM:VERSION")
-        cuts.append(
-            Truncation(stream, whole_number(version, f"--truncate {truncation!r}: VERSION"))
-        )
+        before = whole_number(version, f"--truncate {truncation!r}: VERSION")
+        try:
+            cuts.append(Truncation(stream, before))
+        except InvalidEvent as refused:
+            raise InputError(f"--truncate {truncation!r}: {refused}") from None
     return policies, cuts
 
 

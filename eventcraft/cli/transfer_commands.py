@@ -12,11 +12,13 @@ from typing import IO, TypeVar
 
 import click
 
+from eventcraft.eventstore import EventStore
+
 from ..operations import transfer
 from ..operations import verify as verification
-from ..operations.errors import InputError, Problems
+from ..operations.errors import InputError, NotFound, Problems
 from ..operations.numbers import MAX_AFTER, MAX_INT
-from .output import console, emit_json, json_option, progress, table
+from .output import console, counted, emit_json, json_option, progress, table
 from .shell import confirmed, shell
 
 T = TypeVar("T")
@@ -131,8 +133,10 @@ def import_(source: str, yes: bool, no_check: bool, as_json: bool) -> None:
     The file is checked whole before anything is written: a malformed line, or an
     event the store would refuse, is an error naming its line, and nothing is
     imported. Standard input (-) is copied to a temporary file (in TMPDIR) as it
-    is checked, so it needs that much room there (--no-check skips the check)."""
-    store = shell().store(create=True)
+    is checked, so it needs that much room there (--no-check skips the check).
+    A store that is not there is created once the file has passed the check."""
+    context = shell()
+    transfer.check_import_target(context.url())
     with ExitStack() as stack:
         size: int | None = None
         if source == "-":
@@ -143,8 +147,11 @@ def import_(source: str, yes: bool, no_check: bool, as_json: bool) -> None:
                 size = os.fstat(file.fileno()).st_size
             except OSError as error:
                 raise InputError(f"cannot read {source!r}: {error.strerror}") from None
-        held = transfer.events_in_store(store)
-        if held:
+        try:
+            store: EventStore | None = context.store()
+        except NotFound:
+            store = None  # created once the file has passed its check
+        if store is not None and (held := transfer.events_in_store(store)):
             confirmed(
                 f"The store already holds events (up to position {held}); events of the file it "
                 "holds are skipped. Import into it?",
@@ -153,12 +160,19 @@ def import_(source: str, yes: bool, no_check: bool, as_json: bool) -> None:
                 "pass --yes to import into it",
                 can_ask=source != "-",  # stdin is the data, not the person
             )
-        if no_check:
-            with progress("import (bytes)", size) as done:
-                report = transfer.import_events(store, file, progress=done, check=False)
-        else:
-            with _one_bar_then_another(("check (bytes)", size), ("import (bytes)", size)) as bars:
-                report = transfer.import_events(store, file, checking=bars[0], progress=bars[1])
+        bars = (
+            stack.enter_context(
+                _one_bar_then_another(("check (bytes)", size), ("import (bytes)", size))
+            )
+            if not no_check
+            else (_nothing, stack.enter_context(progress("import (bytes)", size)))
+        )
+        lines = stack.enter_context(
+            transfer.import_input(file, check=not no_check, checking=bars[0])
+        )
+        if store is None:
+            store = context.store(create=True)
+        report = transfer.import_events(store, lines, progress=bars[1], check=False)
     if as_json:
         emit_json(report)
     else:
@@ -166,6 +180,10 @@ def import_(source: str, yes: bool, no_check: bool, as_json: bool) -> None:
             f"imported {report.events} events: {report.written} written, "
             f"{report.skipped} already in the store"
         )
+
+
+def _nothing(done: int) -> None:
+    pass
 
 
 @contextmanager
@@ -203,7 +221,7 @@ def verify(as_json: bool) -> None:
     else:
         out = console()
         projections = (
-            f"{found.projections} projection checkpoints"
+            counted(found.projections, "projection checkpoint")
             if found.projections is not None
             else "projections not checked (no --app)"
         )
@@ -213,8 +231,9 @@ def verify(as_json: bool) -> None:
             else ""
         )
         summary = (
-            f"{found.events} events in {found.streams} streams up to position "
-            f"{found.high_water_mark}{retained}, {found.snapshots} snapshots, {projections}"
+            f"{counted(found.events, 'event')} in {counted(found.streams, 'stream')} up to "
+            f"position {found.high_water_mark}{retained}, "
+            f"{counted(found.snapshots, 'snapshot')}, {projections}"
         )
         if found.ok:
             out.print(f"ok: {summary}")

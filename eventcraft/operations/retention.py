@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from eventcraft.eventstore import EventStore, RetentionBusy
@@ -40,7 +40,7 @@ from eventcraft.eventstore.retention import (
 from eventcraft.projections.archive_files import ArchiveFiles
 from eventcraft.projections.archive_lock import ArchiveBusy, run_lock
 
-from .errors import InputError, Problems
+from .errors import InputError, NotFound, Problems
 
 T = TypeVar("T")
 
@@ -120,7 +120,7 @@ def plan(
         name, position = min(checkpoints.items(), key=lambda item: item[1])
         if position < mark:
             mark, held_by = position, name
-    rules = [rules_text([p], []) for p in policies] + [rules_text([], [t]) for t in truncations]
+    rules = [policy_text(p) for p in policies] + [rules_text([], [t]) for t in truncations]
     rules.append(DELETED_RULE)  # every run removes what deleted streams held, too
     counts = store.retention.count(policies, truncations, mark, moment) if counting else []
     return RetentionPlan(
@@ -159,7 +159,7 @@ def apply(
     _check_rules(store, policies, moment)  # before the archive is touched
     files = _archive_files(archive)
     try:
-        files.path.mkdir(parents=True, exist_ok=True)
+        files.path.mkdir(exist_ok=True)  # its parent is there (`_archive_files`)
     except OSError as error:
         raise InputError(
             f"the archive folder {files.path} cannot be made: {error.strerror}"
@@ -229,10 +229,40 @@ def _check_rules(store: EventStore, policies: Sequence[RetentionPolicy], now: da
 
 
 def _archive_files(archive: str) -> ArchiveFiles:
+    """The archive at `archive`: a folder, or one to be made in a folder that exists (a
+    mistyped parent does not silently become a tree of new folders, as in `spark.py`)."""
     files = ArchiveFiles(archive)
     if files.path.exists() and not files.path.is_dir():
         raise InputError(f"the archive {files.path} is a file: give a folder")
+    if not files.path.exists() and not files.path.parent.is_dir():
+        raise NotFound(
+            f"the archive's parent folder {str(files.path.parent)!r} does not exist "
+            "(the archive folder is created, its parent is not)"
+        )
     return files
+
+
+_AGE_UNITS = (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1))
+
+
+def age_text(age: timedelta) -> str:
+    """`age` as a person writes it (`--keep order:age=90d`): in its largest whole unit."""
+    if age % timedelta(seconds=1):
+        return str(age)  # a fraction of a second: only from the Python API
+    seconds = age // timedelta(seconds=1)
+    unit, size = next((u, n) for u, n in _AGE_UNITS if seconds % n == 0)
+    return f"{seconds // size}{unit}"
+
+
+def policy_text(policy: RetentionPolicy) -> str:
+    """A policy as one line of text, its age as typed (the store's own text, kept in its
+    record of a run, spells a timedelta)."""
+    limits = []
+    if policy.max_age is not None:
+        limits.append(f"older than {age_text(policy.max_age)}")
+    if policy.max_count is not None:
+        limits.append(f"beyond the newest {policy.max_count} of a stream")
+    return f"{policy.category}: {' or '.join(limits)}"
 
 
 _PACED_PART = 10_000

@@ -1,28 +1,105 @@
-"""Opening the store a shell was pointed at: a SQLite file that is not there is created
-only by a command that writes, so a mistyped path is an error, not an empty store."""
+"""Opening the store a shell was pointed at: a database that holds no event store is
+made one only by a command that writes, so a mistyped path, database or schema is an
+error, not an empty store (the backends create their tables on opening, wherever
+they are pointed).
+
+The URL's own mistakes (a parameter libpq does not know, a port out of range) are
+input errors found here, before anything connects: from the driver they would read
+as a server that cannot be reached.
+"""
 
 from __future__ import annotations
 
 import os
+import sqlite3
+from contextlib import closing
 
-from eventcraft.eventstore import EventStore
-from eventcraft.eventstore.sqlite_options import PREFIX, SQLiteTarget
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from eventcraft.eventstore import EventStore, StoreUnavailable, UnsupportedStoreURL
+from eventcraft.eventstore.arguments import opening, redacted, scheme_of
+from eventcraft.eventstore.postgres.connections import ConnectionPool, PostgresTarget
+from eventcraft.eventstore.schema import EVENTS
+from eventcraft.eventstore.sqlite_options import SQLiteTarget
 
 from .errors import NotFound
 
+_ONLY_IMPORT = "check the URL (only import creates a store)"
+
 
 def open_store(url: str, *, create: bool = False) -> EventStore:
-    """The store at `url`; `NotFound` for a SQLite file that does not exist, unless
-    `create` (the backend would create it, and its folders, for a read that finds nothing)."""
-    path = _sqlite_file(url)
-    if path is not None and not create and not os.path.exists(path):
-        raise NotFound(f"no SQLite store at {path!r}: check the path (only import creates a store)")
+    """The store at `url`; `NotFound` for a database that holds no event store (a SQLite
+    file that is not there, another program's file, a PostgreSQL schema without the
+    store's tables), unless `create`: the backend then creates what is missing."""
+    scheme = scheme_of(url)  # UnsupportedStoreURL, as EventStore.open
+    if scheme == "postgresql":
+        target = checked_postgres_url(url)
+        if not create:
+            _require_postgres_store(url, target)
+    elif scheme == "sqlite":
+        path = _sqlite_file(url)
+        if path is not None and not create:
+            _require_sqlite_store(path)
     return EventStore.open(url)
 
 
+def is_memory(url: str) -> bool:
+    """Whether `url` names a store kept only as long as the process that opened it."""
+    return scheme_of(url) == "memory"
+
+
+def checked_postgres_url(url: str) -> PostgresTarget:
+    """The target of a PostgreSQL URL, its parameters and ports checked as libpq will read
+    them; `UnsupportedStoreURL` (an input error) naming the one at fault."""
+    target = PostgresTarget.from_url(url)
+    try:
+        settings = conninfo_to_dict(target.conninfo)
+    except psycopg.ProgrammingError as error:
+        raise UnsupportedStoreURL(f"{redacted(url)!r}: {error}") from None
+    for port in str(settings.get("port") or "").split(","):
+        if port and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+            raise UnsupportedStoreURL(
+                f"{redacted(url)!r}: the port must be a number from 1 to 65535, not {port!r}"
+            )
+    return target
+
+
+def _require_postgres_store(url: str, target: PostgresTarget) -> None:
+    table = EVENTS if target.schema is None else f"{target.schema}.{EVENTS}"
+    with opening(url):  # StoreUnavailable naming the URL, as EventStore.open
+        conn = ConnectionPool(target).connect()
+    with conn:
+        row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()
+    if not (row and row[0]):
+        where = "the search path" if target.schema is None else f"schema {target.schema!r}"
+        raise NotFound(f"no event store in {where} at {redacted(url)!r}: {_ONLY_IMPORT}")
+
+
+def _require_sqlite_store(path: str) -> None:
+    if not os.path.exists(path):
+        raise NotFound(f"no SQLite store at {path!r}: check the path (only import creates a store)")
+    # Read-only: a look must not turn another program's file (or an empty one) into a
+    # database, nor leave a journal beside it.
+    try:
+        with closing(sqlite3.connect(f"file:{_uri_path(path)}?mode=ro", uri=True)) as look:
+            found = look.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (EVENTS,)
+            ).fetchone()
+    except sqlite3.OperationalError as error:  # cannot be opened: a folder, no permission
+        raise StoreUnavailable(f"cannot open the event store at {path!r}: {error}") from None
+    except sqlite3.DatabaseError:  # not a SQLite file at all
+        found = None
+    if found is None:
+        raise NotFound(f"no event store in the SQLite file {path!r}: {_ONLY_IMPORT}")
+
+
+def _uri_path(path: str) -> str:
+    """`path` as the path of a `file:` URI: `?` and `#` would end it, `%` escape."""
+    return path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+
+
 def _sqlite_file(url: str) -> str | None:
-    """The file a `sqlite:///` URL names, absolute; None for other stores and `:memory:`."""
-    if not url.startswith(PREFIX):
-        return None
+    """The file a `sqlite:///` URL names, absolute; None for `:memory:`."""
     path = SQLiteTarget.from_url(url).path  # UnsupportedStoreURL, as EventStore.open
     return None if path == ":memory:" else os.path.abspath(path)

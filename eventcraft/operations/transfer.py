@@ -20,7 +20,7 @@ follow and is not exported.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import IO
 
@@ -32,12 +32,14 @@ from eventcraft.eventstore import (
     StreamTombstoned,
     WrongExpectedVersion,
 )
+from eventcraft.eventstore.encoding import MAX_EVENT_BYTES
 from eventcraft.eventstore.json_lines import with_placed
 
 from .errors import InputError, Problems
 from .import_file import Batch, Deleted, Progress, Step, batches, checked, lines_of, new_events
 from .parallel_export import export_ranges, placed
 from .read_ahead import read_ahead
+from .stores import is_memory
 
 
 def _no_progress(done: int) -> None:
@@ -138,6 +140,30 @@ def export_events(
 def events_in_store(store: EventStore) -> int:
     """The store's head: 0 for an empty store (an import into any other asks first)."""
     return store.log_status().head
+
+
+def check_import_target(url: str) -> None:
+    """Refuse a store an import would leave nothing in: `memory://` ends with the command."""
+    if is_memory(url):
+        raise InputError(
+            "a memory:// store ends with the command, and the import with it: "
+            "import into sqlite:///PATH or postgresql://..."
+        )
+
+
+@contextmanager
+def import_input(
+    source: IO[bytes], *, check: bool = True, checking: Progress = _no_progress
+) -> Iterator[IO[bytes]]:
+    """`source`, checked whole unless not `check` (`import_file.checked`), to be given to
+    `import_events(..., check=False)`: checked before the store is opened, a refused file
+    leaves no new store behind. The check takes the default `max_event_bytes`, that of a
+    store opened by `open_store`."""
+    if not check:
+        yield source
+        return
+    with checked(source, max_event_bytes=MAX_EVENT_BYTES, progress=checking) as lines:
+        yield lines
 
 
 def import_events(
