@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from eventcraft.eventstore import EventStore, RetentionBusy
+from eventcraft.eventstore import EventStore, RetentionBusy, category_of
 from eventcraft.eventstore.retention import (
     DELETED_RULE,
     NoRetention,
@@ -39,6 +39,7 @@ from eventcraft.eventstore.retention import (
 )
 from eventcraft.projections.archive_files import ArchiveFiles
 from eventcraft.projections.archive_lock import ArchiveBusy, run_lock
+from eventcraft.sagas.index import CATEGORY as SAGAS
 
 from .errors import InputError, NotFound, Problems
 
@@ -97,7 +98,7 @@ def plan(
     if not policies and not truncations:
         raise InputError("retention needs a policy (--keep) or a truncation (--truncate)")
     moment = now or datetime.now(UTC)
-    _check_rules(store, policies, moment)
+    _check_rules(store, policies, truncations, moment)
     files = _archive_files(archive)
     head = store.high_water_mark()
     archived_to = files.last_position()
@@ -156,7 +157,7 @@ def apply(
     """
     check_pace(pace)
     moment = now or datetime.now(UTC)
-    _check_rules(store, policies, moment)  # before the archive is touched
+    _check_rules(store, policies, truncations, moment)  # before the archive is touched
     files = _archive_files(archive)
     try:
         files.path.mkdir(exist_ok=True)  # its parent is there (`_archive_files`)
@@ -212,11 +213,27 @@ def _locked_apply(
     return RetentionReport(run, archived, planned, archived_at - started, removed_at - archived_at)
 
 
-def _check_rules(store: EventStore, policies: Sequence[RetentionPolicy], now: datetime) -> None:
-    """Refuse a store that cannot remove events, and an age that reaches before year 1,
-    before anything is read or written."""
+def _check_rules(
+    store: EventStore,
+    policies: Sequence[RetentionPolicy],
+    truncations: Sequence[Truncation],
+    now: datetime,
+) -> None:
+    """Refuse a store that cannot remove events, an age that reaches before year 1, and
+    a rule on the sagas' streams, before anything is read or written."""
     if isinstance(store.retention, NoRetention):
         raise InputError(f"retention needs a SQLite or PostgreSQL store, not {store.url}")
+    # A saga instance is its whole stream: cut from the start, a running one would resume
+    # without the input it started with. Finished ones go as deleted streams do.
+    cuts = [f"a policy for {p.category!r}" for p in policies if p.category == SAGAS] + [
+        f"a truncation of {t.stream_id!r}" for t in truncations if category_of(t.stream_id) == SAGAS
+    ]
+    if cuts:
+        raise InputError(
+            f"{cuts[0]}: saga instances rebuild their state from their whole stream, so "
+            f"retention never cuts the {SAGAS!r} category; delete a finished instance's "
+            "stream (delete-stream) and the next run removes it"
+        )
     for policy in policies:
         if policy.max_age is not None:
             try:

@@ -258,3 +258,27 @@ def test_a_batch_retried_after_retention_removed_part_of_it_is_refused_not_appen
         with pytest.raises(DuplicateEventId, match="removed by retention"):
             store.append("order-0", batch)
         assert store.high_water_mark() == head
+
+
+def test_rules_on_the_sagas_streams_are_refused_before_anything_is_written(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """A saga instance folds its state from its whole stream: cutting its start would
+    resume a running instance without its input. Finished ones go once deleted."""
+    from eventcraft.operations.errors import InputError
+
+    archive = tmp_path / "archive"
+    with EventStore.open(sqlite_url) as store:
+        store.append("saga-checkout:o1", [NewEvent("SagaStarted", {}), NewEvent("StepStarted", {})])
+        for policies, truncations in (
+            ([RetentionPolicy("saga", max_count=1)], []),
+            ([], [Truncation("saga-checkout:o1", 2)]),
+        ):
+            with pytest.raises(InputError, match="saga instances rebuild their state"):
+                retention.plan(store, policies, truncations, str(archive))
+            with pytest.raises(InputError, match="retention never cuts the 'saga' category"):
+                retention.apply(store, policies, truncations, str(archive))
+        assert not archive.exists() and store.low_water_mark() == 0
+        store.delete_stream("saga-checkout:o1")
+        done = retention.apply(store, [RetentionPolicy("order", max_count=1)], [], str(archive))
+        assert done.run.removed == 1  # the deleted instance's events but its newest
