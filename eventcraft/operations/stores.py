@@ -4,8 +4,7 @@ error, not an empty store (the backends create their tables on opening, wherever
 they are pointed).
 
 The URL's own mistakes (a parameter libpq does not know, a port out of range) are
-input errors found here, before anything connects: from the driver they would read
-as a server that cannot be reached.
+input errors `PostgresTarget.from_url` finds before anything connects.
 """
 
 from __future__ import annotations
@@ -14,10 +13,7 @@ import os
 import sqlite3
 from contextlib import closing
 
-import psycopg
-from psycopg.conninfo import conninfo_to_dict
-
-from eventcraft.eventstore import EventStore, StoreUnavailable, UnsupportedStoreURL
+from eventcraft.eventstore import EventStore, StoreUnavailable
 from eventcraft.eventstore.arguments import opening, redacted, scheme_of
 from eventcraft.eventstore.postgres.connections import ConnectionPool, PostgresTarget
 from eventcraft.eventstore.schema import EVENTS
@@ -34,7 +30,7 @@ def open_store(url: str, *, create: bool = False) -> EventStore:
     store's tables), unless `create`: the backend then creates what is missing."""
     scheme = scheme_of(url)  # UnsupportedStoreURL, as EventStore.open
     if scheme == "postgresql":
-        target = checked_postgres_url(url)
+        target = PostgresTarget.from_url(url)  # UnsupportedStoreURL, as EventStore.open
         if not create:
             _require_postgres_store(url, target)
     elif scheme == "sqlite":
@@ -47,22 +43,6 @@ def open_store(url: str, *, create: bool = False) -> EventStore:
 def is_memory(url: str) -> bool:
     """Whether `url` names a store kept only as long as the process that opened it."""
     return scheme_of(url) == "memory"
-
-
-def checked_postgres_url(url: str) -> PostgresTarget:
-    """The target of a PostgreSQL URL, its parameters and ports checked as libpq will read
-    them; `UnsupportedStoreURL` (an input error) naming the one at fault."""
-    target = PostgresTarget.from_url(url)
-    try:
-        settings = conninfo_to_dict(target.conninfo)
-    except psycopg.ProgrammingError as error:
-        raise UnsupportedStoreURL(f"{redacted(url)!r}: {error}") from None
-    for port in str(settings.get("port") or "").split(","):
-        if port and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
-            raise UnsupportedStoreURL(
-                f"{redacted(url)!r}: the port must be a number from 1 to 65535, not {port!r}"
-            )
-    return target
 
 
 def _require_postgres_store(url: str, target: PostgresTarget) -> None:

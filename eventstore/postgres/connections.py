@@ -25,6 +25,7 @@ from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlencode, urls
 import orjson
 import psycopg
 from psycopg import pq
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.json import set_json_loads
 
 from ..errors import PoolExhausted, StoreUnavailable, UnsupportedStoreURL
@@ -79,6 +80,7 @@ class PostgresTarget:
             )
         netloc = _quoted_netloc(parts)
         conninfo = urlunsplit(("postgresql", netloc, parts.path, urlencode(query), ""))
+        _check_conninfo(conninfo)
         return cls(conninfo, schema, int(pool_size), float(pool_timeout))
 
     def options(self) -> str:
@@ -89,6 +91,18 @@ class PostgresTarget:
         if self.schema is not None:
             options += f" -c search_path={self.schema}"
         return options
+
+
+def _check_conninfo(conninfo: str) -> None:
+    """Refuse what libpq would refuse (a parameter it does not know, a port out of range)
+    as the input error it is: at connect time it would read as a server not answering."""
+    try:
+        settings = conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError as error:  # names the parameter, never the password
+        raise UnsupportedStoreURL(f"a PostgreSQL store URL libpq refuses: {error}") from None
+    for port in str(settings.get("port") or "").split(","):
+        if port and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+            raise UnsupportedStoreURL(f"the port must be a number from 1 to 65535, not {port!r}")
 
 
 def _quoted_netloc(parts: SplitResult) -> str:

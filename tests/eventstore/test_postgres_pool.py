@@ -122,6 +122,22 @@ def test_a_bad_pool_setting_is_refused_by_name(pg_url: str, setting: str, named:
         EventStore.open(f"{pg_url}&{setting}")
 
 
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        (
+            "postgresql://postgres@127.0.0.1:5432/test?bogus=1",
+            'invalid URI query parameter: "bogus"',
+        ),
+        ("postgresql://postgres@127.0.0.1:99999/test", "not '99999'"),
+    ],
+)
+def test_what_libpq_would_refuse_is_an_input_error_before_connecting(url: str, named: str) -> None:
+    """Not `StoreUnavailable` ("cannot be reached"), as the driver's refusal read before."""
+    with pytest.raises(UnsupportedStoreURL, match=named):
+        EventStore.open(url)
+
+
 @pytest.mark.parametrize("api", ["sync", "async"])
 def test_a_pool_busy_at_its_full_size_keeps_its_connections(pg_url: str, api: str) -> None:
     """Rounds of 12 callers holding a connection at once, on a pool of 12: the first round
