@@ -101,6 +101,18 @@ DELETED_RULE = "deleted streams: all but each one's newest event"
 which stays hidden so that its versions (and SQLite's positions) go on from it."""
 
 
+_AGE_UNITS = (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1))
+
+
+def age_text(age: timedelta) -> str:
+    """`age` as a person writes it (`--keep order:age=90d`): in its largest whole unit."""
+    if age % timedelta(seconds=1):
+        return str(age)  # a fraction of a second: only from the Python API
+    seconds = age // timedelta(seconds=1)
+    unit, size = next((u, n) for u, n in _AGE_UNITS if seconds % n == 0)
+    return f"{seconds // size}{unit}"
+
+
 def rules_text(
     policies: Sequence[RetentionPolicy], truncations: Sequence[Truncation], deleted: int = 0
 ) -> str:
@@ -110,7 +122,7 @@ def rules_text(
     for policy in policies:
         limits = []
         if policy.max_age is not None:
-            limits.append(f"older than {policy.max_age}")
+            limits.append(f"older than {age_text(policy.max_age)}")
         if policy.max_count is not None:
             limits.append(f"beyond the newest {policy.max_count} of a stream")
         parts.append(f"{policy.category}: {' or '.join(limits)}")

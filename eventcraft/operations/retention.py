@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from eventcraft.eventstore import EventStore, RetentionBusy, category_of
@@ -121,7 +121,7 @@ def plan(
         name, position = min(checkpoints.items(), key=lambda item: item[1])
         if position < mark:
             mark, held_by = position, name
-    rules = [policy_text(p) for p in policies] + [rules_text([], [t]) for t in truncations]
+    rules = [rules_text([p], []) for p in policies] + [rules_text([], [t]) for t in truncations]
     rules.append(DELETED_RULE)  # every run removes what deleted streams held, too
     counts = store.retention.count(policies, truncations, mark, moment) if counting else []
     return RetentionPlan(
@@ -257,29 +257,6 @@ def _archive_files(archive: str) -> ArchiveFiles:
             "(the archive folder is created, its parent is not)"
         )
     return files
-
-
-_AGE_UNITS = (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1))
-
-
-def age_text(age: timedelta) -> str:
-    """`age` as a person writes it (`--keep order:age=90d`): in its largest whole unit."""
-    if age % timedelta(seconds=1):
-        return str(age)  # a fraction of a second: only from the Python API
-    seconds = age // timedelta(seconds=1)
-    unit, size = next((u, n) for u, n in _AGE_UNITS if seconds % n == 0)
-    return f"{seconds // size}{unit}"
-
-
-def policy_text(policy: RetentionPolicy) -> str:
-    """A policy as one line of text, its age as typed (the store's own text, kept in its
-    record of a run, spells a timedelta)."""
-    limits = []
-    if policy.max_age is not None:
-        limits.append(f"older than {age_text(policy.max_age)}")
-    if policy.max_count is not None:
-        limits.append(f"beyond the newest {policy.max_count} of a stream")
-    return f"{policy.category}: {' or '.join(limits)}"
 
 
 _PACED_PART = 10_000

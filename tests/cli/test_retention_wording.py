@@ -91,3 +91,16 @@ def test_an_archive_whose_parent_is_missing_is_refused(run: Run, url: str, tmp_p
     assert not (tmp_path / "missing").exists()
     with EventStore.open(url) as store:
         assert store.low_water_mark() == 0
+
+
+def test_a_run_records_its_ages_as_typed(run: Run, url: str, tmp_path: Path) -> None:
+    """The store's record of a run (`retention runs`, `store.retention.runs()`) spells the
+    age as the plan did, not as a Python timedelta ("90 days, 0:00:00")."""
+    outcome = run(
+        "--store", url, "retention", "apply", "--archive", str(tmp_path / "a"),
+        "--keep", "audit:age=36h", "--yes",
+    )  # fmt: skip
+    assert outcome.code == 0, outcome.err
+    with EventStore.open(url) as store:
+        [recorded] = store.retention.runs()
+    assert recorded.rules == "audit: older than 36h"
