@@ -6,10 +6,13 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import psycopg
 import pytest
 from eventcraft.eventstore import EventStore, NewEvent
 
 from eventcraft.cli.main import main
+
+from ..conftest import PG_URL
 
 # (stream, type, data, correlation id, index of the causing event in this list or None)
 HISTORY: list[tuple[str, str, dict[str, object], str, int | None]] = [
@@ -40,6 +43,15 @@ class Outcome:
 
 
 Run = Callable[..., Outcome]
+
+
+def schema_exists(schema: str) -> bool:
+    """Whether the test server holds `schema`: what a command must not have created."""
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = %s", (schema,)
+        ).fetchone()
+    return bool(row and row[0])
 
 
 def fill(store: EventStore) -> list[uuid.UUID]:

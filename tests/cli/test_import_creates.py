@@ -6,19 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import psycopg
 import pytest
 
-from ..conftest import PG_URL
-from .conftest import Run
-
-
-def _schema_exists(schema: str) -> bool:
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_namespace WHERE nspname = %s", (schema,)
-        ).fetchone()
-    return bool(row and row[0])
+from .conftest import Run, schema_exists
 
 
 def _bad_inputs(tmp_path: Path) -> dict[str, Path]:
@@ -52,7 +42,7 @@ def test_a_failed_import_leaves_no_postgres_schema(
 ) -> None:
     outcome = run("--store", pg_url, "import", str(_bad_inputs(tmp_path)[which]))
     assert outcome.code == 2, outcome.err
-    assert not _schema_exists(pg_url.rpartition("schema=")[2])
+    assert not schema_exists(pg_url.rpartition("schema=")[2])
 
 
 def test_a_checked_import_creates_the_store_and_its_folders(

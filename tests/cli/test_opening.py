@@ -7,11 +7,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from ..conftest import PG_URL
-from .conftest import Run
+from .conftest import Run, schema_exists
 
 READERS = [("show", "order-1"), ("stats",), ("verify",), ("log",), ("streams",)]
 
@@ -52,14 +51,6 @@ def test_a_real_sqlite_store_is_still_read(run: Run, known_url: str) -> None:
     assert outcome.code == 0, outcome.err
 
 
-def _schema_exists(schema: str) -> bool:
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_namespace WHERE nspname = %s", (schema,)
-        ).fetchone()
-    return bool(row and row[0])
-
-
 @pytest.mark.parametrize("command", READERS, ids=lambda c: c[0])
 def test_a_mistyped_postgres_schema_is_not_created(
     run: Run, pg_url: str, command: tuple[str, ...]
@@ -68,7 +59,7 @@ def test_a_mistyped_postgres_schema_is_not_created(
     outcome = run("--store", pg_url, *command)
     assert outcome.code == 2, outcome.err
     assert outcome.err.startswith(f"error: no event store in schema {schema!r}")
-    assert not _schema_exists(schema)
+    assert not schema_exists(schema)
 
 
 def test_import_still_creates_a_postgres_store(run: Run, pg_url: str, tmp_path: Path) -> None:
