@@ -99,7 +99,7 @@ def test_appends_go_on_after_the_session_forgets_its_prepared_statements(
 def test_an_unreachable_server_is_a_clear_error() -> None:
     with pytest.raises(StoreUnavailable, match="cannot connect to PostgreSQL"):
         EventStore.open(
-            f"postgresql://nobody@127.0.0.1:1/none?connect_timeout=2&x={uuid.uuid4().hex}"
+            f"postgresql://nobody@127.0.0.1:1/none?connect_timeout=2&application_name={uuid.uuid4().hex}"
         )
 
 
