@@ -117,7 +117,7 @@ class Projector:
         """Take or renew the lease; always True when running without leases."""
         if self.lease_ttl is None:
             return True
-        if self._held_until - time.time() > self.lease_ttl / 2:
+        if not self._renewal_due():
             return True  # renewed by a recent batch
         with self.database.transaction() as connection:
             held = checkpoint.acquire_lease(connection, self.name, self.owner, self.lease_ttl)
@@ -224,7 +224,7 @@ class Projector:
         """
         if self.lease_ttl is not None:
             with self._renewing:
-                if self._held_until - time.time() < self.lease_ttl / 2:
+                if self._renewal_due():
                     self._commit(self.position, [], delivered)
                     self.on_renew()
         subscription.deliver(event)
@@ -252,7 +252,7 @@ class Projector:
         the lease. It extends the lease only; the checkpoint moves with deliveries."""
         assert self.lease_ttl is not None
         with self._renewing:
-            if self._held_until - time.time() > self.lease_ttl / 2:
+            if not self._renewal_due():
                 return True  # renewed between two deliveries meanwhile
             until = time.time() + self.lease_ttl
             with self.database.transaction() as connection:
@@ -267,6 +267,11 @@ class Projector:
             self._held_until = until
             self.on_renew()
         return True
+
+    def _renewal_due(self) -> bool:
+        """Whether half the lease has passed since it was last taken or renewed."""
+        assert self.lease_ttl is not None
+        return self._held_until - time.time() < self.lease_ttl / 2
 
     def _commit_delivered(self, delivered: int) -> None:
         # Checkpointed before the batch goes no further, so that only the
