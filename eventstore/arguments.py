@@ -172,10 +172,15 @@ def until_call(until: int | None) -> int | None:
     return None if until is None else check_position("until", until, MAX_AFTER)
 
 
-def placed_call(after: int, until: int | None) -> tuple[int, int]:
-    """`after` and `until` of `placed_deletions`, checked; no `until`, the largest position."""
-    return check_position("after", after, MAX_AFTER), (
-        MAX_INT if until is None else check_position("until", until, MAX_INT)
+def placed_call(
+    after: int, until: int | None, categories: Sequence[str] | str | None
+) -> tuple[int, int, tuple[str, ...] | None]:
+    """`after`, `until` and `categories` of `placed_deletions`, checked; no `until`, the
+    largest position."""
+    return (
+        check_position("after", after, MAX_AFTER),
+        MAX_INT if until is None else check_position("until", until, MAX_INT),
+        names("category", categories),
     )
 
 

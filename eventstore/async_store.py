@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from . import arguments, json_lines, telemetry
 from .arguments import ManyAppend
 from .async_port import AsyncBackend
-from .deletion import StreamDeletion
+from .deletion import StreamDeletion, of_categories
 from .encoding import MAX_EVENT_BYTES, check_max_event_bytes
 from .events import (
     ANY,
@@ -314,10 +314,15 @@ class AsyncEventStore:
         return await self._backend.stream_deletion(arguments.stream_id_call(stream_id))
 
     async def placed_deletions(
-        self, after: int = 0, until: int | None = None
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        categories: Sequence[str] | str | None = None,
     ) -> list[tuple[int, StreamDeletion]]:
         """As `EventStore.placed_deletions`."""
-        return await self._backend.placed_deletions(*arguments.placed_call(after, until))
+        after, last, names = arguments.placed_call(after, until, categories)
+        return of_categories(await self._backend.placed_deletions(after, last), names)
 
     @property
     def retention(self) -> Retention:

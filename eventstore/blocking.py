@@ -219,9 +219,13 @@ class BlockingEventStore:
         return self._wait(self.store.stream_deletion(stream_id))
 
     def placed_deletions(
-        self, after: int = 0, until: int | None = None
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        categories: Sequence[str] | str | None = None,
     ) -> list[tuple[int, StreamDeletion]]:
-        return self._wait(self.store.placed_deletions(after, until))
+        return self._wait(self.store.placed_deletions(after, until, categories=categories))
 
     def forget(self, subject: str) -> int:
         return self._wait(self.store.forget(subject))

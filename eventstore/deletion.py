@@ -37,11 +37,12 @@ as they do for every stream after retention.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from .errors import StreamTombstoned, WrongExpectedVersion
-from .events import ANY, NO_STREAM, StreamState
+from .events import ANY, NO_STREAM, StreamState, category_of
 
 
 @dataclass(frozen=True)
@@ -89,3 +90,14 @@ def check_delete(
     """Raise unless `stream_id` may be deleted now: not a tombstone, at `expected`."""
     refuse_tombstoned(stream_id, deletion)
     check_expected(stream_id, expected, visible_version(deletion, stored))
+
+
+def of_categories(
+    placed: list[tuple[int, StreamDeletion]], categories: Sequence[str] | None
+) -> list[tuple[int, StreamDeletion]]:
+    """The deletions of `placed` (`placed_deletions`) whose streams are of `categories`;
+    all of them for None."""
+    if categories is None:
+        return placed
+    kept = set(categories)
+    return [one for one in placed if category_of(one[1].stream_id) in kept]

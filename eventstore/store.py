@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from . import arguments, json_lines, telemetry
 from .arguments import ManyAppend
-from .deletion import StreamDeletion
+from .deletion import StreamDeletion, of_categories
 from .encoding import MAX_EVENT_BYTES, check_max_event_bytes
 from .events import (
     ANY,
@@ -342,15 +342,21 @@ class EventStore:
         return self._backend.stream_deletion(arguments.stream_id_call(stream_id))
 
     def placed_deletions(
-        self, after: int = 0, until: int | None = None
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        categories: Sequence[str] | str | None = None,
     ) -> list[tuple[int, StreamDeletion]]:
-        """The streams deleted at an event with a position after `after` (up to `until`),
-        as (that event's position, the deletion), in position order: where a copy of
-        the log must delete them (an export writes each after that event's line).
+        """The streams (of `categories`, if given) deleted at an event with a position
+        after `after` (up to `until`), as (that event's position, the deletion), in
+        position order: where a copy of the log must delete them (an export writes each
+        after that event's line).
 
         One query, however many streams the log holds. A stream tombstoned before
         its first event has no such event, and is not listed."""
-        return self._backend.placed_deletions(*arguments.placed_call(after, until))
+        after, last, names = arguments.placed_call(after, until, categories)
+        return of_categories(self._backend.placed_deletions(after, last), names)
 
     @property
     def retention(self) -> Retention:

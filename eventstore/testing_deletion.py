@@ -71,6 +71,8 @@ class DeletionConformance:
         after, until = positions["order-1", 2], positions["order-3", 1] - 1
         assert [d.stream_id for _, d in store.placed_deletions(after, until)] == ["order-2"]
         assert store.placed_deletions(positions["order-4", 1]) == []
+        assert store.placed_deletions(categories="order") == placed
+        assert store.placed_deletions(categories=["cart"]) == []
         with pytest.raises(InvalidEvent, match="after must be an int"):
             store.placed_deletions(-1)
 

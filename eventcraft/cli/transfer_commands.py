@@ -165,7 +165,7 @@ def import_(source: str, yes: bool, no_check: bool, as_json: bool) -> None:
                 _one_bar_then_another(("check (bytes)", size), ("import (bytes)", size))
             )
             if not no_check
-            else (_nothing, stack.enter_context(progress("import (bytes)", size)))
+            else (transfer.no_progress, stack.enter_context(progress("import (bytes)", size)))
         )
         lines = stack.enter_context(
             transfer.import_input(file, check=not no_check, checking=bars[0])
@@ -180,10 +180,6 @@ def import_(source: str, yes: bool, no_check: bool, as_json: bool) -> None:
             f"imported {report.events} events: {report.written} written, "
             f"{report.skipped} already in the store"
         )
-
-
-def _nothing(done: int) -> None:
-    pass
 
 
 @contextmanager

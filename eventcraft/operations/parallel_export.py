@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import IO
 
-from eventcraft.eventstore import EventStore, StreamDeletion, category_of
+from eventcraft.eventstore import EventStore
 from eventcraft.eventstore.json_lines import with_placed
 
 SPAN = 50_000
@@ -40,24 +40,14 @@ Done = tuple[bytes, int, int, int | None]
 def _export_range(after: int, until: int, categories: Sequence[str]) -> Done:
     assert _store is not None, "the worker's store is opened by the pool's initializer"
     chunks = _store.read_all_json(after, until, categories=categories or None)
-    done = list(with_placed(chunks, placed(_store, after, until, categories)))
+    deletions = _store.placed_deletions(after, until, categories=categories or None)
+    done = list(with_placed(chunks, deletions))
     return (
         "".join(text for text, _, _ in done).encode(),
         sum(chunk.events for _, chunk, _ in done),
         sum(added for _, _, added in done),
         done[-1][1].last_position if done else None,
     )
-
-
-def placed(
-    store: EventStore, after: int, until: int, categories: Sequence[str]
-) -> list[tuple[int, StreamDeletion]]:
-    """The deletions an export of (`after`, `until`] of `categories` (all if none) writes."""
-    found = store.placed_deletions(after, until)
-    if not categories:
-        return found
-    kept = set(categories)
-    return [one for one in found if category_of(one[1].stream_id) in kept]
 
 
 def export_ranges(

@@ -20,7 +20,7 @@ follow and is not exported.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO
 
@@ -37,13 +37,13 @@ from eventcraft.eventstore.json_lines import with_placed
 
 from .errors import InputError, Problems
 from .import_file import Batch, Deleted, Progress, Step, batches, checked, lines_of, new_events
-from .parallel_export import export_ranges, placed
+from .parallel_export import export_ranges
 from .read_ahead import read_ahead
 from .stores import is_memory
 
 
-def _no_progress(done: int) -> None:
-    pass
+def no_progress(done: int) -> None:
+    """A `Progress` that shows nothing."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def export_events(
     after: int = 0,
     until: int | None = None,
     categories: Sequence[str] = (),
-    progress: Progress = _no_progress,
+    progress: Progress = no_progress,
     jobs: int = 1,
 ) -> ExportReport:
     """Write the log after `after` and up to `until` (of `categories`, if given) to `out`.
@@ -104,12 +104,14 @@ def export_events(
     if the export holds it (`placed_deletions`: one query, however many streams).
     """
     check_export(after=after, until=until, jobs=jobs)
+    # Fixed now: the ranges shared out end here, and every deletion listed for the span
+    # falls in a chunk read.
+    end = store.high_water_mark()
+    if until is not None:
+        end = min(until, end)
     if jobs > 1:
-        if store.url.startswith("memory:"):
+        if is_memory(store.url):
             raise InputError("--jobs needs a store other processes can open, not a memory store")
-        end = store.high_water_mark()  # fixed now: the ranges shared out end here
-        if until is not None:
-            end = min(until, end)
         count, deletions, last = export_ranges(
             store.url,
             out,
@@ -123,10 +125,9 @@ def export_events(
         return ExportReport(events=count, last_position=last, deletions=deletions)
     count = deletions = 0
     last = None
-    # Fixed now, so that every deletion listed falls in a chunk read.
-    end = store.high_water_mark() if until is None else until
     chunks = store.read_all_json(after, end, categories=categories or None)
-    for text, chunk, added in with_placed(chunks, placed(store, after, end, categories)):
+    placed = store.placed_deletions(after, end, categories=categories or None)
+    for text, chunk, added in with_placed(chunks, placed):
         out.write(text.encode())
         count += chunk.events
         deletions += added
@@ -153,16 +154,20 @@ def check_import_target(url: str) -> None:
 
 @contextmanager
 def import_input(
-    source: IO[bytes], *, check: bool = True, checking: Progress = _no_progress
+    source: IO[bytes],
+    *,
+    check: bool = True,
+    checking: Progress = no_progress,
+    max_event_bytes: int = MAX_EVENT_BYTES,
 ) -> Iterator[IO[bytes]]:
     """`source`, checked whole unless not `check` (`import_file.checked`), to be given to
     `import_events(..., check=False)`: checked before the store is opened, a refused file
-    leaves no new store behind. The check takes the default `max_event_bytes`, that of a
-    store opened by `open_store`."""
+    leaves no new store behind. The default `max_event_bytes` is that of a store opened
+    by `open_store`."""
     if not check:
         yield source
         return
-    with checked(source, max_event_bytes=MAX_EVENT_BYTES, progress=checking) as lines:
+    with checked(source, max_event_bytes=max_event_bytes, progress=checking) as lines:
         yield lines
 
 
@@ -170,8 +175,8 @@ def import_events(
     store: EventStore,
     source: IO[bytes],
     *,
-    progress: Progress = _no_progress,
-    checking: Progress = _no_progress,
+    progress: Progress = no_progress,
+    checking: Progress = no_progress,
     check: bool = True,
 ) -> ImportReport:
     """Append the events of an export read from `source`, keeping ids, versions and times.
@@ -201,12 +206,10 @@ def import_events(
 
     `checking`, then `progress`, is told the bytes read so far, now and then.
     """
-    first_read = (
-        checked(source, max_event_bytes=store.max_event_bytes, progress=checking)
-        if check
-        else nullcontext(source)
+    checking_first = import_input(
+        source, check=check, checking=checking, max_event_bytes=store.max_event_bytes
     )
-    with first_read as lines:
+    with checking_first as lines:
         importer = _Importer(store, store.log_status().head)
         read = 0
         # Lines are parsed, and their events made, on a thread of their own while the store
