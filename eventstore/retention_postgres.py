@@ -143,9 +143,14 @@ class PostgresRetention(Retention):
         self._holding: psycopg.Connection[Any] | None = None
         """The session holding the store's retention lock (`exclusive`), while it does."""
 
-    def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+    def _run(
+        self,
+        work: Callable[[psycopg.Connection[Any]], T],
+        on: psycopg.Connection[Any] | None = None,
+    ) -> T:
+        """`work` on a pooled connection, or `on`; driver errors as `StoreUnavailable`."""
         try:
-            return self._pool.run(work)
+            return self._pool.run(work) if on is None else work(on)
         except psycopg.Error as error:
             raise StoreUnavailable(f"retention of {self.url}: {error}") from error
 
@@ -257,16 +262,10 @@ class PostgresRetention(Retention):
             assert row is not None
             return RetentionRun(*row)
 
-        held = self._holding
-        if held is None:
-            return self._run(work)
         # Under `exclusive`, removed by the session that holds the lock: had that session
         # ended (the server restarted, the connection was cut), another run could hold the
         # lock now, and this removal fails with it instead of removing beside that run.
-        try:
-            return work(held)
-        except psycopg.Error as error:
-            raise StoreUnavailable(f"retention of {self.url}: {error}") from error
+        return self._run(work, self._holding)
 
     def exclusive(self) -> AbstractContextManager[None]:
         return self._exclusive()
