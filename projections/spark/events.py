@@ -6,7 +6,6 @@ import functools
 from collections.abc import Iterator
 
 import pyarrow as pa
-from eventcraft.eventstore import EventStore
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -55,10 +54,8 @@ def read_events(
         events = source.read(spark)
     elif isinstance(source, str):
         source = check_readable(source)
-        with EventStore.open(source) as store:
-            upto = store.high_water_mark()
         # After retention, the archive below the mark, then the store: the whole log.
-        events = read_whole_log(spark, source, upto=upto, partitions=partitions).events
+        events = read_whole_log(spark, source, upto=None, partitions=partitions).events
         keys = source if keys is None else keys
     else:
         raise DefinitionError(f"source is a store URL or an Archive, not {source!r}")

@@ -20,7 +20,6 @@ import pyarrow as pa
 from eventcraft.eventstore import EventStore
 from pyspark.sql import DataFrame, SparkSession
 
-from ..archive_files import ArchiveBroken
 from ..errors import DefinitionError
 from .jdbc import JDBC, read_jdbc, read_path
 from .rows import EVENT_DDL, to_batch
@@ -79,21 +78,10 @@ def read_store(
 
     `upto` must be at most the store's high-water mark when the job starts.
     `read_path(spark, url)` says which way the rows come. `after` must be at least
-    the store's low-water mark (below it retention removed events: `whole_log.py`
-    reads the archive there), or `ArchiveBroken`.
+    the store's low-water mark, which the callers have read (below it retention removed
+    events: `whole_log.py` reads the archive there, an archive export refuses).
     """
     url = check_readable(url)
-    with EventStore.open(url) as store:
-        mark = store.low_water_mark()
-        if after < min(mark, upto):
-            # The store has holes there: read as it is, it would skip what only the
-            # archive holds, and no reader could tell.
-            raise ArchiveBroken(
-                f"the store {store!r} holds the whole log only after position {mark}, where "
-                f"retention removed events (archived in {store.retention.runs()[-1].archive}): "
-                f"read the archive up to {mark}, then the store (`read_whole_log`), not the "
-                f"store from {after}"
-            )
     if partitions is None:
         cores = spark.sparkContext.defaultParallelism
         partitions = max(cores, -(-(upto - after) // _EVENTS_PER_RANGE))

@@ -32,18 +32,21 @@ def read_whole_log(
     spark: SparkSession,
     url: str,
     *,
-    upto: int,
+    upto: int | None,
     categories: Sequence[str] | None = None,
     types: Sequence[str] | None = None,
     partitions: int | None = None,
     key: StreamKey | None = None,
 ) -> WholeLog:
-    """Events with position <= `upto` from the archive and the store.
+    """Events with position <= `upto` (the high-water mark for None) from the archive and
+    the store.
 
     With `key`, read by that key where that pays: through the JDBC source, in
     at most `MOST_KEYED_TASKS` tasks, and with no archive to read.
     """
     with EventStore.open(url) as store:
+        if upto is None:
+            upto = store.high_water_mark()
         mark = min(store.low_water_mark(), upto)
         # Checked before a job is planned: read as it is, a missing or short archive gives
         # fewer events, and the replay a wrong read model, without a word.
