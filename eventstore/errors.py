@@ -10,6 +10,7 @@
     ├── UnsupportedStoreURL (ValueError)
     ├── UnreadablePersonalData          sealed personal fields that neither open nor are forgotten
     ├── StreamTombstoned            the stream was deleted for ever: no append is taken
+    ├── StreamFull                  the append would take a stream past the most versions it holds
     ├── RetentionBusy               another retention run holds the store's lock
     └── StoreUnavailable (ConnectionError)  the database could not be reached
         ├── PoolExhausted                   no pooled connection came free in time
@@ -182,3 +183,24 @@ class StreamTombstoned(EventStoreError):
 
     def __reduce__(self) -> tuple[type[StreamTombstoned], tuple[str]]:
         return (type(self), (self.stream_id,))
+
+
+class StreamFull(EventStoreError):
+    """The append would take the stream past `most` events, the most one holds.
+
+    On PostgreSQL versions are 4-byte integers (`MAX_STREAM_VERSION`, 2,147,483,647),
+    which keeps the stream index's entries a quarter smaller; SQLite and memory
+    stores have no such bound. Nothing of the append (or of the `append_many` it
+    was part of) was written: start a new stream, as a closed period's books do.
+    """
+
+    def __init__(self, stream_id: str, most: int) -> None:
+        self.stream_id = stream_id
+        self.most = most
+        super().__init__(
+            f"stream {stream_id!r} is full: an append would take it past version {most:,}, "
+            "the most a stream holds; nothing was written"
+        )
+
+    def __reduce__(self) -> tuple[type[StreamFull], tuple[str, int]]:
+        return (type(self), (self.stream_id, self.most))

@@ -33,6 +33,10 @@ NO_STREAM = StreamState.NO_STREAM
 ExpectedVersion = int | StreamState
 """`ANY`, `NO_STREAM`, or the stream's exact current version (0 also means no events)."""
 
+MAX_STREAM_VERSION = 2**31 - 1
+"""The most events a stream holds on PostgreSQL, whose versions are 4-byte integers; an
+append past it raises `StreamFull`. SQLite and memory stores have no such bound."""
+
 EVENT_VERSION = "event_version"
 """The metadata key under which a writer keeps the schema version of an event's data.
 

@@ -88,6 +88,7 @@ from sqlalchemy.engine.interfaces import Dialect
 from sqlalchemy.schema import CreateIndex, CreateSequence, CreateTable
 
 from .deletion_sql import DELETED_STREAMS, STREAM_TOMBSTONED_SQLSTATE
+from .events import MAX_STREAM_VERSION
 
 EVENTS = "eventcraft_events"
 TAGS = "eventcraft_tags"
@@ -155,6 +156,8 @@ APPEND_ONLY_SQLSTATE = "EC002"
 """Raised by the triggers that refuse updates and deletes of events."""
 CONDITION_FAILED_SQLSTATE = "EC003"
 """An append's condition met a matching event; the DETAIL is its position."""
+STREAM_FULL_SQLSTATE = "EC004"
+"""An append would take its stream past `MAX_STREAM_VERSION`; the DETAIL is that most."""
 
 metadata = sa.MetaData()
 
@@ -181,9 +184,12 @@ events = sa.Table(
     # The fixed-width columns first: PostgreSQL aligns an 8-byte value to 8 bytes, and
     # after a name of any length that cost up to 7 bytes of padding, twice a row. Rows
     # of stores made before keep their order; every statement names its columns.
-    sa.Column("version", sa.BigInteger, nullable=False),
     sa.Column("recorded_at", _timestamp, nullable=False),
     sa.Column("id", _uuid, nullable=False),
+    # 4 bytes: (stream_id, version) index entries of 24 bytes, not 32 (an 8-byte
+    # version is aligned to 8 after the name). A stream holds at most
+    # MAX_STREAM_VERSION events; stores made before keep their 8-byte versions.
+    sa.Column("version", sa.Integer, nullable=False),
     sa.Column("stream_id", _name, nullable=False),
     sa.Column("type", sa.Text, nullable=False),
     sa.Column("category", _name, nullable=False),
@@ -324,6 +330,14 @@ BEGIN
             MESSAGE = 'wrong expected version',
             DETAIL = eventcraft_stream_version(p_stream);
     END IF;
+    IF base + n > {MAX_STREAM_VERSION} THEN
+        -- A refusal of this append alone, where the 4-byte column's overflow would fail
+        -- every append of its group (stores made before have 8 bytes: the same bound).
+        RAISE EXCEPTION USING
+            ERRCODE = '{STREAM_FULL_SQLSTATE}',
+            MESSAGE = 'stream full',
+            DETAIL = {MAX_STREAM_VERSION};
+    END IF;
     IF n = 1 THEN
         INSERT INTO {EVENTS}
             (position, stream_id, version, id, type, data, metadata, recorded_at, category, tags)
@@ -437,7 +451,7 @@ BEGIN
             answers := answers || array_to_string(results, ',');
         EXCEPTION WHEN SQLSTATE '{WRONG_EXPECTED_VERSION_SQLSTATE}'
             OR SQLSTATE '{CONDITION_FAILED_SQLSTATE}' OR SQLSTATE '{STREAM_TOMBSTONED_SQLSTATE}'
-            OR unique_violation THEN
+            OR SQLSTATE '{STREAM_FULL_SQLSTATE}' OR unique_violation THEN
             GET STACKED DIAGNOSTICS
                 code = RETURNED_SQLSTATE, detail = PG_EXCEPTION_DETAIL, violated = CONSTRAINT_NAME;
             IF violated = '{EVENTS}_stream_version' THEN

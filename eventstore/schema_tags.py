@@ -179,7 +179,7 @@ BEGIN
     END LOOP;
     SELECT greatest(coalesce(max(e.position), 0), p_after) INTO v_head FROM {EVENTS} e;
     RETURN QUERY
-        SELECT e.id, e.stream_id::text, e.version, e.position, e.type, e.data::text,
+        SELECT e.id, e.stream_id::text, e.version::bigint, e.position, e.type, e.data::text,
                e.metadata::text, e.recorded_at, e.tags, v_head
         FROM (SELECT DISTINCT p FROM eventcraft_query_positions(p_query, p_after, v_head, p_limit)
               AS p ORDER BY p LIMIT p_limit) AS q

@@ -21,6 +21,7 @@ from ..deletion_sql import STREAM_TOMBSTONED_SQLSTATE
 from ..errors import (
     AppendConditionFailed,
     EventStoreError,
+    StreamFull,
     StreamTombstoned,
     WrongExpectedVersion,
 )
@@ -108,7 +109,7 @@ def refusal_of(error: psycopg.DatabaseError) -> Refusal | None:
         return Refusal(error.sqlstate, 0, error.diag.message_detail or "0")
     if isinstance(error, psycopg.errors.UniqueViolation):
         return Refusal(error.sqlstate or "23505", 0, error.diag.constraint_name or "")
-    if error.sqlstate == STREAM_TOMBSTONED_SQLSTATE:
+    if error.sqlstate in (STREAM_TOMBSTONED_SQLSTATE, schema.STREAM_FULL_SQLSTATE):
         return Refusal(error.sqlstate, 0, error.diag.message_detail or "")
     return None
 
@@ -152,6 +153,8 @@ def settled(
     if earlier is not None:
         return earlier
     call = member[refusal.which]
+    if refusal.sqlstate == schema.STREAM_FULL_SQLSTATE:
+        return StreamFull(call.stream_id, int(refusal.detail))
     if refusal.sqlstate == schema.CONDITION_FAILED_SQLSTATE and call.condition is not None:
         condition = call.condition
         return AppendConditionFailed(
