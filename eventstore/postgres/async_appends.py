@@ -14,8 +14,8 @@ half as much again in CPU as one that takes them all (on 2 cores, 16 tasks:
 client 58-64 against 73-83 us an append, server 66-81 against 113-122). A
 lone caller's append goes at once, alone, in the exchange the sync store
 uses (`wire.py`), as does every append when grouping is off. A sender that
-answered a group lets the loop turn once before taking the next, so that the
-callers it answered are in it.
+answered a group lets the loop turn once before taking a next group that is
+not full, so that the callers it answered are in it.
 
 The exchange talks to libpq as `wire.py` does, with the same prepared
 statements, waiting on the loop instead of in `select`.
@@ -165,11 +165,13 @@ class AppendQueue:
             for queued, answer in zip(taken, answers, strict=True):
                 if not queued.answer.done():
                     queued.answer.set_result(answer)
-            # One turn of the loop, no timer: the callers just answered queue their next
-            # appends and go in the next group. Taken at once, that group held only what
-            # came meanwhile, often the one append of a caller answered alone, and every
-            # other group of 16 tasks was a transaction and a commit for one append.
-            await asyncio.sleep(0)
+            if len(self._queued) < MOST_MEMBERS:
+                # One turn of the loop, no timer: the callers just answered queue their
+                # next appends and join the next group. Taken at once, a group held only
+                # what came meanwhile, often the one append of a caller answered alone:
+                # with 16 tasks, every other group was a transaction and a commit for one
+                # append. A full group goes at once, while those callers encode (64 tasks).
+                await asyncio.sleep(0)
 
 
 async def send_members(
