@@ -30,14 +30,11 @@ other run removed.
 from __future__ import annotations
 
 import abc
-import fcntl
-import os
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 
 from .encoding import check_name, check_position
 from .errors import InvalidEvent
@@ -224,30 +221,6 @@ def rest(started: float, pace: float) -> None:
     """After work begun at `started` (perf_counter), rest so that work is `pace` of the time."""
     if pace < 1:
         time.sleep((time.perf_counter() - started) * (1 / pace - 1))
-
-
-@contextmanager
-def file_lock(path: Path, busy: Callable[[str], Exception]) -> Iterator[None]:
-    """Hold an exclusive lock on the file `path` (made if missing) until the block ends;
-    raise `busy(holder)` at once, `holder` being the process id it shows, if another holds it.
-
-    It is `flock`, not a file made with O_EXCL: the kernel drops it when its
-    holder's process dies, so a killed run leaves no lock behind for an operator
-    to clear. A lock is an open file's, so two opens in one process exclude too.
-    """
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise busy(holder) from None
-        # Who holds it, for the message a refused run shows; the lock, not this, excludes.
-        os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
-        yield
-    finally:
-        os.close(descriptor)  # closing drops the lock
 
 
 def retention_for(url: str) -> Retention:

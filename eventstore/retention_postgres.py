@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -267,11 +267,8 @@ class PostgresRetention(Retention):
         # lock now, and this removal fails with it instead of removing beside that run.
         return self._run(work, self._holding)
 
-    def exclusive(self) -> AbstractContextManager[None]:
-        return self._exclusive()
-
     @contextmanager
-    def _exclusive(self) -> Iterator[None]:
+    def exclusive(self) -> Iterator[None]:
         # Not a pooled connection: the lock is its session's, kept until the run ends.
         conn = self._pool.connect()
         try:

@@ -28,13 +28,13 @@ from typing import Any, TypeVar
 from .deletion_sql import DELETED_STREAMS
 from .errors import RetentionBusy, StoreUnavailable
 from .events import recorded_at_text
+from .file_lock import file_lock
 from .retention import (
     Retention,
     RetentionPolicy,
     RetentionRun,
     Truncation,
     check_pace,
-    file_lock,
     rules_text,
 )
 from .schema import EVENTS, SNAPSHOTS, TAGS

@@ -7,7 +7,7 @@ itself, and every read of it fail. A run therefore holds this lock from its
 plan until its removal has committed. Runs on one store are excluded by the
 store's own lock (`Retention.exclusive`), whatever folders they are given; this
 one still keeps runs of two stores (a configuration mistake) out of one folder.
-It is the store's kind of lock (`eventstore.retention.file_lock`): dropped when
+It is the store's kind of lock (`eventstore.file_lock`): dropped when
 its holder dies, and taken without waiting, so a second run is refused at once,
 with the holder's process id. The file is hidden, so neither the archive's
 readers nor Spark's take it for data.
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from eventcraft.eventstore.retention import file_lock
+from eventcraft.eventstore.file_lock import file_lock
 
 from .errors import ProjectionError
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import orjson
 import psycopg
@@ -23,12 +24,17 @@ from eventcraft.eventstore.schema import APPEND_GROUP, EVENTS, POSITION_SEQUENCE
 from ..conftest import PG_URL
 
 
+def _in_store(pg_url: str) -> psycopg.Connection[Any]:
+    """A connection to the server, on the store's schema."""
+    conn = psycopg.connect(PG_URL, autocommit=True)
+    conn.execute(f"SET search_path TO {pg_url.split('schema=', 1)[1]}")
+    return conn
+
+
 def _fill(pg_url: str, stream_id: str) -> None:
     """Give `stream_id` its last possible event, written straight into the table:
     appending two billion events is not a test."""
-    schema = pg_url.split("schema=", 1)[1]
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f"SET search_path TO {schema}")
+    with _in_store(pg_url) as conn:
         conn.execute(
             f"INSERT INTO {EVENTS} (position, version, recorded_at, id, stream_id, type, "
             f"category, data, metadata) VALUES (nextval('{POSITION_SEQUENCE}'), %s, now(), "
@@ -90,15 +96,13 @@ def test_a_full_stream_fails_its_own_member_of_a_group_and_no_other(pg_url: str)
     with EventStore.open(pg_url) as store:
         store.append("ledger-1", [NewEvent("Opened", {})])
         _fill(pg_url, "ledger-1")
-    schema = pg_url.split("schema=", 1)[1]
 
     def member(stream_id: str, expected: int) -> list[object]:
         event = {"id": str(uuid.uuid4()), "type": "Counted", "data": {}, "metadata": {}}
         return [[stream_id, stream_id.split("-")[0], expected, [event]]]
 
     members = [member("ledger-1", -1), member("other-1", 0)]
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f"SET search_path TO {schema}")
+    with _in_store(pg_url) as conn:
         row = conn.execute(
             f"SELECT {APPEND_GROUP}(%s, NULL)", (orjson.dumps(members).decode(),)
         ).fetchone()
