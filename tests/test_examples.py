@@ -103,3 +103,13 @@ def test_a_readme_snippet_runs_twice_in_a_row(
     code = compile(_readme_snippets()[index], f"README.md snippet {index}", "exec")
     for _ in range(2):  # as a reader pastes it twice: nothing the first run left may break it
         exec(code, {})
+
+
+def test_each_readme_section_stands_once() -> None:
+    """A section pasted twice leaves a reader two sets of figures, one of them stale."""
+    text = (ROOT / "README.md").read_text()
+    headings = re.findall(r"^## .+$", text, flags=re.M)
+    assert sorted(h for h in set(headings) if headings.count(h) > 1) == []
+    blocks = text.split("\n\n")
+    long_blocks = [b for b in blocks if b.count("\n") >= 8]
+    assert sorted({b[:60] for b in long_blocks if long_blocks.count(b) > 1}) == []
