@@ -13,6 +13,7 @@ import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
@@ -126,14 +127,21 @@ def stream_id_call(stream_id: str) -> str:
 
 
 def delete_stream_call(
-    stream_id: str, expected_version: ExpectedVersion, tombstone: bool
-) -> tuple[str, int | StreamState, bool]:
-    """The stream, expected version and tombstone flag of a deletion, checked."""
+    stream_id: str, expected_version: ExpectedVersion, tombstone: bool, deleted_at: datetime | None
+) -> tuple[str, int | StreamState, bool, datetime | None]:
+    """The stream, expected version, tombstone flag and time (in UTC) of a deletion,
+    checked."""
     check_name("stream id", stream_id)
     expected = check_expected_version(stream_id, expected_version)
     if not isinstance(tombstone, bool):
         raise InvalidEvent(f"tombstone must be True or False, not {tombstone!r}")
-    return stream_id, expected, tombstone
+    if deleted_at is not None:
+        if not isinstance(deleted_at, datetime) or deleted_at.utcoffset() is None:
+            raise InvalidEvent(
+                f"deleted_at must be None or a datetime with a time zone, not {deleted_at!r:.80}"
+            )
+        deleted_at = deleted_at.astimezone(UTC)
+    return stream_id, expected, tombstone, deleted_at
 
 
 def read_stream_call(

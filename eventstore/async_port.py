@@ -12,6 +12,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
 
 from .arguments import AppendCall
 from .deletion import StreamDeletion
@@ -133,7 +134,11 @@ class AsyncBackend(abc.ABC):
         """As `Backend.load_snapshot`."""
 
     async def delete_stream(
-        self, stream_id: str, expected: int | StreamState, tombstone: bool
+        self,
+        stream_id: str,
+        expected: int | StreamState,
+        tombstone: bool,
+        deleted_at: datetime | None,
     ) -> StreamDeletion:
         """As `Backend.delete_stream`."""
         raise InvalidEvent(f"{type(self).__name__} cannot delete streams")

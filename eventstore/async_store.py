@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
 from functools import partial
 from types import TracebackType
 from typing import Any
@@ -302,11 +303,16 @@ class AsyncEventStore:
         return await self._shredder.opened_snapshot_async(snapshot)
 
     async def delete_stream(
-        self, stream_id: str, expected_version: ExpectedVersion = ANY, *, tombstone: bool = False
+        self,
+        stream_id: str,
+        expected_version: ExpectedVersion = ANY,
+        *,
+        tombstone: bool = False,
+        deleted_at: datetime | None = None,
     ) -> StreamDeletion:
         """As `EventStore.delete_stream`."""
         return await self._backend.delete_stream(
-            *arguments.delete_stream_call(stream_id, expected_version, tombstone)
+            *arguments.delete_stream_call(stream_id, expected_version, tombstone, deleted_at)
         )
 
     async def stream_deletion(self, stream_id: str) -> StreamDeletion | None:

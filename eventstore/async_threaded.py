@@ -14,6 +14,7 @@ import itertools
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from functools import partial
 from typing import TypeVar
 
@@ -175,9 +176,15 @@ class ThreadedBackend(AsyncBackend):
         return await self._run(partial(self.backend.load_snapshot, stream_id))
 
     async def delete_stream(
-        self, stream_id: str, expected: int | StreamState, tombstone: bool
+        self,
+        stream_id: str,
+        expected: int | StreamState,
+        tombstone: bool,
+        deleted_at: datetime | None,
     ) -> StreamDeletion:
-        return await self._run(partial(self.backend.delete_stream, stream_id, expected, tombstone))
+        return await self._run(
+            partial(self.backend.delete_stream, stream_id, expected, tombstone, deleted_at)
+        )
 
     async def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
         return await self._run(partial(self.backend.stream_deletion, stream_id))

@@ -23,6 +23,7 @@ import asyncio
 import threading
 import uuid
 from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -209,10 +210,17 @@ class BlockingEventStore:
         return self._wait(self.store.load_snapshot(stream_id))
 
     def delete_stream(
-        self, stream_id: str, expected_version: ExpectedVersion = ANY, *, tombstone: bool = False
+        self,
+        stream_id: str,
+        expected_version: ExpectedVersion = ANY,
+        *,
+        tombstone: bool = False,
+        deleted_at: datetime | None = None,
     ) -> StreamDeletion:
         return self._wait(
-            self.store.delete_stream(stream_id, expected_version, tombstone=tombstone)
+            self.store.delete_stream(
+                stream_id, expected_version, tombstone=tombstone, deleted_at=deleted_at
+            )
         )
 
     def stream_deletion(self, stream_id: str) -> StreamDeletion | None:

@@ -119,6 +119,12 @@ DELETE = (
     "SELECT stream_id, version, tombstone, deleted_at FROM eventcraft_delete_stream(%s, %s, %s)"
 )
 """A deletion: the stream, its expected version as the append function takes it, tombstone."""
+DELETED_AT = (
+    f"UPDATE {DELETED_STREAMS} SET deleted_at = %s WHERE stream_id = %s "
+    "RETURNING stream_id, version, tombstone, deleted_at"
+)
+"""After `DELETE`, in its transaction: the time an import gives a deletion (the function
+takes the transaction's), with the stream."""
 DELETION = (
     f"SELECT stream_id, version, tombstone, deleted_at FROM {DELETED_STREAMS} WHERE stream_id = %s"
 )

@@ -128,11 +128,16 @@ def sqlite_append_versions(conn: sqlite3.Connection, stream_id: str) -> tuple[in
 
 
 def sqlite_delete(
-    conn: sqlite3.Connection, stream_id: str, expected: int | StreamState, tombstone: bool
+    conn: sqlite3.Connection,
+    stream_id: str,
+    expected: int | StreamState,
+    tombstone: bool,
+    deleted_at: datetime | None,
 ) -> StreamDeletion:
-    """Delete `stream_id` in the open write transaction, or raise as `check_delete` does."""
+    """Delete `stream_id` in the open write transaction, at `deleted_at` (else now), or
+    raise as `check_delete` does."""
     stored = int(conn.execute(_SQLITE_STORED_VERSION, (stream_id,)).fetchone()[0])
     check_delete(stream_id, expected, sqlite_deletion(conn, stream_id), stored)
-    now = datetime.now(UTC)
-    conn.execute(_SQLITE_DELETE, (stream_id, stored, int(tombstone), now.isoformat()))
-    return StreamDeletion(stream_id, stored, tombstone, now)
+    at = deleted_at or datetime.now(UTC)
+    conn.execute(_SQLITE_DELETE, (stream_id, stored, int(tombstone), at.isoformat()))
+    return StreamDeletion(stream_id, stored, tombstone, at)

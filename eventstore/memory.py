@@ -173,12 +173,16 @@ class MemoryBackend(Backend):
         return 0 if deletion is None else deletion.version
 
     def delete_stream(
-        self, stream_id: str, expected: int | StreamState, tombstone: bool
+        self,
+        stream_id: str,
+        expected: int | StreamState,
+        tombstone: bool,
+        deleted_at: datetime | None,
     ) -> StreamDeletion:
         with self._lock:
             stored = len(self._streams.get(stream_id, ()))
             check_delete(stream_id, expected, self._deleted.get(stream_id), stored)
-            deletion = StreamDeletion(stream_id, stored, tombstone, datetime.now(UTC))
+            deletion = StreamDeletion(stream_id, stored, tombstone, deleted_at or datetime.now(UTC))
             self._deleted[stream_id] = deletion
             return deletion
 

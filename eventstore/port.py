@@ -10,6 +10,7 @@ import abc
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 
 import orjson
 
@@ -192,7 +193,11 @@ class Backend(abc.ABC):
         """The stream's newest snapshot, or None."""
 
     def delete_stream(
-        self, stream_id: str, expected: int | StreamState, tombstone: bool
+        self,
+        stream_id: str,
+        expected: int | StreamState,
+        tombstone: bool,
+        deleted_at: datetime | None,
     ) -> StreamDeletion:
         """Delete the stream (see `deletion.py`) if reads show it at `expected`, atomically
         with appends; raise `StreamTombstoned` if it is a tombstone already."""

@@ -396,11 +396,17 @@ class SQLiteBackend(Backend):
             self._conn.execute(sql.SAVE_SNAPSHOT, row)
 
     def delete_stream(
-        self, stream_id: str, expected: int | StreamState, tombstone: bool
+        self,
+        stream_id: str,
+        expected: int | StreamState,
+        tombstone: bool,
+        deleted_at: datetime | None,
     ) -> StreamDeletion:
         def delete() -> StreamDeletion:
             with self._lock, immediate(self._conn):
-                return deletion_sql.sqlite_delete(self._conn, stream_id, expected, tombstone)
+                return deletion_sql.sqlite_delete(
+                    self._conn, stream_id, expected, tombstone, deleted_at
+                )
 
         return self._guard(delete)
 

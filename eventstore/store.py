@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Any
 
@@ -323,7 +324,12 @@ class EventStore:
         )
 
     def delete_stream(
-        self, stream_id: str, expected_version: ExpectedVersion = ANY, *, tombstone: bool = False
+        self,
+        stream_id: str,
+        expected_version: ExpectedVersion = ANY,
+        *,
+        tombstone: bool = False,
+        deleted_at: datetime | None = None,
     ) -> StreamDeletion:
         """Delete `stream_id` if it is at `expected_version`: reads no longer show it, the
         global log keeps its events until retention removes them (archived first).
@@ -331,10 +337,12 @@ class EventStore:
         An append brings a deleted stream back, its versions going on after the last
         one deleted; with `tombstone`, the stream can never be written again
         (`StreamTombstoned`). Raises `WrongExpectedVersion` (nothing deleted) when the
-        stream is not at `expected_version`. See `eventstore/deletion.py`.
+        stream is not at `expected_version`. `deleted_at` (timezone-aware) is the time the
+        deletion keeps instead of now: an import gives the original's, as it gives events
+        their `recorded_at`. See `eventstore/deletion.py`.
         """
         return self._backend.delete_stream(
-            *arguments.delete_stream_call(stream_id, expected_version, tombstone)
+            *arguments.delete_stream_call(stream_id, expected_version, tombstone, deleted_at)
         )
 
     def stream_deletion(self, stream_id: str) -> StreamDeletion | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -162,6 +163,24 @@ class DeletionConformance:
         assert list(store.read_stream("order-1")) == []
         assert store.stream_deletion("order-1") == deletion
 
+    def test_a_deletion_keeps_the_time_it_is_given(self, store: EventStore) -> None:
+        """An import's: the copy keeps when the original deleted the stream."""
+        store.append("order-1", _events("Placed"))
+        store.append("order-2", _events("Placed"))
+        then = datetime(2024, 5, 1, 12, 30, 0, 123456, tzinfo=timezone(timedelta(hours=2)))
+
+        given = store.delete_stream("order-1", expected_version=1, deleted_at=then)
+        now = store.delete_stream("order-2", tombstone=True)
+
+        assert given.deleted_at == then and given.deleted_at.utcoffset() == timedelta(0)
+        assert store.stream_deletion("order-1") == given
+        assert [d.deleted_at for _, d in store.placed_deletions()] == [then, now.deleted_at]
+        assert now.deleted_at > then and now.deleted_at.utcoffset() == timedelta(0)
+        later = then + timedelta(days=1)
+        tombstone = store.delete_stream("order-1", tombstone=True, deleted_at=later)
+        assert (tombstone.tombstone, tombstone.deleted_at) == (True, later)
+        assert store.stream_deletion("order-1") == tombstone
+
     def test_a_stream_never_written_can_be_tombstoned(self, store: EventStore) -> None:
         deletion = store.delete_stream("order-9", expected_version=NO_STREAM, tombstone=True)
         assert (deletion.version, deletion.tombstone) == (0, True)
@@ -206,6 +225,8 @@ class DeletionConformance:
             lambda: store.delete_stream("", expected_version=ANY),
             lambda: store.delete_stream("order-1", expected_version=-2),
             lambda: store.delete_stream("order-1", tombstone="yes"),  # type: ignore[arg-type]
+            lambda: store.delete_stream("order-1", deleted_at=datetime(2024, 5, 1)),  # naive
+            lambda: store.delete_stream("order-1", deleted_at="2024-05-01"),  # type: ignore[arg-type]
         ]
         for call in calls:
             with pytest.raises(InvalidEvent):

@@ -49,7 +49,7 @@ class Deleted:
 
     line: int
     deletion: StreamDeletion
-    """As the file gives it; `deleted_at` is the original's, which the store does not take."""
+    """As the file gives it: `deleted_at` is the original's, which the copy keeps."""
 
 
 Step = Batch | Deleted

@@ -11,10 +11,9 @@ as a copy: a stream cannot begin above version 1.
 The lines are the store's `read_all_json`: every field, keys sorted, `data`
 and `metadata` as stored (`eventstore/json_lines.py`), and after the event at
 the version a stream was deleted at, a line of its deletion (soft or
-tombstone), which the import applies there. So a copy hides what the original
-hides and refuses what it refuses; the deletion's time is the import's (the
-store takes no other). A tombstone of a stream never written has no event to
-follow and is not exported.
+tombstone), which the import applies there, at the original's time. So a copy
+hides what the original hides and refuses what it refuses. A tombstone of a
+stream never written has no event to follow and is not exported.
 """
 
 from __future__ import annotations
@@ -369,7 +368,10 @@ class _Importer:
         soft_here = held is not None and held.version == wanted.version
         try:
             self.store.delete_stream(
-                stream_id, 0 if soft_here else wanted.version, tombstone=wanted.tombstone
+                stream_id,
+                0 if soft_here else wanted.version,
+                tombstone=wanted.tombstone,
+                deleted_at=wanted.deleted_at,
             )
         except WrongExpectedVersion as conflict:
             raise Problems(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
 
@@ -363,13 +364,25 @@ class AsyncPostgresBackend(AsyncBackend):
         return await self._with_connection(load)
 
     async def delete_stream(
-        self, stream_id: str, expected: int | StreamState, tombstone: bool
+        self,
+        stream_id: str,
+        expected: int | StreamState,
+        tombstone: bool,
+        deleted_at: datetime | None,
     ) -> StreamDeletion:
         params = (stream_id, sql.expected_code(expected), tombstone)
 
         async def delete(conn: Conn) -> StreamDeletion | None:
             try:
-                row = await (await conn.execute(deletion_postgres.DELETE, params)).fetchone()
+                if deleted_at is None:
+                    row = await (await conn.execute(deletion_postgres.DELETE, params)).fetchone()
+                else:
+                    async with conn.transaction():
+                        await conn.execute(deletion_postgres.DELETE, params)
+                        cursor = await conn.execute(
+                            deletion_postgres.DELETED_AT, (deleted_at, stream_id)
+                        )
+                        row = await cursor.fetchone()
             except psycopg.DatabaseError as error:
                 refused = deletion_postgres.refusal(error, stream_id, expected)
                 if refused is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
 
@@ -285,13 +286,24 @@ class PostgresBackend(Backend):
         return self._with_connection(load)
 
     def delete_stream(
-        self, stream_id: str, expected: int | StreamState, tombstone: bool
+        self,
+        stream_id: str,
+        expected: int | StreamState,
+        tombstone: bool,
+        deleted_at: datetime | None,
     ) -> StreamDeletion:
         params = (stream_id, sql.expected_code(expected), tombstone)
 
         def delete(conn: psycopg.Connection[Any]) -> StreamDeletion | None:
             try:
-                row = conn.execute(deletion_postgres.DELETE, params).fetchone()
+                if deleted_at is None:
+                    row = conn.execute(deletion_postgres.DELETE, params).fetchone()
+                else:
+                    with conn.transaction():
+                        conn.execute(deletion_postgres.DELETE, params)
+                        row = conn.execute(
+                            deletion_postgres.DELETED_AT, (deleted_at, stream_id)
+                        ).fetchone()
             except psycopg.DatabaseError as error:
                 refused = deletion_postgres.refusal(error, stream_id, expected)
                 if refused is None:

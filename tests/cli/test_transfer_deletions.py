@@ -104,20 +104,23 @@ def test_an_unchecked_import_applies_the_deletions_as_it_goes(
         assert_deleted_as_the_original(copy)
 
 
-def test_a_copy_of_the_copy_exports_the_same_documents_but_positions_and_times(
+def test_a_copy_exports_the_same_documents_and_times_but_positions(
     deleted_url: str, twin_url: str
 ) -> None:
     def documents(store: EventStore) -> list[dict[str, object]]:
         found = [orjson.loads(line) for line in exported(store).splitlines()]
         for document in found:
             document.pop("position", None)
-            document.pop("deleted_at", None)
         return found
 
     with EventStore.open(deleted_url) as original, EventStore.open(twin_url) as copy:
         import_events(copy, io.BytesIO(exported(original)))
         assert documents(copy) == documents(original)
-        deletions = [d for d in documents(original) if "deletion" in d]
+        deletions = [
+            {k: v for k, v in d.items() if k != "deleted_at"}
+            for d in documents(original)
+            if "deletion" in d
+        ]
         assert deletions == [
             {"deletion": "soft", "stream_id": "order-1", "version": 2},
             {"deletion": "tombstone", "stream_id": "shipment-1", "version": 1},
