@@ -136,6 +136,7 @@ def ddl() -> list[str]:
 
 
 PLACED = placed_deletions("%s")
+"""Its parameters: `deletion_sql.placed_parameters`."""
 
 
 def placed(rows: list[tuple[Any, ...]]) -> list[tuple[int, StreamDeletion]]:

@@ -73,14 +73,22 @@ def listed(alias: str) -> str:
 def placed_deletions(parameter: str) -> str:
     """The deletions whose stream's event at the version deleted lies after the first
     parameter and at or below the second (`parameter` is the dialect's placeholder), with
-    that event's position, in position order: one walk of the deleted streams, each
-    joined by (stream, version), the key of stream reads."""
+    that event's position, and, when the third is 0, those of streams deleted before their
+    first event, at position 0; in position order (then by stream): one walk of the
+    deleted streams, each joined by (stream, version), the key of stream reads. The
+    parameters: `placed_parameters`."""
     return (
-        f"SELECT e.position, d.stream_id, d.version, d.tombstone, d.deleted_at "
-        f"FROM {DELETED_STREAMS} d JOIN {E} e "
+        "SELECT coalesce(e.position, 0), d.stream_id, d.version, d.tombstone, d.deleted_at "
+        f"FROM {DELETED_STREAMS} d LEFT JOIN {E} e "
         "ON e.stream_id = d.stream_id AND e.version = d.version "
-        f"WHERE e.position > {parameter} AND e.position <= {parameter} ORDER BY e.position"
+        f"WHERE (e.position > {parameter} AND e.position <= {parameter}) "
+        f"OR (d.version = 0 AND {parameter} = 0) ORDER BY 1, 2"
     )
+
+
+def placed_parameters(after: int, until: int) -> tuple[int, int, int]:
+    """The parameters of `placed_deletions`' statement for the span (`after`, `until`]."""
+    return after, until, after
 
 
 # --- SQLite: the store's connection, inside its write transaction ------------------
@@ -114,7 +122,9 @@ def sqlite_placed_deletions(
     """`Backend.placed_deletions` on SQLite."""
     return [
         (position, StreamDeletion(stream, version, bool(tomb), datetime.fromisoformat(at)))
-        for position, stream, version, tomb, at in conn.execute(_SQLITE_PLACED, (after, until))
+        for position, stream, version, tomb, at in conn.execute(
+            _SQLITE_PLACED, placed_parameters(after, until)
+        )
     ]
 
 

@@ -15,7 +15,8 @@ PostgreSQL.
 An export (`with_deletions`) adds a line for each deleted stream, right after
 its event at the version it was deleted at (`placed_deletions` says where):
 `deleted_at` (as `recorded_at`), `deletion` (`"soft"` or `"tombstone"`),
-`stream_id`, `version`, keys sorted.
+`stream_id`, `version`, keys sorted. The deletion of a stream deleted before
+its first event (a tombstone, mostly) comes before the first event.
 A reader tells it from an event by its `deletion` key, which no event line
 has; an event line always has `data` and `position`, which no deletion line
 has. So exports made before deletions were exported read as they did, and an
@@ -152,13 +153,20 @@ def with_placed(
     chunks: Iterable[JsonLines], placed: Sequence[tuple[int, StreamDeletion]]
 ) -> Iterator[tuple[str, JsonLines, int]]:
     """Each of `chunks`, its text with the lines of those of `placed` (in position order, each
-    at an event of `chunks`) that fall in it, and how many did."""
+    at an event of `chunks`, or at position 0: before them all) that fall in it, and how
+    many did; a log without events gives those at position 0 a chunk of their own."""
     pending = deque(placed)
+    first: list[str] = []
+    while pending and pending[0][0] == 0:
+        first.append(deletion_line(pending.popleft()[1]))
     for chunk in chunks:
         here = []
         while pending and pending[0][0] <= chunk.last_position:
             here.append(pending.popleft())
-        yield with_deletions(chunk.text, here), chunk, len(here)
+        yield "".join(first) + with_deletions(chunk.text, here), chunk, len(first) + len(here)
+        first = []
+    if first:
+        yield "".join(first), JsonLines("", 0, 0), len(first)
 
 
 def holds_sealed(chunk: JsonLines) -> bool:

@@ -193,11 +193,13 @@ class MemoryBackend(Backend):
     def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
         with self._lock:
             placed = [
-                (self._streams[d.stream_id][d.version - 1].position, d)
+                (self._streams[d.stream_id][d.version - 1].position if d.version else 0, d)
                 for d in self._deleted.values()
-                if d.version  # a stream deleted before its first event has no place
             ]
-        return sorted(p for p in placed if after < p[0] <= until)
+        return sorted(
+            (p for p in placed if after < p[0] <= until or p[0] == after == 0),
+            key=lambda p: (p[0], p[1].stream_id),
+        )
 
     def list_streams(
         self, *, category: str | None, after: str | None, limit: int | None

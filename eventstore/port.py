@@ -209,7 +209,8 @@ class Backend(abc.ABC):
 
     def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
         """The deletions whose stream's event at the version deleted has a position in
-        (`after`, `until`], with that position, in position order."""
+        (`after`, `until`], with that position, in position order; from `after` 0, first
+        those of streams deleted before their first event, at position 0."""
         return []
 
     def wait_for_events(self, after: int, timeout: float) -> bool:

@@ -361,8 +361,9 @@ class EventStore:
         position order: where a copy of the log must delete them (an export writes each
         after that event's line).
 
-        One query, however many streams the log holds. A stream tombstoned before
-        its first event has no such event, and is not listed."""
+        One query, however many streams the log holds. A stream deleted (or
+        tombstoned) before its first event stands before every event, at position
+        0: listed when `after` is 0."""
         after, last, names = arguments.placed_call(after, until, categories)
         return of_categories(self._backend.placed_deletions(after, last), names)
 

@@ -59,19 +59,24 @@ class DeletionConformance:
         first = store.delete_stream("order-1", expected_version=2)
         store.delete_stream("order-3")
         store.append("order-3", _events("Placed"))  # back, its deletion still placed at v1
-        store.delete_stream("order-9", tombstone=True)  # never written: no event to place
+        never = store.delete_stream("order-9", tombstone=True)  # before every event
+        store.delete_stream("order-8")
 
         placed = store.placed_deletions()
 
         assert [(p, d.stream_id, d.version, d.tombstone) for p, d in placed] == [
+            (0, "order-8", 0, False),
+            (0, "order-9", 0, True),
             (positions["order-1", 2], "order-1", 2, False),
             (positions["order-2", 1], "order-2", 1, True),
             (positions["order-3", 1], "order-3", 1, False),
         ]
-        assert placed[0][1] == first and placed[1][1] == second
+        assert placed[1][1] == never and placed[2][1] == first and placed[3][1] == second
         after, until = positions["order-1", 2], positions["order-3", 1] - 1
         assert [d.stream_id for _, d in store.placed_deletions(after, until)] == ["order-2"]
         assert store.placed_deletions(positions["order-4", 1]) == []
+        assert store.placed_deletions(0, 0) == placed[:2]
+        assert store.placed_deletions(1) == placed[2:]
         assert store.placed_deletions(categories="order") == placed
         assert store.placed_deletions(categories=["cart"]) == []
         with pytest.raises(InvalidEvent, match="after must be an int"):

@@ -11,9 +11,9 @@ as a copy: a stream cannot begin above version 1.
 The lines are the store's `read_all_json`: every field, keys sorted, `data`
 and `metadata` as stored (`eventstore/json_lines.py`), and after the event at
 the version a stream was deleted at, a line of its deletion (soft or
-tombstone), which the import applies there, at the original's time. So a copy
-hides what the original hides and refuses what it refuses. A tombstone of a
-stream never written has no event to follow and is not exported.
+tombstone), which the import applies there, at the original's time; that of a
+stream deleted before its first event comes first. So a copy hides what the
+original hides and refuses what it refuses.
 """
 
 from __future__ import annotations
@@ -100,7 +100,8 @@ def export_events(
     own opened from `store.url`, make the lines, and the file is the same.
 
     The line of each stream's deletion follows the stream's event at the version deleted,
-    if the export holds it (`placed_deletions`: one query, however many streams).
+    if the export holds it (`placed_deletions`: one query, however many streams); those
+    of streams deleted before their first event come first, in an export from the start.
     """
     check_export(after=after, until=until, jobs=jobs)
     # Fixed now: the ranges shared out end here, and every deletion listed for the span
@@ -108,9 +109,11 @@ def export_events(
     end = store.high_water_mark()
     if until is not None:
         end = min(until, end)
-    if jobs > 1:
-        if is_memory(store.url):
-            raise InputError("--jobs needs a store other processes can open, not a memory store")
+    if jobs > 1 and is_memory(store.url):
+        raise InputError("--jobs needs a store other processes can open, not a memory store")
+    # An empty span has no range to share out, and may still hold deletions made before
+    # any event: the single process writes those.
+    if jobs > 1 and end > after:
         count, deletions, last = export_ranges(
             store.url,
             out,
@@ -130,8 +133,8 @@ def export_events(
         out.write(text.encode())
         count += chunk.events
         deletions += added
-        last = chunk.last_position
-        progress(last - after)
+        last = chunk.last_position or last  # 0: deletions before every event, no event
+        progress((last or after) - after)
     out.flush()
     progress((last or after) - after)
     return ExportReport(events=count, last_position=last, deletions=deletions)

@@ -31,6 +31,7 @@ from ..arguments import AppendCall
 from ..async_port import AsyncBackend
 from ..collector import collector_paused
 from ..deletion import StreamDeletion
+from ..deletion_sql import placed_parameters
 from ..encoding import PreparedBatch
 from ..errors import EventStoreError, StoreUnavailable
 from ..events import (
@@ -403,7 +404,7 @@ class AsyncPostgresBackend(AsyncBackend):
 
     async def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
         async def find(conn: Conn) -> list[tuple[int, StreamDeletion]]:
-            cursor = await conn.execute(deletion_postgres.PLACED, (after, until))
+            cursor = await conn.execute(deletion_postgres.PLACED, placed_parameters(after, until))
             return deletion_postgres.placed(await cursor.fetchall())
 
         return await self._with_connection(find)

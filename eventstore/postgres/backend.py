@@ -19,6 +19,7 @@ from .. import deletion_postgres, json_lines, keyed_indexes, schema, schema_tags
 from ..arguments import AppendCall
 from ..collector import collector_paused
 from ..deletion import StreamDeletion
+from ..deletion_sql import placed_parameters
 from ..encoding import PreparedBatch
 from ..errors import (
     StoreUnavailable,
@@ -326,7 +327,7 @@ class PostgresBackend(Backend):
     def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
         def find(conn: psycopg.Connection[Any]) -> list[tuple[int, StreamDeletion]]:
             return deletion_postgres.placed(
-                conn.execute(deletion_postgres.PLACED, (after, until)).fetchall()
+                conn.execute(deletion_postgres.PLACED, placed_parameters(after, until)).fetchall()
             )
 
         return self._with_connection(find)

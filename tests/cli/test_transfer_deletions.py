@@ -149,6 +149,26 @@ def test_a_deletion_goes_with_the_export_holding_its_streams_event_at_that_versi
         assert_deleted_as_the_original(copy)
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_stream_deleted_before_its_first_event_is_copied_from_the_top(
+    shared_store_url: str, twin_url: str, jobs: int
+) -> None:
+    with EventStore.open(shared_store_url) as original, EventStore.open(twin_url) as copy:
+        original.delete_stream("cart-9", tombstone=True)  # never written, and never will be
+        lines = exported(original, jobs=jobs)  # a log without events
+        assert [orjson.loads(line)["stream_id"] for line in lines.splitlines()] == ["cart-9"]
+        events = len(fill(original))
+        lines = exported(original, jobs=jobs)
+        assert b'"stream_id":"cart-9"' in lines.splitlines()[0]
+        assert b"cart-9" not in exported(original, after=1)  # not at an event after 1
+        report = import_events(copy, io.BytesIO(lines))
+        assert (report.written, report.deletions) == (events, 1)
+        assert copy.stream_deletion("cart-9") == original.stream_deletion("cart-9")
+        with pytest.raises(StreamTombstoned):
+            copy.append("cart-9", [NewEvent("ItemAdded", {})])
+        assert import_events(copy, io.BytesIO(lines)).deletions == 0  # run again
+
+
 def test_a_deletion_record_out_of_place_is_one_error_naming_its_line(
     deleted_url: str, twin_url: str
 ) -> None:
