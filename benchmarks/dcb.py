@@ -2,7 +2,9 @@
 event with the condition taken from its read, by 1 and 16 concurrent writers, on tags
 of their own (disjoint) or all on one tag (contending); eventcraft on PostgreSQL and
 SQLite beside the `eventsourcing` library's DCB recorder (`PostgresDCBRecorderTT`) on
-PostgreSQL, in one run.
+PostgreSQL, in one run; beside them, for the writers on disjoint tags, the raw floor: the
+same reads and inserts from raw psycopg with no condition at all, the most any store
+making these decisions could reach on the machine.
 
     python -m benchmarks.dcb [--decisions 1000] [--rounds 2] [--backends postgres,sqlite]
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -39,6 +42,7 @@ from .contenders import PG, payload
 from .group_commit import Measured, fresh_postgres, percentile, run_threads
 
 DECIDED = "Decided"
+FLOOR = "raw floor: read, insert, no condition"
 Decide = Callable[[str, str], int]
 """A decision on the two tags given: read, decide, append; returns the retries it took."""
 
@@ -139,6 +143,44 @@ def library(table: str, callers: int, total: int, contending: bool) -> tuple[Mea
                 conn.execute(f"DROP TABLE IF EXISTS {table}{suffix} CASCADE")
 
 
+RAW_TABLES = """
+CREATE TABLE {t}_events (position bigserial PRIMARY KEY, type text NOT NULL,
+    data bytea NOT NULL, tags text[] NOT NULL);
+CREATE TABLE {t}_tags (tag text NOT NULL, position bigint NOT NULL, PRIMARY KEY (tag, position))
+"""
+RAW_READ = """SELECT e.position, e.type, e.data FROM {t}_tags g JOIN {t}_events e USING (position)
+WHERE g.tag = ANY(%s) ORDER BY e.position"""
+RAW_WRITE = """WITH e AS (INSERT INTO {t}_events (type, data, tags) VALUES (%s, %s, %s)
+RETURNING position, tags) INSERT INTO {t}_tags SELECT unnest(e.tags), e.position FROM e"""
+
+
+def raw_floor(table: str, callers: int, total: int, contending: bool) -> tuple[Measured, int]:
+    """The work of a decision and nothing more: one read of the two tags' events (their
+    bytes, undecoded, as the library returns them) and one insert of the event and its two
+    tag rows, from a connection per writer, with no condition, lock or check: unsafe, and
+    a floor that no store deciding by these reads can go under on this machine."""
+    connections = [psycopg.connect(PG, autocommit=True) for _ in range(callers)]
+    connections[0].execute(RAW_TABLES.format(t=table))
+    read, write = RAW_READ.format(t=table), RAW_WRITE.format(t=table)
+    free, mine = list(connections), threading.local()
+
+    def decide(first: str, second: str) -> int:
+        conn = getattr(mine, "conn", None)
+        if conn is None:
+            conn = mine.conn = free.pop()  # a connection of its own for each writer thread
+        count = len(conn.execute(read, ([first, second],)).fetchall())
+        conn.execute(write, (DECIDED, orjson.dumps(payload(count)), [first, second]))
+        return 0
+
+    try:
+        return measure(callers, total, contending, decide)
+    finally:
+        for suffix in ("_events", "_tags"):
+            connections[0].execute(f"DROP TABLE IF EXISTS {table}{suffix}")
+        for conn in connections:
+            conn.close()
+
+
 SCENARIOS = [(1, False, "1 writer"), (16, False, "16 writers, disjoint tags"),
              (16, True, "16 writers, one tag")]  # fmt: skip
 
@@ -163,6 +205,8 @@ def main() -> None:
                 runs.append(
                     ("eventsourcing PostgresDCBRecorderTT", partial(library, table, *shape))
                 )
+                if not contending:  # without a condition, contention is not a race
+                    runs.append((FLOOR, partial(raw_floor, f"{table}_raw", *shape)))
             if "sqlite" in backends:
                 path = f"sqlite:///{folder / uuid.uuid4().hex}.db"
                 runs.append(("eventcraft, SQLite", partial(eventcraft, path, *shape)))
@@ -195,6 +239,9 @@ def _report(results: dict[tuple[str, str], list[tuple[Measured, int]]]) -> None:
             ("16 disjoint / 1 writer, eventcraft", (disjoint, ours), (one, ours), ">= 3"),
             ("16 on one tag: eventcraft / eventsourcing", (shared, ours), (shared, theirs), ""),
         ]
+        if (disjoint, FLOOR) in rates:
+            ratios.append(("16 disjoint: raw floor / eventsourcing", (disjoint, FLOOR),
+                           (disjoint, theirs), "the most any store can reach"))  # fmt: skip
         for text, top, bottom, goal in ratios:
             print(f"{text:44} {rates[top] / rates[bottom]:6.2f}x  {'goal ' + goal if goal else ''}")
 

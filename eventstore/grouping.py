@@ -178,6 +178,12 @@ class GroupCommit(Generic[Request, Result]):
 
     def submit(self, request: Request) -> Result:
         """`request`'s result, written in a group with whatever else is waiting."""
+        with self._lock:
+            alone = not self._leaders and not self._queued
+            if alone:
+                self._leaders = 1
+        if alone:
+            return self._write_alone(request)
         events = 0 if self._events_of is None else self._events_of(request)
         hurried = self._hurried is not None and self._hurried(request)
         member: _Member[Request, Result] = _Member(request, events, hurried)
@@ -200,6 +206,23 @@ class GroupCommit(Generic[Request, Result]):
         if member.error is not None:
             raise member.error
         return member.result  # type: ignore[return-value]  # answered: set by the writer
+
+    def _write_alone(self, request: Request) -> Result:
+        """Write `request` as a group of one, as its leader, then pass the lead on: a lone
+        caller's path, without a member to queue and wake, for a third of the cost (4.5
+        against 12.5 us a submit on this machine, beside a write of 250 us and more)."""
+        self._writing.since = time.monotonic()
+        try:
+            outcome = self._write([request])[0]
+        except Exception as error:  # raised by `write` itself: this group's failure
+            outcome = error
+        finally:  # an interrupt too: whoever queued meanwhile gets the lead
+            self._writing.since = None
+            with self._lock:
+                self._hand_on()
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
 
     def _lead(self, own: _Member[Request, Result]) -> None:
         """Write groups until `own` is answered, then pass the lead on."""

@@ -304,3 +304,28 @@ def test_a_leader_interrupted_in_its_write_raises_it_and_its_group_gets_interrup
     assert isinstance(led[13], _Interrupt)  # raised where it came from, the leader
     assert str(followed[2]) == "unknown 2"
     assert answers == {0: 0} and commit.submit(4) == 8
+
+
+def test_a_lone_caller_interrupted_in_its_write_hands_the_lead_to_those_queued_behind() -> None:
+    writer = _Writer()
+    writer.release.clear()
+    entered = threading.Event()
+
+    def write(requests: Sequence[int]) -> list[int | BaseException]:
+        if 13 in requests:
+            entered.set()
+            assert writer.release.wait(_LONG)
+            raise _Interrupt  # a signal reaching the lone caller's thread mid-write
+        return writer(requests)
+
+    commit: GroupCommit[int, int] = GroupCommit(write, most_groups=1)
+    alone, answers = _submit_all(commit, [13])
+    assert entered.wait(_LONG)
+    queued, more = _submit_all(commit, [2, 4])
+    until(lambda: commit.waiting == 2)
+    writer.release.set()
+    for thread in alone + queued:
+        thread.join(_LONG)
+    assert isinstance(answers[13], _Interrupt)
+    assert more == {2: 4, 4: 8} and [sorted(g) for g in writer.groups] == [[2, 4]]
+    assert commit.submit(6) == 12
