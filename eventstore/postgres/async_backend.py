@@ -259,8 +259,10 @@ class AsyncPostgresBackend(AsyncBackend):
 
             async def first(conn: psycopg.AsyncConnection[Any]) -> reads.LockedPage:
                 async with conn.cursor(binary=True) as cur:
-                    rows = await (await cur.execute(reads.READ_LOCKED, locked)).fetchall()
-                    return reads.locked_page(rows, after)
+                    await cur.execute(reads.READ_LOCKED, locked)
+                    # The rows are in memory by now: fetchall builds them without a wait.
+                    with collector_paused():  # why: eventstore/collector.py
+                        return reads.locked_page(await cur.fetchall(), after)
 
             (found, head) = await self._with_connection(first)
             if len(found) < count:

@@ -184,8 +184,9 @@ class PostgresBackend(Backend):
 
             def first(conn: psycopg.Connection[Any]) -> reads.LockedPage:
                 with conn.cursor(binary=True) as cur:
-                    rows = cur.execute(reads.READ_LOCKED, locked).fetchall()
-                    return reads.locked_page(rows, after)
+                    cur.execute(reads.READ_LOCKED, locked)
+                    with collector_paused():  # why: eventstore/collector.py
+                        return reads.locked_page(cur.fetchall(), after)
 
             (found, head) = self._with_connection(first)
             if len(found) < count:

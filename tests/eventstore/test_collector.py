@@ -7,7 +7,7 @@ import gc
 from collections.abc import Iterator
 
 import pytest
-from eventcraft.eventstore import AsyncEventStore, EventStore, NewEvent
+from eventcraft.eventstore import AsyncEventStore, EventStore, NewEvent, Query, QueryItem
 
 EVENTS = 3000  # three pages
 
@@ -71,3 +71,32 @@ def test_an_async_read_leaves_the_collector_on_and_builds_each_page_in_one_go(
     assert asyncio.run(read()) == EVENTS
     assert gc.isenabled()
     assert len(young_collections) <= 2 * (EVENTS // 1000)
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+def test_a_read_by_query_builds_its_page_in_one_go(
+    shared_store_url: str, young_collections: list[int], api: str
+) -> None:
+    """A decision's read: on PostgreSQL its first page comes locked, from a statement of
+    its own, and is built with the collector paused as every other page is."""
+    with EventStore.open(shared_store_url) as store:
+        for n in range(10):
+            events = [NewEvent("Enrolled", {"n": k}, tags=["course:c1"]) for k in range(100)]
+            store.append(f"enrolment-{n}", events)
+    query = Query([QueryItem(types=["Enrolled"], tags=["course:c1"])])
+
+    async def read_async() -> int:
+        async with await AsyncEventStore.open(shared_store_url) as store:
+            gc.collect()
+            young_collections.clear()
+            return len((await store.read_query(query)).events)
+
+    if api == "async":
+        assert asyncio.run(read_async()) == 1000
+    else:
+        with EventStore.open(shared_store_url) as store:
+            gc.collect()
+            young_collections.clear()
+            assert len(store.read_query(query).events) == 1000
+    assert gc.isenabled()
+    assert len(young_collections) <= 2
