@@ -27,6 +27,7 @@ from eventcraft.eventstore import (
     EventStore,
     NewEvent,
     schema,
+    schema_appends,
 )
 from eventcraft.eventstore.postgres import PostgresTarget, head
 from eventcraft.projections import Projection, ProjectionRunner
@@ -296,8 +297,8 @@ def test_a_store_made_by_the_previous_release_gets_the_append_that_takes_the_loc
     take its in-flight appends for strangers and pass their gaps."""
     target = PostgresTarget.from_url(pg_url)
     lock = f"PERFORM pg_advisory_xact_lock_shared({schema.LOG_LOCK_KEY});"
-    previous = schema._POSTGRES_APPEND.replace(lock, "")
-    assert previous != schema._POSTGRES_APPEND
+    previous = schema_appends.APPEND.replace(lock, "")
+    assert previous != schema_appends.APPEND
     with EventStore.open(pg_url) as store:
         store.append("early-1", [NewEvent("Early", {})])
     with psycopg.connect(target.conninfo, options=target.options(), autocommit=True) as conn:
