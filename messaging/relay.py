@@ -34,7 +34,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, Query, RecordedEvent
-from eventcraft.projections import Database, Subscription, checkpoint, parking
+from eventcraft.projections import Database, Subscription, checkpoint, clock, parking
 from eventcraft.projections import schema as checkpoint_schema
 from eventcraft.projections.partitions import Partition
 from eventcraft.projections.projector import read_batch
@@ -193,7 +193,7 @@ class Relay:
                 self.position = after if row is None else row.position
                 self.lease.lost()
                 return True
-            checkpoint.advance(connection, self.name, upto, lease_until=self.lease.extended())
+            checkpoint.advance(connection, self.name, upto, lease_ttl=self.lease.extended())
         self.position = upto
         self.published += len(chosen)
         telemetry.published(self, len(chosen))
@@ -354,10 +354,11 @@ class Relay:
         with self.database.reading() as connection:
             row = checkpoint.read(connection, self.name)
             parked = len(parking.listed(connection, self.name))
+            now = clock.read_now(connection)
         position = row.position if row is not None else self.position
         running = self._thread is not None and self._thread.is_alive()
         state = "paused" if self.paused_since is not None else "running" if running else "stopped"
-        current = row is not None and (row.lease_until or 0.0) > time.time()
+        current = row is not None and (row.lease_until or 0.0) > now
         return RelayStatus(
             name=self.name,
             broker=self.publisher.broker,

@@ -16,6 +16,10 @@ while its handler runs (`Projector._lease_kept`). The renewal is fenced as the b
 is: it extends the lease only while the row is ours and the checkpoint still
 where the batch began. Once it is not, another process has the batch in hand;
 the keeper stops, and the commit finds the row moved and follows it.
+
+The lease's end is kept in the database's time, its renewals reckoned on this
+process's monotonic clock (`eventcraft.projections.clock`): a process whose
+clock runs ahead does not take a lease that another keeps.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 
-from eventcraft.projections import Database, checkpoint
+from eventcraft.projections import Database, checkpoint, clock
 from eventcraft.projections.keeping import kept_alive
 
 log = logging.getLogger("eventcraft.messaging")
@@ -50,30 +54,32 @@ class RelayLease:
         self.renewed = renewed
         """Called, from the keeping thread, each time a batch renewed the lease half-way."""
         self.held_until = 0.0
-        """When the lease lapses, as this process last made it; 0 when not held."""
+        """When the lease lapses, on this process's monotonic clock; 0 when not held."""
 
     def acquire(self) -> tuple[bool, int | None]:
         """Take or renew the lease: whether this process holds it, and the checkpoint as
         the row says (None when it was not read)."""
         if self.ttl is None:
             return True, None
-        if self.held_until - time.time() > self.ttl / 2:
+        if self.held_until - time.monotonic() > self.ttl / 2:
             return True, None  # renewed by a recent batch
+        deadline = clock.local_deadline(self.ttl)
         with self.database.transaction() as connection:
             held = checkpoint.acquire_lease(connection, self.name, self.owner, self.ttl)
             row = checkpoint.read(connection, self.name)
-        self.held_until = (row.lease_until or 0.0) if held and row is not None else 0.0
+        self.held_until = deadline if held else 0.0
         return held, None if row is None else row.position
 
     def ours(self, row: checkpoint.Checkpoint) -> bool:
         return self.ttl is None or row.owner == self.owner
 
     def extended(self) -> float | None:
-        """The lease's new end, to write with the checkpoint; None without a lease."""
+        """The lease's length, for the checkpoint's commit to renew it with (`advance`'s
+        `lease_ttl`); None without a lease."""
         if self.ttl is None:
             return None
-        self.held_until = time.time() + self.ttl
-        return self.held_until
+        self.held_until = clock.local_deadline(self.ttl)
+        return self.ttl
 
     def lost(self) -> None:
         """Another process holds it now: the row is asked next time."""
@@ -104,7 +110,7 @@ class RelayLease:
 
         return kept_alive(
             renew,
-            lambda: self.held_until - ttl / 2 - time.time(),
+            lambda: self.held_until - ttl / 2 - time.monotonic(),
             ttl / 10,
             f"the lease of relay {self.name!r}",
         )
@@ -116,6 +122,6 @@ class RelayLease:
             if row is None or row.position != position or not self.ours(row):
                 self.lost()
                 return False
-            checkpoint.advance(connection, self.name, position, lease_until=self.extended())
+            checkpoint.advance(connection, self.name, position, lease_ttl=self.extended())
         self.renewed()
         return True

@@ -1,4 +1,7 @@
-"""Checkpoints and leases: the row each projection keeps in `eventcraft_projections`."""
+"""Checkpoints and leases: the row each projection keeps in `eventcraft_projections`.
+
+A lease's end is the database's time plus the lease's length, written and compared in
+the database's time (`clock.py`)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+from . import clock
 from .schema import checkpoints as table
 
 
@@ -22,7 +26,7 @@ class Checkpoint:
     owner: str | None
     """The runner holding the lease, if any."""
     lease_until: float | None
-    """When the lease lapses unless renewed (seconds since the epoch)."""
+    """When the lease lapses unless renewed (seconds since the epoch, the database's)."""
     updated_at: float
 
 
@@ -55,11 +59,12 @@ def insert(connection: sa.Connection, name: str, generation: int) -> None:
 
 
 def advance(
-    connection: sa.Connection, name: str, position: int, *, lease_until: float | None = None
+    connection: sa.Connection, name: str, position: int, *, lease_ttl: float | None = None
 ) -> None:
+    """Move the checkpoint to `position`; with `lease_ttl`, renew the lease for that long."""
     values: dict[str, object] = {"position": position, "updated_at": time.time()}
-    if lease_until is not None:
-        values["lease_until"] = lease_until
+    if lease_ttl is not None:
+        values["lease_until"] = clock.now(connection) + lease_ttl
     connection.execute(sa.update(table).where(table.c.name == name).values(**values))
 
 
@@ -83,7 +88,7 @@ def claim_generation(connection: sa.Connection, name: str) -> int:
 
 def acquire_lease(connection: sa.Connection, name: str, owner: str, ttl: float) -> bool:
     """Take or renew the lease if it is free, lapsed or ours; True if we hold it now."""
-    now = time.time()
+    now = clock.now(connection)
     taken = connection.execute(
         sa.update(table)
         .where(
@@ -107,8 +112,9 @@ def release_lease(connection: sa.Connection, name: str, owner: str) -> None:
     )
 
 
-def renew_lease(connection: sa.Connection, name: str, owner: str, until: float) -> bool:
-    """Extend `owner`'s lease to `until`, checkpoint untouched; False if it is not theirs.
+def renew_lease(connection: sa.Connection, name: str, owner: str, ttl: float) -> bool:
+    """Extend `owner`'s lease by `ttl` from now, checkpoint untouched; False if it is not
+    theirs.
 
     A lease that lapsed with nobody taking it is still the owner's to renew: no other
     process has worked the projection meanwhile.
@@ -116,6 +122,6 @@ def renew_lease(connection: sa.Connection, name: str, owner: str, until: float) 
     renewed = connection.execute(
         sa.update(table)
         .where(table.c.name == name, table.c.owner == owner)
-        .values(lease_until=until)
+        .values(lease_until=clock.now(connection) + ttl)
     )
     return renewed.rowcount == 1

@@ -26,7 +26,7 @@ from typing import Protocol, runtime_checkable
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore
 
-from . import checkpoint, schema
+from . import checkpoint, clock, schema
 from .database import Database
 from .errors import DefinitionError, ProjectionStopped
 from .partitions import Partition, PartitionProjection, PartitionSubscription
@@ -265,18 +265,20 @@ class PartitionedRunner:
         self._heartbeat()
 
     def _heartbeat(self) -> int:
-        now = time.time()
+        # Membership is timed by the database's clock, as leases are (clock.py).
         with self.database.transaction() as connection:
-            if self._member_until - now < self.lease_ttl / 2:
-                self._member_until = now + self.lease_ttl
+            now = clock.now(connection)
+            if self._member_until - time.monotonic() < self.lease_ttl / 2:
+                self._member_until = clock.local_deadline(self.lease_ttl)
+                until = now + self.lease_ttl
                 key = (members.c.group_name == self.group) & (members.c.owner == self.owner)
                 updated = connection.execute(
-                    sa.update(members).where(key).values(lease_until=self._member_until)
+                    sa.update(members).where(key).values(lease_until=until)
                 )
                 if updated.rowcount == 0:
                     connection.execute(
                         sa.insert(members).values(
-                            group_name=self.group, owner=self.owner, lease_until=self._member_until
+                            group_name=self.group, owner=self.owner, lease_until=until
                         )
                     )
                 connection.execute(

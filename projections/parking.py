@@ -9,6 +9,7 @@ import traceback
 import sqlalchemy as sa
 from eventcraft.eventstore import RecordedEvent
 
+from . import clock
 from .schema import checkpoints
 from .schema import parked as table
 
@@ -59,12 +60,12 @@ def park(
     )
 
 
-def claim(
-    connection: sa.Connection, name: str, position: int, owner: str, *, now: float, ttl: float
-) -> bool:
-    """Mark the entry as retried by `owner` until `now + ttl`, unless another's claim is
+def claim(connection: sa.Connection, name: str, position: int, owner: str, *, ttl: float) -> bool:
+    """Mark the entry as retried by `owner` for `ttl` seconds, unless another's claim is
     live; True if `owner` holds it now. One statement, so that of two claimers that
-    both read the entry unclaimed, only the first to write gets it."""
+    both read the entry unclaimed, only the first to write gets it. Claims are timed by
+    the database's clock, as leases are (`clock.py`)."""
+    now = clock.now(connection)
     claimed = connection.execute(
         sa.update(table)
         .where(
@@ -78,15 +79,16 @@ def claim(
 
 
 def renew_claim(
-    connection: sa.Connection, name: str, position: int, owner: str, *, until: float
+    connection: sa.Connection, name: str, position: int, owner: str, *, ttl: float
 ) -> bool:
-    """Move `owner`'s claim on the entry to `until`; False if it no longer holds it."""
+    """Extend `owner`'s claim on the entry by `ttl` from now; False if it no longer holds
+    it."""
     renewed = connection.execute(
         sa.update(table)
         .where(
             table.c.projection == name, table.c.position == position, table.c.claimed_by == owner
         )
-        .values(claimed_until=until)
+        .values(claimed_until=clock.now(connection) + ttl)
     )
     return renewed.rowcount == 1
 

@@ -34,7 +34,7 @@ from functools import partial
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, RecordedEvent
 
-from . import checkpoint, generations, parking, telemetry
+from . import checkpoint, clock, generations, parking, telemetry
 from .checkpoint import Checkpoint
 from .database import Database
 from .definition import Definition, failed_position
@@ -91,6 +91,8 @@ class Projector:
         """Called when a batch renewed the lease half-way (a group renews its membership);
         from the thread keeping the lease while a subscriber's handler runs long."""
         self._held_until = 0.0
+        """When the lease lapses, on this process's monotonic clock (`clock.local_deadline`);
+        0 when not held."""
         # The thread keeping the lease and the batch between two deliveries would
         # otherwise both renew it, and call `on_renew` at once.
         self._renewing = threading.Lock()
@@ -119,12 +121,13 @@ class Projector:
             return True
         if not self._renewal_due():
             return True  # renewed by a recent batch
+        deadline = clock.local_deadline(self.lease_ttl)
         with self.database.transaction() as connection:
             held = checkpoint.acquire_lease(connection, self.name, self.owner, self.lease_ttl)
             row = checkpoint.read(connection, self.name)
         if row is not None:
             self.position = row.position
-        self._held_until = (row.lease_until or 0.0) if held and row is not None else 0.0
+        self._held_until = deadline if held else 0.0
         return held
 
     def release(self) -> None:
@@ -169,7 +172,7 @@ class Projector:
                 except Exception as error:
                     raise _HandlerFailed(error) from error
             parking.settle(connection, self.name, after, upto)
-            checkpoint.advance(connection, self.name, upto, lease_until=self._lease_until())
+            checkpoint.advance(connection, self.name, upto, lease_ttl=self._renewing_ttl())
         self.position = upto
         self.on_commit()
 
@@ -242,7 +245,7 @@ class Projector:
             return nullcontext()
         return kept_alive(
             self._renew_beside,
-            lambda: self._held_until - ttl / 2 - time.time(),
+            lambda: self._held_until - ttl / 2 - time.monotonic(),
             ttl / 10,
             f"the lease of {self.name!r}",
         )
@@ -254,9 +257,9 @@ class Projector:
         with self._renewing:
             if not self._renewal_due():
                 return True  # renewed between two deliveries meanwhile
-            until = time.time() + self.lease_ttl
+            until = clock.local_deadline(self.lease_ttl)
             with self.database.transaction() as connection:
-                held = checkpoint.renew_lease(connection, self.name, self.owner, until)
+                held = checkpoint.renew_lease(connection, self.name, self.owner, self.lease_ttl)
             if not held:
                 log.warning(
                     "projection %r: another process took its lease during a delivery", self.name
@@ -271,7 +274,7 @@ class Projector:
     def _renewal_due(self) -> bool:
         """Whether half the lease has passed since it was last taken or renewed."""
         assert self.lease_ttl is not None
-        return self._held_until - time.time() < self.lease_ttl / 2
+        return self._held_until - time.monotonic() < self.lease_ttl / 2
 
     def _commit_delivered(self, delivered: int) -> None:
         # Checkpointed before the batch goes no further, so that only the
@@ -318,7 +321,7 @@ class Projector:
             # Under "stop" the checkpoint stays just below the event: a restart
             # tries it again, and nothing after it is applied before it.
             upto = event.position if skip else max(row.position, event.position - 1)
-            checkpoint.advance(connection, self.name, upto, lease_until=self._lease_until())
+            checkpoint.advance(connection, self.name, upto, lease_ttl=self._renewing_ttl())
         self.position = upto
         self.on_commit()
         if not skip:
@@ -334,16 +337,18 @@ class Projector:
             self.fenced += 1
             self.position = row.position
             if not ours:
-                # Taken early by a runner whose clock runs ahead: ask the row next time.
+                # Taken meanwhile (this process was paused past its lease): ask the row
+                # next time.
                 self._held_until = 0.0
             raise _Moved
         return row
 
-    def _lease_until(self) -> float | None:
+    def _renewing_ttl(self) -> float | None:
+        """The lease's length, for a commit to renew it with; None without leases."""
         if self.lease_ttl is None:
             return None
-        self._held_until = time.time() + self.lease_ttl
-        return self._held_until
+        self._held_until = clock.local_deadline(self.lease_ttl)
+        return self.lease_ttl
 
 
 def read_batch(

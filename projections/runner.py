@@ -332,7 +332,7 @@ class ProjectionRunner:
         projection stopped at it moves past it."""
         self._projector(name)  # a projection of this runner's, or an error before any write
         with self.database.transaction() as connection:
-            row, _ = settling.locked(connection, name, position, now=time.time())
+            row, _ = settling.locked(connection, name, position)
             apply(connection, row)
             parking.remove(connection, name, position)
             if position > row.position:

@@ -17,14 +17,13 @@ of that event is refused, so one delivers it at a time.
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from contextlib import AbstractContextManager
 
 import sqlalchemy as sa
 from eventcraft.eventstore import RecordedEvent
 
-from . import checkpoint, parking
+from . import checkpoint, clock, parking
 from .database import Database
 from .errors import ParkedEventNotFound
 from .keeping import kept_alive
@@ -38,7 +37,7 @@ CLAIM_TTL = 10.0
 
 
 def locked(
-    connection: sa.Connection, name: str, position: int, *, now: float
+    connection: sa.Connection, name: str, position: int
 ) -> tuple[checkpoint.Checkpoint, ParkedEvent]:
     """The locked checkpoint row and the event parked at `position`, unclaimed or its
     claim lapsed.
@@ -51,8 +50,9 @@ def locked(
     parked = parking.find(connection, name, position)
     if parked is None:
         raise ParkedEventNotFound(f"projection {name!r} has no event parked at {position}")
-    if parked.claimed_by is not None and (parked.claimed_until or 0.0) >= now:
-        raise _claimed(name, position, parked.claimed_by)
+    claimer, until = parked.claimed_by, parked.claimed_until
+    if claimer is not None and until is not None and until >= clock.read_now(connection):
+        raise _claimed(name, position, claimer)
     return row, parked
 
 
@@ -75,9 +75,8 @@ def redeliver(
     claimer = f"{owner}/{uuid.uuid4().hex[:8]}"
     ttl = CLAIM_TTL if ttl is None else ttl
     with database.transaction() as connection:
-        now = time.time()
-        locked(connection, name, position, now=now)
-        if not parking.claim(connection, name, position, claimer, now=now, ttl=ttl):
+        locked(connection, name, position)
+        if not parking.claim(connection, name, position, claimer, ttl=ttl):
             # A claimer whose own claim had lapsed renewed it meanwhile: it is alive.
             raise _claimed(name, position, "another retry")
     try:
@@ -103,7 +102,7 @@ def _kept_live(
 
     def renew() -> bool:
         with database.transaction() as connection:
-            held = parking.renew_claim(connection, name, position, claimer, until=time.time() + ttl)
+            held = parking.renew_claim(connection, name, position, claimer, ttl=ttl)
         if not held:
             log.warning(
                 "projection %r: the retry of the event at %s lost its claim", name, position

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from eventcraft.eventstore import EventStore
 
-from . import checkpoint, parking
+from . import checkpoint, clock, parking
 from .database import Database
 from .definition import Definition
 from .selection import read_by_query
@@ -44,7 +43,7 @@ def collect(
     with database.reading() as connection:
         rows = checkpoint.read_many(connection, names)
         parked = parking.summary(connection, names)
-    now = time.time()
+        now = clock.read_now(connection)  # the time the leases are kept in
     statuses = []
     for definition in definitions:
         row = rows.get(definition.name)

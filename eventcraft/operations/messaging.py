@@ -23,7 +23,7 @@ from eventcraft.messaging import (
     relay_state,
 )
 from eventcraft.messaging import failed as error_store
-from eventcraft.projections import Database, checkpoint
+from eventcraft.projections import Database, checkpoint, clock
 
 from .errors import NotFound, Problems
 
@@ -75,10 +75,10 @@ class RelayView:
 def relays(store: EventStore) -> list[RelayView]:
     """Every relay that ever ran against this store, by name."""
     head = store.high_water_mark()
-    now = datetime.now(UTC).timestamp()
     with _database(store) as database, database.reading() as connection:
         states = relay_state.listed(connection)
         rows = checkpoint.read_many(connection, [s.name for s in states]) if states else {}
+        now = clock.read_now(connection)  # the time the leases are kept in
     shown = []
     for state in states:
         row = rows.get(state.name)

@@ -1,0 +1,39 @@
+"""Leases are timed by the read-model database's clock, not by each process's own: a
+process whose clock runs ahead does not find a lease lapsed that its holder keeps."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+from eventcraft.eventstore import EventStore
+from eventcraft.projections import ProjectionRunner
+
+from .models import balances
+from .test_leases import lone_projector
+
+AHEAD = 120.0
+"""How far the other process's clock runs ahead: past the whole lease (60 s)."""
+
+
+def _take_with_a_clock_ahead(url: str) -> bool:
+    """In a process of its own whose clock runs AHEAD seconds fast: try to take the lease."""
+    real = time.time
+    time.time = lambda: real() + AHEAD
+    with EventStore.open(url) as store, ProjectionRunner(store, [balances]) as runner:
+        return lone_projector(store, runner, "ahead").acquire()
+
+
+def test_a_process_whose_clock_runs_ahead_does_not_take_a_lease_held(
+    shared_store_url: str,
+) -> None:
+    with EventStore.open(shared_store_url) as store, ProjectionRunner(store, [balances]) as runner:
+        holder = lone_projector(store, runner, "holder")
+        assert holder.acquire() is True
+        spawn = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+            assert pool.submit(_take_with_a_clock_ahead, shared_store_url).result() is False
+        holder.release()
+        with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+            assert pool.submit(_take_with_a_clock_ahead, shared_store_url).result() is True
