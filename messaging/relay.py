@@ -193,7 +193,7 @@ class Relay:
                 self.position = after if row is None else row.position
                 self.lease.lost()
                 return True
-            checkpoint.advance(connection, self.name, upto, lease_ttl=self.lease.extended())
+            checkpoint.advance(connection, self.name, upto, lease_ttl=self.lease.renewing_ttl())
         self.position = upto
         self.published += len(chosen)
         telemetry.published(self, len(chosen))

@@ -73,7 +73,7 @@ class RelayLease:
     def ours(self, row: checkpoint.Checkpoint) -> bool:
         return self.ttl is None or row.owner == self.owner
 
-    def extended(self) -> float | None:
+    def renewing_ttl(self) -> float | None:
         """The lease's length, for the checkpoint's commit to renew it with (`advance`'s
         `lease_ttl`); None without a lease."""
         if self.ttl is None:
@@ -122,6 +122,6 @@ class RelayLease:
             if row is None or row.position != position or not self.ours(row):
                 self.lost()
                 return False
-            checkpoint.advance(connection, self.name, position, lease_ttl=self.extended())
+            checkpoint.advance(connection, self.name, position, lease_ttl=self.renewing_ttl())
         self.renewed()
         return True
