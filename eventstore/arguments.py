@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from pydantic import BaseModel
 
@@ -268,6 +268,20 @@ def scheme_of(url: object) -> str:
     raise UnsupportedStoreURL(
         f"no backend for {redacted(url)!r}: use sqlite:///PATH, postgresql://... or memory://"
     )
+
+
+def url_options(url: str, backend: str, takes: Sequence[str]) -> dict[str, str]:
+    """The options in `url`'s query; raises `UnsupportedStoreURL` for one the `backend`
+    does not take, naming those it takes (a misspelt option would otherwise do nothing)."""
+    options = dict(parse_qsl(url.partition("?")[2], keep_blank_values=True))
+    unknown = sorted(set(options) - set(takes))
+    if unknown:
+        raise UnsupportedStoreURL(
+            f"unknown option{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(repr(name) for name in unknown)} in a {backend} store URL: "
+            f"it takes {', '.join(takes) if takes else 'none'}"
+        )
+    return options
 
 
 @contextmanager

@@ -85,16 +85,21 @@ class AsyncEventStore:
         group_commit: bool = True,
         keys: KeyStore | str | None = None,
         sealed: bool = False,
+        create_folders: bool = False,
     ) -> AsyncEventStore:
         """The store at `url`; raises `StoreUnavailable` if its database cannot be opened.
 
         `group_commit` as for `EventStore.open`: appends from tasks waiting at
         the same moment share one transaction and one commit. `keys` and
         `sealed` as for `EventStore.open`; the key store is asked from a thread.
+        A SQLite store's missing folder raises `StoreUnavailable` unless
+        `create_folders`, as for `EventStore.open`.
         """
         check_max_event_bytes(max_event_bytes)
         with arguments.opening(url):
-            backend = await async_backend_for(url, group_commit=group_commit)
+            backend = await async_backend_for(
+                url, group_commit=group_commit, create_folders=create_folders
+            )
         return cls(backend, url, max_event_bytes=max_event_bytes, keys=keys, sealed=sealed)
 
     async def append(
@@ -371,7 +376,9 @@ class AsyncEventStore:
         return f"AsyncEventStore.open({arguments.redacted(self.url)!r})"
 
 
-async def async_backend_for(url: str, *, group_commit: bool = True) -> AsyncBackend:
+async def async_backend_for(
+    url: str, *, group_commit: bool = True, create_folders: bool = False
+) -> AsyncBackend:
     """A new async backend for the store at `url`."""
     from .async_threaded import ThreadedBackend
 
@@ -379,11 +386,13 @@ async def async_backend_for(url: str, *, group_commit: bool = True) -> AsyncBack
     if scheme == "memory":
         from .memory import MemoryBackend
 
-        return ThreadedBackend(MemoryBackend(), in_place=True)
+        return ThreadedBackend(MemoryBackend.from_url(url), in_place=True)
     if scheme == "sqlite":
         from .sqlite import SQLiteBackend
 
-        sqlite = partial(SQLiteBackend.from_url, url, group_commit=group_commit)
+        sqlite = partial(
+            SQLiteBackend.from_url, url, group_commit=group_commit, create_folders=create_folders
+        )
         return ThreadedBackend(await asyncio.to_thread(sqlite))
     from .postgres.async_backend import AsyncPostgresBackend
 

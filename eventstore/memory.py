@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import orjson
 
-from .arguments import AppendCall
+from .arguments import AppendCall, url_options
 from .deletion import StreamDeletion, check_delete, refuse_tombstoned, visible_version
 from .encoding import PreparedBatch, PreparedEvent, decode
 from .errors import AppendConditionFailed, WrongExpectedVersion
@@ -30,6 +30,12 @@ from .snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 
 
 class MemoryBackend(Backend):
+    @classmethod
+    def from_url(cls, url: str) -> MemoryBackend:
+        """A new, empty store for `memory://`, which takes no options."""
+        url_options(url, "memory", ())
+        return cls()
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._appended = threading.Condition(self._lock)

@@ -110,10 +110,21 @@ class SQLiteBackend(Backend):
             ) from error
 
     @classmethod
-    def from_url(cls, url: str, *, group_commit: bool = True) -> SQLiteBackend:
+    def from_url(
+        cls, url: str, *, group_commit: bool = True, create_folders: bool = False
+    ) -> SQLiteBackend:
+        """The store at `url`; its file is made if missing, in a folder that is there
+        unless `create_folders`: a mistyped path is not a new, empty store."""
         target = SQLiteTarget.from_url(url)
         if target.path != ":memory:":
-            Path(target.path).parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(target.path).parent
+            if create_folders:
+                folder.mkdir(parents=True, exist_ok=True)
+            elif not folder.is_dir():
+                raise StoreUnavailable(
+                    f"there is no folder {str(folder)!r} for its file "
+                    "(open it with create_folders=True to make the folders)"
+                )
         return cls(target, group_commit=group_commit)
 
     def _create_schema(self) -> None:

@@ -26,13 +26,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import parse_qsl
 
+from .arguments import url_options
 from .errors import UnsupportedStoreURL
 
 PREFIX = "sqlite:///"
 SYNCHRONOUS = ("full", "normal")
 """What `?synchronous=` may say; the first is the default."""
+OPTIONS = ("synchronous",)
+"""The options a SQLite store URL takes."""
 
 
 @dataclass(frozen=True)
@@ -51,9 +53,8 @@ class SQLiteTarget:
                 f"a SQLite store URL is sqlite:///relative/path.db or sqlite:////abs/path.db, "
                 f"not {url!r}"
             )
-        path, _, query = url[len(PREFIX) :].partition("?")
-        # Other parameters are left to whoever else reads the URL (a Spark source).
-        options = dict(parse_qsl(query, keep_blank_values=True))
+        path = url[len(PREFIX) :].partition("?")[0]
+        options = url_options(url, "SQLite", OPTIONS)
         synchronous = options.get("synchronous", SYNCHRONOUS[0]).lower()
         if synchronous not in SYNCHRONOUS:
             raise UnsupportedStoreURL(

@@ -72,6 +72,7 @@ class EventStore:
         group_commit: bool = True,
         keys: KeyStore | str | None = None,
         sealed: bool = False,
+        create_folders: bool = False,
     ) -> EventStore:
         """The store at `url`; raises `StoreUnavailable` if its database cannot be opened.
 
@@ -86,10 +87,14 @@ class EventStore:
         a `KeyStore`, or the URL of one; by default the table `eventcraft_keys`
         in the store's own database. With `sealed`, reads hand those fields over
         sealed, as stored: for copies of the log that must stay erasable.
+
+        A SQLite store's file is made if it is missing, in a folder that is
+        there: a missing folder raises `StoreUnavailable` naming it, unless
+        `create_folders` asks for it to be made.
         """
         check_max_event_bytes(max_event_bytes)
         with arguments.opening(url):
-            backend = backend_for(url, group_commit=group_commit)
+            backend = backend_for(url, group_commit=group_commit, create_folders=create_folders)
         return cls(backend, url, max_event_bytes=max_event_bytes, keys=keys, sealed=sealed)
 
     def append(
@@ -418,17 +423,17 @@ class EventStore:
         return f"EventStore.open({arguments.redacted(self.url)!r})"
 
 
-def backend_for(url: str, *, group_commit: bool = True) -> Backend:
+def backend_for(url: str, *, group_commit: bool = True, create_folders: bool = False) -> Backend:
     """A new synchronous backend for the store at `url`."""
     scheme = arguments.scheme_of(url)
     if scheme == "memory":
         from .memory import MemoryBackend
 
-        return MemoryBackend()
+        return MemoryBackend.from_url(url)
     if scheme == "sqlite":
         from .sqlite import SQLiteBackend
 
-        return SQLiteBackend.from_url(url, group_commit=group_commit)
+        return SQLiteBackend.from_url(url, group_commit=group_commit, create_folders=create_folders)
     from .postgres import PostgresBackend
 
     return PostgresBackend.from_url(url, group_commit=group_commit)

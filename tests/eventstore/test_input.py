@@ -27,7 +27,7 @@ def test_a_sqlite_file_the_os_cannot_create_is_store_unavailable() -> None:
     with pytest.raises(
         StoreUnavailable, match=r"'sqlite:////proc/forbidden/x\.db'.*forbidden"
     ) as caught:
-        EventStore.open(url)
+        EventStore.open(url, create_folders=True)
     assert isinstance(caught.value.__cause__, OSError)
 
 
