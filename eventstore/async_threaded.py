@@ -22,7 +22,7 @@ from .arguments import AppendCall
 from .async_port import AsyncBackend
 from .deletion import StreamDeletion
 from .encoding import PreparedBatch
-from .errors import StoreUnavailable
+from .errors import STORE_CLOSED, StoreUnavailable
 from .events import (
     AppendResult,
     EncodedEvent,
@@ -55,7 +55,7 @@ class ThreadedBackend(AsyncBackend):
 
     async def _run(self, call: Callable[[], T]) -> T:
         if self._closed:
-            raise StoreUnavailable("the event store is closed")
+            raise StoreUnavailable(STORE_CLOSED)
         if self._worker is None:
             return call()
         return await asyncio.get_running_loop().run_in_executor(self._worker, call)

@@ -100,6 +100,10 @@ class BlockingEventStore:
         if threading.get_ident() == self._loop_thread:
             coroutine.close()
             raise RuntimeError("a blocking store's call on its own loop's thread would block it")
+        if self._loop.is_closed():
+            # Closed by `close()`: the call still reaches the closed async store, on a
+            # loop of its own, so that its caller meets what the store says then.
+            return asyncio.run(coroutine)
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
     def _drain(self, events: AsyncIterator[T]) -> Iterator[T]:

@@ -122,6 +122,10 @@ class StoreUnavailable(EventStoreError, ConnectionError):
     """The database could not be reached, or the connection broke mid-call."""
 
 
+STORE_CLOSED = "the event store is closed"
+"""What a closed store's `StoreUnavailable` says, on every backend."""
+
+
 class PoolExhausted(StoreUnavailable):
     """Every connection of the store's pool stayed busy for as long as a caller may wait.
 

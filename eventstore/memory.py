@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import orjson
@@ -12,7 +13,7 @@ import orjson
 from .arguments import AppendCall, url_options
 from .deletion import StreamDeletion, check_delete, refuse_tombstoned, visible_version
 from .encoding import PreparedBatch, PreparedEvent, decode
-from .errors import AppendConditionFailed, WrongExpectedVersion
+from .errors import STORE_CLOSED, AppendConditionFailed, StoreUnavailable, WrongExpectedVersion
 from .events import (
     ANY,
     EVENT_VERSION,
@@ -44,6 +45,7 @@ class MemoryBackend(Backend):
         self._by_id: dict[object, RecordedEvent] = {}
         self._snapshots: dict[str, Snapshot] = {}
         self._deleted: dict[str, StreamDeletion] = {}
+        self._closed = False
 
     def append(
         self,
@@ -57,7 +59,7 @@ class MemoryBackend(Backend):
 
     def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
         encoded = [call.batch.all() for call in calls]  # may refuse an event: before any change
-        with self._lock:
+        with self._open():
             for call in calls:  # before a retry is recognised: a tombstone takes nothing
                 refuse_tombstoned(call.stream_id, self._deleted.get(call.stream_id))
             stored = [
@@ -119,7 +121,7 @@ class MemoryBackend(Backend):
     def read_stream(
         self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None
     ) -> Iterator[RecordedEvent]:
-        with self._lock:
+        with self._open():
             stream = list(self._streams.get(stream_id, ()))
             hidden = self._hidden(stream_id)
         if backwards:
@@ -130,7 +132,7 @@ class MemoryBackend(Backend):
         return iter([event for event in selected if event.version > hidden][:limit])
 
     def read_stream_encoded(self, stream_id: str, *, from_version: int) -> Iterator[EncodedEvent]:
-        with self._lock:
+        with self._open():
             hidden = self._hidden(stream_id)
             tail = self._streams.get(stream_id, [])[from_version - 1 :]
             stream = [event for event in tail if event.version > hidden]
@@ -152,20 +154,24 @@ class MemoryBackend(Backend):
         categories: Sequence[str] | None,
         types: Sequence[str] | None,
     ) -> Iterator[RecordedEvent]:
-        with self._lock:
+        with self._open():
             tail = self._log[after:]
         return _filtered(tail, limit, categories, types)
 
     def high_water_mark(self) -> int:
-        with self._lock:
+        with self._open():
             return len(self._log)
 
     def wait_for_events(self, after: int, timeout: float) -> bool:
-        with self._appended:
-            return self._appended.wait_for(lambda: len(self._log) > after, timeout)
+        with self._open():
+            # A close wakes the wait, which then says the store is closed.
+            found = self._appended.wait_for(lambda: self._closed or len(self._log) > after, timeout)
+            if self._closed:
+                raise StoreUnavailable(STORE_CLOSED)
+            return found
 
     def stream_version(self, stream_id: str) -> int:
-        with self._lock:
+        with self._open():
             return self._version(stream_id)
 
     def _version(self, stream_id: str) -> int:
@@ -185,7 +191,7 @@ class MemoryBackend(Backend):
         tombstone: bool,
         deleted_at: datetime | None,
     ) -> StreamDeletion:
-        with self._lock:
+        with self._open():
             stored = len(self._streams.get(stream_id, ()))
             check_delete(stream_id, expected, self._deleted.get(stream_id), stored)
             deletion = StreamDeletion(stream_id, stored, tombstone, deleted_at or datetime.now(UTC))
@@ -193,11 +199,11 @@ class MemoryBackend(Backend):
             return deletion
 
     def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
-        with self._lock:
+        with self._open():
             return self._deleted.get(stream_id)
 
     def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
-        with self._lock:
+        with self._open():
             placed = [
                 (self._streams[d.stream_id][d.version - 1].position if d.version else 0, d)
                 for d in self._deleted.values()
@@ -210,7 +216,7 @@ class MemoryBackend(Backend):
     def list_streams(
         self, *, category: str | None, after: str | None, limit: int | None
     ) -> Iterator[StreamInfo]:
-        with self._lock:
+        with self._open():
             infos = sorted(
                 (StreamInfo(stream_id, self._version(stream_id)) for stream_id in self._streams),
                 key=lambda info: info.stream_id,
@@ -223,7 +229,7 @@ class MemoryBackend(Backend):
         return iter(infos[:limit])
 
     def save_snapshot(self, snapshot: PreparedSnapshot) -> None:
-        with self._lock:
+        with self._open():
             actual = self._version(snapshot.stream_id)
             if snapshot.version > actual:
                 raise beyond_the_stream(snapshot.stream_id, snapshot.version, actual)
@@ -239,12 +245,22 @@ class MemoryBackend(Backend):
                 )
 
     def load_snapshot(self, stream_id: str) -> Snapshot | None:
-        with self._lock:
+        with self._open():
             kept = self._snapshots.get(stream_id)
             return kept if kept is None or kept.version > self._hidden(stream_id) else None
 
     def close(self) -> None:
-        pass
+        with self._lock:
+            self._closed = True
+            self._appended.notify_all()
+
+    @contextmanager
+    def _open(self) -> Iterator[None]:
+        """The store's lock, held; a closed store raises instead, as every backend's does."""
+        with self._lock:
+            if self._closed:
+                raise StoreUnavailable(STORE_CLOSED)
+            yield
 
 
 def _filtered(

@@ -28,6 +28,7 @@ from .collector import collector_paused
 from .deletion import StreamDeletion
 from .encoding import PreparedBatch, decode
 from .errors import (
+    STORE_CLOSED,
     AppendConditionFailed,
     EventStoreError,
     StoreUnavailable,
@@ -84,6 +85,7 @@ def _events_in(member: Sequence[AppendCall]) -> int:
 class SQLiteBackend(Backend):
     def __init__(self, target: SQLiteTarget, *, group_commit: bool = True) -> None:
         self.path = path = target.path
+        self._closed = False
         self._lock = threading.RLock()
         # One writer at a time: a second group would only wait for the first.
         self._groups = (
@@ -442,6 +444,7 @@ class SQLiteBackend(Backend):
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._conn.close()
 
     def _guard(self, call: Callable[[], T]) -> T:
@@ -450,7 +453,9 @@ class SQLiteBackend(Backend):
             return call()
         except EventStoreError:
             raise
-        except sqlite3.ProgrammingError as error:  # e.g. used after close()
+        except sqlite3.ProgrammingError as error:
+            if self._closed:  # used after close(): as every backend says it
+                raise StoreUnavailable(STORE_CLOSED) from None
             raise StoreUnavailable(f"SQLite event store {self.path!r}: {error}") from error
         except sqlite3.OperationalError as error:
             raise StoreUnavailable(f"SQLite event store {self.path!r}: {error}") from error

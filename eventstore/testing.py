@@ -24,6 +24,7 @@ from .events import (
     NewEvent,
 )
 from .store import EventStore
+from .testing_closing import ClosingConformance
 from .testing_deletion import DeletionConformance
 from .testing_events import LARGE, events, many
 from .testing_import import ImportConformance
@@ -38,6 +39,7 @@ from .testing_waiting import WaitingConformance
 
 class EventStoreConformance(
     AppendManyConformance,
+    ClosingConformance,
     DeletionConformance,
     ImportConformance,
     InputConformance,
