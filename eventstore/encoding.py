@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 import orjson
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .errors import InvalidEvent
 from .events import NewEvent, StreamState
@@ -363,12 +364,65 @@ def encode_object(where: str, value: dict[str, Any] | BaseModel) -> bytes:
         raise InvalidEvent(f"{where} {error}") from error.__cause__
 
 
+def model_data(model: BaseModel, where: str) -> dict[str, Any]:
+    """`model` as the store keeps it (its JSON-mode dump), for a caller that changes it
+    before it is encoded (the sealing of personal fields); `InvalidEvent` saying `where`
+    for a value JSON cannot carry, as `encode_object` says it."""
+    try:
+        data = _dumped(model)
+        _refuse_non_finite(model.model_dump())
+    except InvalidEvent as error:
+        raise InvalidEvent(f"{where} {error}") from error.__cause__
+    return data
+
+
+def _dumped(model: BaseModel) -> dict[str, Any]:
+    """`model`'s JSON-mode dump; a value pydantic cannot dump is `InvalidEvent` naming
+    where it is, which pydantic's own error does not."""
+    try:
+        return model.model_dump(mode="json")
+    except (PydanticSerializationError, UnicodeError) as error:
+        found = _first_unencodable(_python_dump(model), "")
+        at = f"{type(found[1]).__name__} at {found[0]}" if found else "a value"
+        raise InvalidEvent(f"holds {at}, which JSON cannot carry: {error}") from error
+
+
+def _python_dump(model: BaseModel) -> object:
+    try:
+        return model.model_dump()
+    except (PydanticSerializationError, ValueError, TypeError):
+        return None  # no place to name: the message says "a value"
+
+
+def _first_unencodable(value: object, path: str) -> tuple[str, object] | None:
+    """The path to the first value in a model's Python dump that JSON cannot carry."""
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
+    else:
+        try:
+            to_jsonable_python(value)
+        except (PydanticSerializationError, UnicodeError):
+            return path, value
+        return None
+    for key, item in items:
+        found = _first_unencodable(item, f"{path}[{key!r}]")
+        if found is not None:
+            return found
+    return None
+
+
 def _encode(value: dict[str, Any] | BaseModel) -> bytes:
     # `type(...) is dict` first: isinstance against pydantic's metaclass is slow,
     # and this runs for every event appended.
+    model = None
     if type(value) is not dict:
         if isinstance(value, BaseModel):
-            value = value.model_dump(mode="json")
+            model = value
+            value = _dumped(value)
         elif not isinstance(value, dict):
             raise InvalidEvent(f"must be a dict or a pydantic model, not {type(value).__name__}")
     try:
@@ -383,7 +437,15 @@ def _encode(value: dict[str, Any] | BaseModel) -> bytes:
     # orjson writes NaN and the infinities as null and has no option to refuse
     # them; only a payload with a null in it can hold one, so only such a
     # payload is searched, in Python.
-    if encoded.find(b"null") >= 0 and _any_non_finite(value):
+    if encoded.find(b"null") >= 0:
+        # A model's dump has made null of a NaN in a field typed `object` or `Any`:
+        # its Python dump still holds it.
+        _refuse_non_finite(value if model is None else model.model_dump())
+    return encoded
+
+
+def _refuse_non_finite(value: object) -> None:
+    if _any_non_finite(value):
         found = _first_non_finite(value, "")
         raise InvalidEvent(
             f"holds {found[1]!r} at {found[0]}: JSON has no NaN or infinity, "
@@ -391,7 +453,6 @@ def _encode(value: dict[str, Any] | BaseModel) -> bytes:
             if found
             else "holds NaN or infinity, which JSON has not"
         )
-    return encoded
 
 
 def _any_non_finite(value: object) -> bool:

@@ -31,7 +31,7 @@ import orjson
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from pydantic import BaseModel
 
-from .encoding import PreparedBatch, check_name
+from .encoding import PreparedBatch, check_name, model_data
 from .envelope import MARK, TEXT_MARK, check, key_ids, opened, seal
 from .errors import InvalidEvent, UnreadablePersonalData
 from .events import EncodedEvent, EncodedRecord, NewEvent, RecordedEvent
@@ -82,7 +82,8 @@ class Shredder:
         if given:
             _check_opens(given, self.keys.opening(_given_ids(given)), self.keys.url)
         if plans:
-            _apply(batch, plans, self.keys.sealing(_subjects(plans)))
+            data = _data_of(batch, plans)  # refused before a key is made
+            _apply(batch, plans, data, self.keys.sealing(_subjects(plans)))
 
     async def seal_batch_async(self, batch: PreparedBatch) -> None:
         plans, given = _plans(batch)
@@ -90,7 +91,9 @@ class Shredder:
             ciphers = await asyncio.to_thread(self.keys.opening, _given_ids(given))
             _check_opens(given, ciphers, self.keys.url)
         if plans:
-            _apply(batch, plans, await asyncio.to_thread(self.keys.sealing, _subjects(plans)))
+            data = _data_of(batch, plans)  # refused before a key is made
+            keys = await asyncio.to_thread(self.keys.sealing, _subjects(plans))
+            _apply(batch, plans, data, keys)
 
     def seal_snapshot(
         self, stream_id: str, data: dict[str, Any] | BaseModel
@@ -103,7 +106,8 @@ class Shredder:
         if not groups:
             return data
         assert isinstance(data, BaseModel)
-        return seal(data.model_dump(mode="json"), groups, self.keys.sealing(list(groups)))
+        dumped = model_data(data, f"snapshot of stream {stream_id!r}: data")
+        return seal(dumped, groups, self.keys.sealing(list(groups)))
 
     async def seal_snapshot_async(
         self, stream_id: str, data: dict[str, Any] | BaseModel
@@ -116,8 +120,9 @@ class Shredder:
         if not groups:
             return data
         assert isinstance(data, BaseModel)
+        dumped = model_data(data, f"snapshot of stream {stream_id!r}: data")
         keys = await asyncio.to_thread(self.keys.sealing, list(groups))
-        return seal(data.model_dump(mode="json"), groups, keys)
+        return seal(dumped, groups, keys)
 
     def forget(self, subject: str) -> int:
         """Delete `subject`'s key; how many keys were erased (0: none, or forgotten)."""
@@ -268,14 +273,25 @@ def _subjects(plans: list[_Plan]) -> set[str]:
     return {subject for _, _, groups in plans for subject in groups}
 
 
+def _data_of(batch: PreparedBatch, plans: list[_Plan]) -> list[dict[str, Any]]:
+    """The data of each planned event as the store keeps it, before it is sealed."""
+    data = []
+    for index, event, _ in plans:
+        assert isinstance(event.data, BaseModel)
+        data.append(model_data(event.data, f"{_new_where(batch.stream_id, index, event)}: data"))
+    return data
+
+
 def _apply(
-    batch: PreparedBatch, plans: list[_Plan], keys: Mapping[str, tuple[str, AESGCM]]
+    batch: PreparedBatch,
+    plans: list[_Plan],
+    data: list[dict[str, Any]],
+    keys: Mapping[str, tuple[str, AESGCM]],
 ) -> None:
     events = list(batch.events)
-    for index, event, groups in plans:
-        assert isinstance(event.data, BaseModel)
-        data = seal(event.data.model_dump(mode="json"), groups, keys)
-        events[index] = NewEvent(event.type, data, event.metadata, event.id, event.recorded_at)
+    for (index, event, groups), plain in zip(plans, data, strict=True):
+        sealed = seal(plain, groups, keys)
+        events[index] = NewEvent(event.type, sealed, event.metadata, event.id, event.recorded_at)
     batch.replace_events(events)
 
 
