@@ -92,7 +92,8 @@ class ProjectionRunner:
         self._progress = threading.Condition()
         self._threads: dict[str, threading.Thread] = {}
         self.stopped: dict[str, ProjectionStopped] = {}
-        """Projections whose thread ended on a handler failure under the "stop" policy."""
+        """Projections that a handler failure under the "stop" policy stopped, in their
+        thread or in `catch_up`, until they are started or caught up again."""
         self._projectors: dict[str, Projector] = {}
         try:
             with self.database.transaction() as connection:
@@ -123,16 +124,22 @@ class ProjectionRunner:
         """Apply everything up to the log's head now, in this thread, then return.
 
         A projection whose lease another runner holds is left to that runner.
-        Raises `ProjectionStopped` if a handler failure stops one.
+        Raises `ProjectionStopped` if a handler failure stops one; `wait_until`
+        then raises it too, as for a projection stopped while following.
         """
         for projector in self._selected(names):
             if not projector.acquire():
                 continue
+            self.stopped.pop(projector.name, None)
             try:
                 # Asked again after each batch: a batch the fence refused (the lease taken
                 # meanwhile) says so, and its holder works on while this one stops.
                 while projector.step() and projector.acquire():
                     pass
+            except ProjectionStopped as stopped:
+                self.stopped[projector.name] = stopped
+                self._notify()
+                raise
             finally:
                 projector.release()
 

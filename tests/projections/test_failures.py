@@ -107,6 +107,21 @@ def test_waiting_on_a_projection_stopped_by_a_failing_event_raises_projection_st
     )
 
 
+def test_waiting_after_a_catch_up_that_stopped_a_projection_raises_projection_stopped(
+    store: EventStore,
+) -> None:
+    _, bad, _ = notes(store, "a", "bad", "c")
+    with ProjectionRunner(store, [counted_notes(1, "stop", Counter())]) as runner:
+        with pytest.raises(ProjectionStopped):
+            runner.catch_up()
+        # It would never get there: said at once, not after the timeout.
+        with pytest.raises(ProjectionStopped) as raised:
+            runner.wait_until(bad, timeout=5)
+        assert runner.stopped["counted-notes"].position == bad
+    assert (raised.value.name, raised.value.position) == ("counted-notes", bad)
+    assert isinstance(raised.value.error, ValueError)
+
+
 def test_a_fold_whose_apply_returns_no_row_fails_that_event_under_its_policy(
     store: EventStore,
 ) -> None:
