@@ -19,7 +19,7 @@ from .errors import (
     MessagingConfigError,
     MessagingError,
 )
-from .failed import FailedMessage
+from .failed import DATA_SUBJECTS_HEADER, FailedMessage
 from .inbox import Inbox, Mapped
 from .intake import HttpIntake
 from .messages import TAGS_HEADER, IncomingMessage, OutgoingMessage, event_id_for
@@ -52,6 +52,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "DATA_SUBJECTS_HEADER",
     "TAGS_HEADER",
     "BrokerUnavailable",
     "Delivery",

@@ -3,35 +3,50 @@ discarded.
 
 One row per inbox and message id, in the store's database beside the
 projections' tables: the message as it came (body, headers, subject), the
-last error and its traceback, how many times it was tried, and whether an
-operator asked for it to be tried again (the running inbox does that, with
-its own mapping, and forgets the row once the message is stored: the event,
-which names the message id, is its record then).
+last error (`Type: message`) and a traceback of frames and types only
+(`bare_traceback`: the message is kept once), how many times it was tried,
+and whether an operator asked for it to be tried again (the running inbox
+does that, with its own mapping, and forgets the row once the message is
+stored: the event, which names the message id, is its record then).
 
-A discard settles a message without storing it, and keeps it: the row stays,
-with when it was discarded and the reason the operator gave, so the error
-store remains the record of what was refused and what became of it. A
-discarded message is listed apart, and is neither resent nor discarded again.
-The same message id failing again later (a client delivering it again) reopens
-the row: it is failed again, its attempts counted on, and waits for an operator
-as any other; the earlier discard is logged, not kept, since the row tells
-what the message is now.
+A discard settles a message without storing it and erases what it said:
+its body, headers and error message go, and the row stays as the record of
+what was refused (its ids, the error's type, its attempts, when it failed,
+when it was discarded and the reason the operator gave). A discarded message
+is listed apart, and is neither resent nor discarded again. The same message
+id failing again later (a client delivering it again) reopens the row: it is
+failed again, its attempts counted on, and waits for an operator as any
+other; the earlier discard is logged, not kept, since the row tells what the
+message is now.
+
+Whose personal data a message holds is what it says itself: the header
+`eventcraft-data-subjects`, a JSON array of data subjects' ids (those the
+store seals their fields under). A forget of one of them erases the messages
+naming it as a discard does, and discards those still waiting. A message
+naming no subject is reached by no forget: an operator discards it.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-import traceback
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 import orjson
 import sqlalchemy as sa
+from eventcraft.eventstore import FORGOTTEN
+from eventcraft.projections import bare_traceback
 
 from .errors import FailedMessageNotFound, MessageDiscarded
 from .messages import IncomingMessage
 
 FAILED = "eventcraft_inbox_failed"
+DATA_SUBJECTS_HEADER = "eventcraft-data-subjects"
+"""The header naming whose personal data a message holds: a JSON array of data subjects'
+ids. A failed message naming them is erased when one of them is forgotten."""
+DISCARDED = "<discarded>"
+"""What a discarded message's error reads as after its type: its message was erased."""
 
 log = logging.getLogger("eventcraft.messaging")
 
@@ -55,9 +70,12 @@ table = sa.Table(
     # it waits to be settled.
     sa.Column("discarded_at", sa.Float, nullable=True),
     sa.Column("discard_reason", sa.Text, nullable=True),
+    # JSON array: the data subjects the message named (`DATA_SUBJECTS_HEADER`); null in
+    # rows made before the column was.
+    sa.Column("data_subjects", sa.Text, nullable=True),
 )
 
-_ADDED = ("discarded_at", "discard_reason")
+_ADDED = ("discarded_at", "discard_reason", "data_subjects")
 """Columns an error store made by an earlier release lacks: `create` adds them."""
 
 
@@ -71,8 +89,10 @@ class FailedMessage:
     body: bytes
     headers: dict[str, str]
     error: str
-    """The last exception, as `Type: message`."""
+    """The last exception, as `Type: message`; `Type: <discarded>` once discarded,
+    `Type: <forgotten>` once a data subject it names is forgotten."""
     traceback: str
+    """Where it was raised: frames and exception types, no message (`bare_traceback`)."""
     attempts: int
     """How many times it was taken in and failed."""
     failed_at: float
@@ -82,6 +102,8 @@ class FailedMessage:
     """When an operator discarded it (seconds since the epoch); None while it waits."""
     discard_reason: str | None = None
     """What the operator said when discarding it, if anything."""
+    data_subjects: tuple[str, ...] = ()
+    """Whose personal data it holds, as its `DATA_SUBJECTS_HEADER` said."""
 
     @property
     def message(self) -> IncomingMessage:
@@ -127,25 +149,57 @@ def _row(row: sa.Row[tuple[object, ...]]) -> FailedMessage:
     values = dict(row._mapping)
     values["headers"] = orjson.loads(str(values["headers"]))
     values["body"] = bytes(values["body"])
+    values["data_subjects"] = tuple(orjson.loads(values["data_subjects"] or "[]"))
     return FailedMessage(**values)
 
 
+def data_subjects(message_id: str, headers: Mapping[str, str]) -> tuple[str, ...]:
+    """The data subjects `headers` name (`DATA_SUBJECTS_HEADER`), sorted; none without the
+    header. A header that is not a JSON array of strings is logged and names none: the
+    failure is kept all the same."""
+    found = headers.get(DATA_SUBJECTS_HEADER)
+    if found is None:
+        return ()
+    try:
+        subjects = orjson.loads(found)
+    except orjson.JSONDecodeError:
+        subjects = None
+    if not isinstance(subjects, list) or not all(isinstance(s, str) and s for s in subjects):
+        log.warning(
+            "message %r: the %s header is not a JSON array of subjects' ids, so no forget "
+            "reaches the message: %r",
+            message_id,
+            DATA_SUBJECTS_HEADER,
+            found[:200],
+        )
+        return ()
+    return tuple(sorted(set(subjects)))
+
+
 def record(
-    connection: sa.Connection, inbox: str, message: IncomingMessage, error: BaseException
+    connection: sa.Connection,
+    inbox: str,
+    message: IncomingMessage,
+    error: BaseException,
+    *,
+    subjects: Collection[str] = (),
 ) -> None:
     """Keep `message` with `error`; a message failing again counts one more attempt, and
-    one discarded before is open again."""
+    one discarded before is open again. Its data subjects are those its header names and
+    `subjects`."""
     found = find(connection, inbox, message.message_id, lock=True)
+    named = set(data_subjects(message.message_id, message.headers)) | set(subjects)
     values = {
         "subject": message.subject,
         "body": message.body,
         "headers": orjson.dumps(dict(message.headers)).decode(),
         "error": f"{type(error).__name__}: {error}",
-        "traceback": "".join(traceback.format_exception(error)),
+        "traceback": bare_traceback(error),
         "failed_at": time.time(),
         "resend": False,
         "discarded_at": None,
         "discard_reason": None,
+        "data_subjects": orjson.dumps(sorted(named)).decode(),
     }
     if found is None:
         connection.execute(
@@ -231,16 +285,64 @@ def mark_resend(connection: sa.Connection, inbox: str, message_id: str) -> Faile
 def discard(
     connection: sa.Connection, inbox: str, message_id: str, reason: str | None = None
 ) -> FailedMessage:
-    """Settle the message without storing it, keeping it; refused as `unsettled` refuses."""
-    unsettled(connection, inbox, message_id, lock=True)
+    """Settle the message without storing it, its body, headers and error message erased,
+    the row kept as its record; refused as `unsettled` refuses."""
+    waiting = unsettled(connection, inbox, message_id, lock=True)
     connection.execute(
         sa.update(table)
         .where(_key(inbox, message_id))
-        .values(discarded_at=time.time(), discard_reason=reason or None, resend=False)
+        .values(
+            discarded_at=time.time(),
+            discard_reason=reason or None,
+            resend=False,
+            **_erased(waiting, DISCARDED),
+        )
     )
     found = find(connection, inbox, message_id)
     assert found is not None
     return found
+
+
+def forget(connection: sa.Connection, subject: str) -> int:
+    """Erase the messages naming the data subject `subject`, as a discard does, and
+    discard those still waiting (the reason says why); how many it erased."""
+    named = orjson.dumps(subject).decode()
+    query = sa.select(table).where(table.c.data_subjects.contains(named, autoescape=True))
+    erased = 0
+    for found in [_row(row) for row in connection.execute(query.with_for_update())]:
+        values = _erased(found, FORGOTTEN)
+        if subject not in found.data_subjects or _unchanged(found, values):
+            continue
+        if not found.discarded:
+            values.update(
+                discarded_at=time.time(),
+                discard_reason="a data subject it names was forgotten",
+                resend=False,
+            )
+        connection.execute(
+            sa.update(table).where(_key(found.inbox, found.message_id)).values(**values)
+        )
+        erased += 1
+    return erased
+
+
+def _unchanged(found: FailedMessage, values: dict[str, object]) -> bool:
+    """Whether the row says nothing more than `values` would leave: erased before."""
+    return not found.body and found.headers == {} and found.error == values["error"]
+
+
+def _erased(found: FailedMessage, replacement: str) -> dict[str, object]:
+    """What a row keeps of a message once what it said is erased."""
+    kind = found.error.split(":", 1)[0]
+    values: dict[str, object] = {
+        "body": b"",
+        "headers": "{}",
+        "error": f"{kind}: {replacement}",
+    }
+    # A traceback made before they were bare ends in the message.
+    if not found.traceback.rstrip().endswith(kind) or found.error in found.traceback:
+        values["traceback"] = replacement
+    return values
 
 
 def remove(connection: sa.Connection, inbox: str, message_id: str) -> bool:

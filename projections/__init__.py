@@ -25,6 +25,7 @@ from .reducers import ReducerFold
 from .runner import ProjectionRunner
 from .status import ProjectionStatus
 from .subscription import Subscription
+from .tracebacks import bare_traceback
 
 __all__ = [
     "AsyncProjectionRunner",
@@ -55,5 +56,6 @@ __all__ = [
     "Subscription",
     "TableConflict",
     "UnknownProjection",
+    "bare_traceback",
     "partition_of",
 ]

@@ -126,6 +126,9 @@ def _begin_immediately(engine: sa.Engine) -> None:
         # Let SQLAlchemy's begin (below) open transactions, not the driver.
         dbapi_connection.isolation_level = None
         dbapi_connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+        # What is deleted or overwritten (a read model's old generation, a forgotten
+        # subject's parked error or failed message) is zeroed, not left in free pages.
+        dbapi_connection.execute("PRAGMA secure_delete = ON")
 
     @sa.event.listens_for(engine, "begin")
     def begin(connection: sa.Connection) -> None:

@@ -1,17 +1,26 @@
-"""The error store: events a handler failed on, kept until retried or discarded."""
+"""The error store: events a handler failed on, kept until retried or discarded.
+
+An entry names its event by position (and id, stream, version, type), never
+copies its data. What the handler raised is kept in two parts: `error`, the
+exception's type and message, and a traceback of frames and types only
+(`bare_traceback`). A message may quote the event's data, personal fields
+included: `forget_errors` replaces it (an operator's forget of one of the
+event's data subjects), and the traceback still says where the handler failed.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import time
-import traceback
+from collections.abc import Collection
 
 import sqlalchemy as sa
 from eventcraft.eventstore import RecordedEvent
 
 from . import clock
-from .schema import checkpoints
+from .schema import PARKED, checkpoints
 from .schema import parked as table
+from .tracebacks import bare_traceback
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,8 +33,10 @@ class ParkedEvent:
     version: int
     type: str
     error: str
-    """The last exception, as `Type: message`."""
+    """The last exception, as `Type: message`; once a data subject of the event is
+    forgotten, `Type: <forgotten>`."""
     traceback: str
+    """Where it was raised: frames and exception types, no message (`bare_traceback`)."""
     attempts: int
     """How many times the handler was tried."""
     parked_at: float
@@ -53,7 +64,7 @@ def park(
             version=event.version,
             type=event.type,
             error=f"{type(error).__name__}: {error}",
-            traceback="".join(traceback.format_exception(error)),
+            traceback=bare_traceback(error),
             attempts=attempts,
             parked_at=time.time(),
         )
@@ -156,3 +167,43 @@ def summary(connection: sa.Connection, names: list[str]) -> dict[str, tuple[int,
         .group_by(table.c.projection)
     )
     return {name: (int(count), stop) for name, count, stop in rows}
+
+
+def exists(connection: sa.Connection) -> bool:
+    """Whether this database holds an error store (a projection ran here)."""
+    return sa.inspect(connection).has_table(PARKED)
+
+
+def positions(connection: sa.Connection) -> set[int]:
+    """The positions of the events parked here, by any projection (defined now or not)."""
+    return set(connection.scalars(sa.select(table.c.position).distinct()))
+
+
+def forget_errors(connection: sa.Connection, at: Collection[int], replacement: str) -> int:
+    """Put `replacement` in place of the message of every error parked at the positions
+    `at`, by any projection, keeping the exception's type; how many entries changed.
+    Entries made by earlier releases, whose traceback ends in the message, lose the
+    traceback's text too."""
+    changed = 0
+    wanted = sorted(at)
+    for start in range(0, len(wanted), 500):
+        rows = connection.execute(
+            sa.select(table.c.projection, table.c.position, table.c.error, table.c.traceback).where(
+                table.c.position.in_(wanted[start : start + 500])
+            )
+        ).all()
+        for name, position, error, trace in rows:
+            kind = str(error).split(":", 1)[0]
+            erased = f"{kind}: {replacement}"
+            if error == erased:
+                continue
+            values = {"error": erased}
+            if str(error) in str(trace) or not str(trace).rstrip().endswith(kind):
+                values["traceback"] = replacement
+            connection.execute(
+                sa.update(table)
+                .where(table.c.projection == name, table.c.position == position)
+                .values(**values)
+            )
+            changed += 1
+    return changed

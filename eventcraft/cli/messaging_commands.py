@@ -1,5 +1,5 @@
 """`eventcraft messaging ...`: the relays' state, and the inboxes' error store listed,
-shown, resent, discarded (kept, and listed apart with `failed --discarded`)."""
+shown, resent, discarded (its content erased, its record listed apart with `failed --discarded`)."""
 
 from __future__ import annotations
 
@@ -160,8 +160,9 @@ def resend(inbox: str, message_id: str, yes: bool) -> None:
 def discard(inbox: str, message_id: str, reason: str | None, yes: bool) -> None:
     """Settle a failed message without storing it.
 
-    It is kept, marked discarded with when and the reason given, and listed by
-    `messaging failed --discarded`; it is not resent or discarded again. If its
+    Its body, headers and error message are erased; its record stays, marked discarded
+    with when and the reason given, and listed by `messaging failed --discarded`; it is
+    not resent or discarded again. If its
     sender delivers it again and it fails again, it waits in the error store again.
     """
     store = shell().store()
@@ -171,6 +172,6 @@ def discard(inbox: str, message_id: str, reason: str | None, yes: bool) -> None:
     )
     operations.discard(store, inbox, message_id, reason)
     console().print(
-        f"discarded: message {message_id!r} of inbox {inbox!r}, kept "
-        "(messaging failed --discarded lists it)"
+        f"discarded: message {message_id!r} of inbox {inbox!r}, its content erased "
+        "(messaging failed --discarded lists its record)"
     )

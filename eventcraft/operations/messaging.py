@@ -142,8 +142,9 @@ def resend(store: EventStore, inbox: str, message_id: str) -> Failed:
 
 
 def discard(store: EventStore, inbox: str, message_id: str, reason: str | None = None) -> Failed:
-    """Settle the message without storing it: it stays in the error store, marked
-    discarded, with when and `reason`. Refused as `to_settle` refuses."""
+    """Settle the message without storing it: its body, headers and error message are
+    erased, its record stays in the error store, marked discarded, with when and
+    `reason`. Refused as `to_settle` refuses."""
     with _error_store(store, inbox, message_id, write=True) as connection:
         return _shown(error_store.discard(connection, inbox, message_id, reason))
 

@@ -59,7 +59,7 @@ def test_resend_marks_the_message_for_the_running_inbox_which_stores_it(
         assert [e.metadata["message_id"] for e in store.read_all()] == ["good-1", "odd-1"]
 
 
-def test_discard_keeps_the_message_with_its_reason_and_lists_it_apart(
+def test_discard_erases_the_message_and_lists_its_record_apart_with_its_reason(
     with_failures: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "300")  # the tables unwrapped
@@ -68,21 +68,22 @@ def test_discard_keeps_the_message_with_its_reason_and_lists_it_apart(
         capsys, *store, "messaging", "discard", "orders-in", "bad-1", "--reason", "spam", "--yes"
     )
     assert (code, err) == (0, "")
-    assert "discarded: message 'bad-1' of inbox 'orders-in', kept" in out
+    assert "discarded: message 'bad-1' of inbox 'orders-in', its content erased" in out
     code, out, _ = run(capsys, *store, "messaging", "failed")
     assert code == 0 and "odd-1" in out and "bad-1" not in out
     code, out, _ = run(capsys, *store, "messaging", "failed", "--discarded")
     assert code == 0 and "bad-1" in out and "spam" in out and "odd-1" not in out
     code, out, _ = run(capsys, *store, "messaging", "failed", "orders-in", "--discarded", "--json")
     [kept] = orjson.loads(out)
-    assert (kept["message_id"], kept["discard_reason"], kept["body"]) == (
+    assert (kept["message_id"], kept["discard_reason"], kept["body"], kept["headers"]) == (
         "bad-1",
         "spam",
-        "not json",
+        "",
+        {},
     )
-    assert kept["discarded_at"] is not None
+    assert kept["discarded_at"] is not None and kept["error"] == "InvalidMessage: <discarded>"
     code, out, _ = run(capsys, *store, "messaging", "show", "orders-in", "bad-1")
-    assert code == 0 and "discarded at " in out and ": spam" in out and "not json" in out
+    assert code == 0 and "discarded at " in out and ": spam" in out and "not json" not in out
 
 
 def test_a_discarded_message_is_refused_and_unknown_ones_are_named(
