@@ -1,5 +1,5 @@
 """`eventcraft forget SUBJECT`: erase a data subject's key, so its personal fields read as
-forgotten everywhere."""
+forgotten everywhere, and what the error stores keep of it."""
 
 from __future__ import annotations
 
@@ -26,9 +26,17 @@ from .shell import confirmed, shell, yes_option
 @json_option
 def forget(subject: str, keys_url: str | None, yes: bool, as_json: bool) -> None:
     """Erase SUBJECT's key: its personal fields read as forgotten from now on, in every
-    reader, the archive included. Read models that copied them keep them until rebuilt.
-    Run again to complete an erasure a forget reported pending (exit 1)."""
-    keys = operations.open_key_store(keys_url) if keys_url else shell().store().keys
+    reader, the archive included. The error messages of parked projection events holding
+    them, and the failed inbox messages naming SUBJECT, are erased too (in the App's
+    read-model database as well, with --app). Read models that copied the fields keep
+    them until rebuilt. Run again to complete an erasure a forget reported pending
+    (exit 1)."""
+    found_shell = shell()
+    store = found_shell.store()
+    databases: list[str | None] = [None]
+    if found_shell.app_reference and found_shell.app().database:
+        databases.append(found_shell.app().database)
+    keys = operations.open_key_store(keys_url) if keys_url else store.keys
     try:
         found = operations.subject_keys(keys, subject)
         if found.live:
@@ -37,13 +45,15 @@ def forget(subject: str, keys_url: str | None, yes: bool, as_json: bool) -> None
                 "erased; its personal fields cannot be read again, by anyone",
                 yes,
             )
-        done = operations.forget(keys, subject)
+        done = operations.forget(keys, subject, store, databases)
     finally:
         if keys_url:
             keys.close()
     if as_json:
         emit_json(done)
-    elif done.erased:
+        _pending(done, subject)
+        return
+    if done.erased:
         console().print(
             f"forgot {subject!r}: {done.erased} key(s) erased; its personal fields now read "
             f"as {done.replacement!r}. Rebuild the read models that copied them."
@@ -59,6 +69,12 @@ def forget(subject: str, keys_url: str | None, yes: bool, as_json: bool) -> None
             f"{subject!r} has no key to erase: nothing was sealed for it since "
             "it was last forgotten, or ever"
         )
+    for place in done.places[1:]:
+        console().print(f"{place.place} erased: {place.erased} ({place.table} in {place.database})")
+    _pending(done, subject)
+
+
+def _pending(done: operations.Forgotten, subject: str) -> None:
     if done.pending:
         raise Problems(
             f"the erasure from {done.key_store}'s files is pending: a transaction older than "

@@ -1,13 +1,25 @@
-"""Forgetting a data subject: what the key store holds of one, and the forget itself.
+"""Forgetting a data subject: what the key store holds of one, and the forget itself, in
+every place the store and its parts keep data.
 
 The shells show `subject_keys` before they ask, and `forget` erases what is
 live when it runs (the key store's own statement re-checks it): a forget
 that meets a subject already forgotten erases nothing and says so.
 
+A forget reaches two kinds of places. Where the subject's data is sealed
+under its key (events, snapshots, saga data, the Parquet archive's copies
+of them), erasing the key erases it. The error stores keep a failure's
+message in the clear, so the forget erases those of the subject's: the
+parked projection events whose event is sealed under one of its keys (their
+error message; their traceback holds none) and the inbox's failed messages
+naming it in their `eventcraft-data-subjects` header (body, headers and
+error message), in the store's database and the App's read-model database.
+On SQLite those writes zero what they erase (`secure_delete`), and the WAL
+is checkpointed and truncated after them.
+
 What a forget does not reach, and an operator does next: read models that
 copied the subject's fields hold them until they are rebuilt (`eventcraft
-projections rebuild NAME`), and backups of the key store's database keep
-the key until they expire.
+projections rebuild NAME`), a failed message that names no subject until it
+is discarded, and backups until they expire.
 
 A key store that holds no key at all was never sealed with: a forget there
 says so, naming it, for the store's keys may live in another database. On
@@ -17,11 +29,36 @@ PostgreSQL a forget may leave its erasure from the key table's file pending
 
 from __future__ import annotations
 
+import functools
+import logging
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 
-from eventcraft.eventstore import FORGOTTEN, KeyStore, StoreUnavailable
+from eventcraft.eventstore import (
+    FORGOTTEN,
+    SEALED_MARK,
+    EventStore,
+    KeyStore,
+    RecordedEvent,
+    StoreUnavailable,
+)
+from eventcraft.eventstore.arguments import redacted
+from eventcraft.messaging import failed
+from eventcraft.projections import Database, parking
+from eventcraft.projections.log_start import event_at
+from eventcraft.projections.schema import PARKED as PARKED_TABLE
 
 from .errors import InputError
+
+log = logging.getLogger("eventcraft.operations")
+
+_MARK = SEALED_MARK.strip('"')
+"""The key of an event's data that holds its sealed fields, by subject."""
+
+KEYS = "keys"
+PARKED = "parked projection events"
+FAILED = "failed inbox messages"
 
 
 @dataclass(frozen=True)
@@ -40,6 +77,20 @@ class SubjectKeys:
 
 
 @dataclass(frozen=True)
+class Erased:
+    """What a forget erased in one place."""
+
+    place: str
+    """`KEYS`, `PARKED` or `FAILED`."""
+    table: str
+    database: str
+    """By URL (no password)."""
+    erased: int
+    """Keys erased; parked events whose error message was; failed messages whose body,
+    headers and error message were."""
+
+
+@dataclass(frozen=True)
 class Forgotten:
     """What a forget did."""
 
@@ -55,6 +106,8 @@ class Forgotten:
     pending: bool
     """An erased key may still be in the key store's database files: a transaction older
     than the erasure stayed open, or the rewrite failed; the next forget completes it."""
+    places: tuple[Erased, ...] = ()
+    """What it erased where: the key table first, then each error store it found."""
 
 
 def open_key_store(url: str) -> KeyStore:
@@ -74,9 +127,132 @@ def subject_keys(keys: KeyStore, subject: str) -> SubjectKeys:
     return SubjectKeys(subject, live, len(found) - live, keys.url, empty)
 
 
-def forget(keys: KeyStore, subject: str) -> Forgotten:
-    """Erase `subject`'s live keys: its personal fields read as their replacement from now on.
-    Completes any erasure an earlier forget left pending."""
+def forget(
+    keys: KeyStore,
+    subject: str,
+    store: EventStore | None = None,
+    databases: Sequence[str | None] = (None,),
+) -> Forgotten:
+    """Erase `subject`'s live keys, then, with `store`, the error stores' text of it in
+    each of `databases` (None: the store's own; an App's read-model database beside it).
+    Its personal fields read as their replacement from now on. Completes any erasure an
+    earlier forget left pending."""
     erased = keys.forget(subject)
     empty = not erased and not keys.holds_keys()
-    return Forgotten(subject, erased, FORGOTTEN, keys.url, empty, keys.erasure_pending())
+    places = [Erased(KEYS, "eventcraft_keys", keys.url, erased)]
+    if store is not None:
+        places += _error_stores(keys, subject, store, databases)
+    pending = keys.erasure_pending()
+    return Forgotten(subject, erased, FORGOTTEN, keys.url, empty, pending, tuple(places))
+
+
+def _error_stores(
+    keys: KeyStore, subject: str, store: EventStore, databases: Sequence[str | None]
+) -> list[Erased]:
+    """The parked events and failed messages of `subject` erased in each database."""
+    key_ids = {key.id for key in keys.of_subject(subject)}
+    places: list[Erased] = []
+    seen: set[str] = set()
+    with ExitStack() as closing:
+        sealed: list[EventStore] = []
+        for url in databases:
+            where = store.url if url is None else url
+            if where in seen:
+                continue
+            seen.add(where)
+            database = Database.of(url, store)
+            closing.callback(database.close)
+            shown = redacted(where)
+            opener = functools.partial(_sealed, store, sealed, closing)
+            parked = _parked(database, subject, key_ids, opener)
+            if parked is not None:
+                places.append(Erased(PARKED, PARKED_TABLE, shown, parked))
+            messages = _failed(database, subject)
+            if messages is not None:
+                places.append(Erased(FAILED, failed.FAILED, shown, messages))
+            if parked or messages:
+                _truncate_wal(database)
+    return places
+
+
+def _parked(
+    database: Database,
+    subject: str,
+    key_ids: set[str],
+    sealed: Callable[[], EventStore | None],
+) -> int | None:
+    """Erase the error messages of the events parked here that hold `subject`'s sealed
+    fields; None where no projection ever ran."""
+    with database.reading() as connection:
+        if not parking.exists(connection):
+            return None
+        positions = parking.positions(connection)
+    if not positions or not key_ids:
+        return 0
+    events = sealed()
+    if events is None:
+        return 0
+    theirs = {p for p in positions if _names(event_at(events, p), subject, key_ids)}
+    if not theirs:
+        return 0
+    with database.transaction() as connection:
+        return parking.forget_errors(connection, theirs, FORGOTTEN)
+
+
+def _failed(database: Database, subject: str) -> int | None:
+    """Erase the failed messages naming `subject`; None where no inbox ever ran."""
+    with database.transaction() as connection:
+        if not failed.exists(connection):
+            return None
+        if failed.outdated(connection):
+            return 0  # made before messages named their subjects: none does
+        return failed.forget(connection, subject)
+
+
+def _names(event: RecordedEvent | None, subject: str, key_ids: set[str]) -> bool:
+    """Whether `event`, as stored, holds fields sealed under one of `subject`'s keys."""
+    if event is None:
+        return False
+    entries = event.data.get(_MARK)
+    if not isinstance(entries, list):
+        return False
+    return any(
+        isinstance(entry, dict) and entry.get("subject") == subject and entry.get("key") in key_ids
+        for entry in entries
+    )
+
+
+def _sealed(store: EventStore, opened: list[EventStore], closing: ExitStack) -> EventStore | None:
+    """The store opened again to read its events as stored (envelopes sealed), once;
+    None for a memory store, which no other handle reaches."""
+    if opened:
+        return opened[0]
+    if store.url.lower().startswith("memory:"):
+        return None
+    # A URL, not the KeyStore, which the twin would close; sealed reads open no key.
+    twin = EventStore.open(store.url, group_commit=False, keys=store.url, sealed=True)
+    closing.callback(twin.close)
+    opened.append(twin)
+    return twin
+
+
+def _truncate_wal(database: Database) -> None:
+    """On SQLite, move the erasures into the database file and empty the WAL, which keeps
+    the pages as they were written: the erased text included."""
+    if database.dialect != "sqlite":
+        return
+    raw = database.engine.raw_connection()
+    try:
+        # Outside any transaction, as a checkpoint must be (the driver's autocommit).
+        cursor = raw.cursor()
+        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        row = cursor.fetchone()
+        busy = bool(row and row[0])
+    finally:
+        raw.close()
+    if busy:
+        log.warning(
+            "readers kept the checkpoint of %s from finishing: its WAL keeps the erased "
+            "text until the next checkpoint",
+            database.engine.url,
+        )

@@ -1,0 +1,110 @@
+"""A forget, then the rebuild the README gives, leave none of the subject's plaintext
+anywhere the store or its parts keep data: the whole database (SQLite's files, PostgreSQL's
+dump) and the Parquet archive, on SQLite and PostgreSQL.
+
+The subject's data is put in every place first: its events and snapshot, a read model,
+a parked projection event (whose exception quotes the data), failed inbox messages (one
+naming its subject, one an operator discards with `--reason gdpr`), and the archive.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+from datetime import timedelta
+from pathlib import Path
+
+import orjson
+import pyarrow.parquet as pq
+from eventcraft.eventstore import EventStore
+from eventcraft.eventstore.retention import RetentionPolicy
+from eventcraft.messaging import DATA_SUBJECTS_HEADER, Inbox, IncomingMessage
+from eventcraft.projections import ProjectionRunner
+
+from eventcraft.operations import retention
+
+from ..conftest import PG_URL
+from . import forget_app
+from .conftest import Run
+from .forget_app import EMAIL, NAME, OTHER, PLAIN, SUBJECT, Profile, registered
+
+APP = ("--app", "tests.cli.forget_app:app")
+
+
+def _message(message_id: str, name: str, email: str, subject: str | None) -> IncomingMessage:
+    body = orjson.dumps({"customer": name, "email": email})
+    headers = {} if subject is None else {DATA_SUBJECTS_HEADER: orjson.dumps([subject]).decode()}
+    return IncomingMessage(message_id, body, headers, "orders.placed")
+
+
+def _seed(url: str, archive: Path) -> None:
+    """The subject's data, and another customer's, in every place."""
+    with EventStore.open(url) as store:
+        store.append(SUBJECT, [registered(SUBJECT, NAME, EMAIL)])
+        store.append("customer-k4", [registered("customer-k4", OTHER, "bob.k4@example.test")])
+        store.save_snapshot(
+            SUBJECT, version=1, type="Profile", data=Profile(name=NAME, plan="gold")
+        )
+        with ProjectionRunner(store, forget_app.app.projections) as runner:
+            runner.catch_up()
+            assert [p.position for p in runner.parked("customer-greetings")] == [1, 2]
+        with Inbox("orders-in", store, forget_app.refusing) as inbox:
+            assert inbox.take(_message("m-named", NAME, EMAIL, SUBJECT)) is None
+            assert inbox.take(_message("m-unnamed", NAME, EMAIL, None)) is None
+            assert (
+                inbox.take(_message("m-other", OTHER, "bob.k4@example.test", "customer-k4")) is None
+            )
+        nothing = [RetentionPolicy("audit", max_age=timedelta(days=3650))]
+        assert retention.apply(store, nothing, [], str(archive)).archived == 2
+
+
+def _database_text(url: str, folder: Path) -> bytes:
+    """Everything the database holds: SQLite's files after a checkpoint (freed pages
+    included), or PostgreSQL's dump of the store's schema (dead row versions are not in it)."""
+    if url.startswith("sqlite:"):
+        path = url.removeprefix("sqlite:///")
+        with sqlite3.connect(path) as connection:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return b"".join(p.read_bytes() for p in folder.glob("events.db*"))
+    schema = url.rsplit("schema=", 1)[1]
+    dumped = subprocess.run(
+        ["pg_dump", "--schema", schema, PG_URL], check=True, capture_output=True
+    )
+    return dumped.stdout
+
+
+def _archive_text(archive: Path) -> bytes:
+    """The archive folder's files as stored, and each Parquet file's values as read."""
+    found = []
+    for path in sorted(archive.rglob("*")):
+        if path.is_file():
+            found.append(path.read_bytes())
+            if path.suffix == ".parquet":
+                found.append(repr(pq.read_table(path).to_pylist()).encode())
+    return b"".join(found)
+
+
+def test_a_forget_and_a_rebuild_leave_the_subjects_plaintext_nowhere(
+    shared_store_url: str, tmp_path: Path, run: Run
+) -> None:
+    archive = tmp_path / "archive"
+    _seed(shared_store_url, archive)
+    store = ("--store", shared_store_url)
+    before = _database_text(shared_store_url, tmp_path)
+    assert all(text.encode() in before for text in PLAIN)  # the scan sees what is there
+
+    discarded = run(
+        *store, "messaging", "discard", "orders-in", "m-unnamed", "--reason", "gdpr", "--yes"
+    )
+    assert discarded.code == 0, discarded.err
+    done = run(*store, *APP, "forget", SUBJECT, "--yes")
+    assert done.code == 0, done.err
+    rebuilt = run(*store, *APP, "projections", "rebuild", "customer-names", "--yes")
+    assert rebuilt.code == 0, rebuilt.err
+
+    after = _database_text(shared_store_url, tmp_path)
+    archived = _archive_text(archive)
+    for text in PLAIN:
+        assert text.encode() not in after, f"{text!r} is still in the database"
+        assert text.encode() not in archived, f"{text!r} is still in the archive"
+    assert OTHER.encode() in after  # the other customer's failed message is still there
