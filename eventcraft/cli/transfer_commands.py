@@ -3,25 +3,21 @@
 from __future__ import annotations
 
 import os
-import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import IO, TypeVar
+from typing import IO
 
 import click
 
 from eventcraft.eventstore import EventStore
 
-from ..operations import transfer
+from ..operations import output_files, transfer
 from ..operations import verify as verification
 from ..operations.errors import InputError, NotFound, Problems
 from ..operations.numbers import MAX_AFTER, MAX_INT
 from .output import console, counted, emit_json, json_option, progress, table
 from .shell import confirmed, shell
-
-T = TypeVar("T")
 
 
 @click.command(
@@ -37,8 +33,14 @@ T = TypeVar("T")
 )
 @click.option("--category", "categories", multiple=True, help="Only this category (repeatable).")
 @click.option(
-    "--out", "target", required=True, metavar="FILE|-", help="Where to write; - is stdout."
+    "--out",
+    "target",
+    required=True,
+    metavar="FILE|-",
+    help="Where to write; - is stdout. Never one of the store's own files; an existing "
+    "file only with --force.",
 )
+@click.option("--force", is_flag=True, help="Replace FILE if it exists (once the export is whole).")
 @click.option(
     "--jobs",
     type=click.IntRange(min=1),
@@ -47,13 +49,26 @@ T = TypeVar("T")
     help="Worker processes making the lines (a large log on a machine with cores to spare).",
 )
 def export(
-    after: int, until: int | None, categories: tuple[str, ...], target: str, jobs: int
+    after: int,
+    until: int | None,
+    categories: tuple[str, ...],
+    target: str,
+    force: bool,
+    jobs: int,
 ) -> None:
-    """Write the log as NDJSON, one event a line with every field."""
+    """Write the log as NDJSON, one event a line with every field.
+
+    FILE is written beside its place and takes it once the export is whole: an
+    export refused or broken part-way leaves what was there."""
     transfer.check_export(after=after, until=until, jobs=jobs)
-    store = shell().store()
+    context = shell()
     with ExitStack() as stack:
-        out = sys.stdout.buffer if target == "-" else stack.enter_context(_replacing(target))
+        out = (
+            sys.stdout.buffer
+            if target == "-"
+            else stack.enter_context(output_files.new_file(target, context.url(), force=force))
+        )
+        store = context.store()
         total = transfer.export_span(store, after=after, until=until)
         with progress("export", total) as done:
             report = transfer.export_events(
@@ -67,47 +82,6 @@ def export(
             )
     if target != "-":
         click.echo(f"exported {report.events} events to {target}", err=True)
-
-
-@contextmanager
-def _replacing(target: str) -> Iterator[IO[bytes]]:
-    """A new file beside `target` that takes its place once the export is whole: an
-    export refused or broken part-way leaves the file that was there."""
-    if os.path.exists(target) and not os.path.isfile(target):
-        # A device or a pipe (/dev/stdout) is written as it is, never replaced.
-        with _opened(target, lambda: open(target, "wb")) as out:
-            yield out
-        return
-    folder, name = os.path.split(os.path.abspath(target))
-    handle, partial = _opened(
-        target, lambda: tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=folder)
-    )
-    try:
-        os.chmod(partial, _mode_for(target))
-        with os.fdopen(handle, "wb") as out:
-            yield out
-        os.replace(partial, target)
-    except BaseException:
-        os.unlink(partial)
-        raise
-
-
-def _opened(target: str, opening: Callable[[], T]) -> T:
-    try:
-        return opening()
-    except OSError as error:
-        raise InputError(f"cannot write {target!r}: {error.strerror}") from None
-
-
-def _mode_for(target: str) -> int:
-    """The permissions the file had, or those `open` would give a new one (mkstemp's are
-    the owner's alone)."""
-    try:
-        return stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        mask = os.umask(0)
-        os.umask(mask)
-        return 0o666 & ~mask
 
 
 @click.command(

@@ -42,6 +42,7 @@ from eventcraft.projections.archive_lock import ArchiveBusy, run_lock
 from eventcraft.sagas.index import CATEGORY as SAGAS
 
 from .errors import InputError, NotFound, Problems
+from .output_files import check_folder
 
 T = TypeVar("T")
 
@@ -99,7 +100,7 @@ def plan(
         raise InputError("retention needs a policy (--keep) or a truncation (--truncate)")
     moment = now or datetime.now(UTC)
     _check_rules(store, policies, truncations, moment)
-    files = _archive_files(archive)
+    files = _archive_files(archive, store.url)
     head = store.high_water_mark()
     archived_to = files.last_position()
     if archived_to > head:
@@ -158,7 +159,7 @@ def apply(
     check_pace(pace)
     moment = now or datetime.now(UTC)
     _check_rules(store, policies, truncations, moment)  # before the archive is touched
-    files = _archive_files(archive)
+    files = _archive_files(archive, store.url)
     try:
         files.path.mkdir(exist_ok=True)  # its parent is there (`_archive_files`)
     except OSError as error:
@@ -245,10 +246,12 @@ def _check_rules(
                 ) from None
 
 
-def _archive_files(archive: str) -> ArchiveFiles:
+def _archive_files(archive: str, store_url: str) -> ArchiveFiles:
     """The archive at `archive`: a folder, or one to be made in a folder that exists (a
-    mistyped parent does not silently become a tree of new folders, as in `spark.py`)."""
+    mistyped parent does not silently become a tree of new folders, as in `spark.py`),
+    and neither one of the store's own files nor their folder (`output_files`)."""
     files = ArchiveFiles(archive)
+    check_folder(str(files.path), store_url)
     if files.path.exists() and not files.path.is_dir():
         raise InputError(f"the archive {files.path} is a file: give a folder")
     if not files.path.exists() and not files.path.parent.is_dir():

@@ -23,6 +23,7 @@ from eventcraft.projections import Definition, Fold, ProjectionError
 from eventcraft.projections.archive_layout import chain_break, span_of
 
 from .errors import InputError, NotFound, Problems
+from .output_files import check_folder
 from .references import load_reference
 from .stores import open_store
 
@@ -93,10 +94,12 @@ def check_export(
     """A plan to extend the archive at `archive` with the store's new events.
 
     A local archive folder is created if it is missing, but its parent must
-    exist: a mistyped parent does not silently become a tree of new folders.
+    exist: a mistyped parent does not silently become a tree of new folders. It
+    is neither one of the store's own files nor the folder that holds them
+    (`output_files.check_folder`).
     """
     master = check_master(master)
-    archive = _export_archive(archive)
+    archive = _export_archive(archive, store)
     store, head = check_store(store)
     return ExportPlan(
         store=store, archive=archive, master=master, high_water_mark=head, parsed=parsed
@@ -241,10 +244,11 @@ def load_fold(reference: str, app: App | None = None) -> Fold:
     return found
 
 
-def _export_archive(archive: str) -> str:
+def _export_archive(archive: str, store: str) -> str:
     local = _local_path(archive)
     if local is None:
         return archive
+    check_folder(local, store)
     if os.path.exists(local):
         if not os.path.isdir(local):
             raise InputError(f"the archive {local!r} is a file, not a folder")

@@ -266,7 +266,10 @@ def test_a_new_query_projection_after_retention_reads_the_archive_then_the_store
         _subscribe(store, "s20", "c1")
         expected = _expected(store, C1_SUBSCRIPTIONS)
         report = retention.apply(
-            store, [RetentionPolicy("student", max_age=timedelta(days=30))], [], str(tmp_path)
+            store,
+            [RetentionPolicy("student", max_age=timedelta(days=30))],
+            [],
+            str(tmp_path / "archive"),
         )
         assert report.archived > 0 and store.low_water_mark() > expected[2]
         with ProjectionRunner(store, [_roster()], batch_size=2) as runner:
