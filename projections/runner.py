@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from types import TracebackType
 
 import sqlalchemy as sa
@@ -31,6 +32,15 @@ from .errors import (
     UnknownProjection,
 )
 from .log_start import event_at
+from .outage import (
+    FIRST_BACKOFF,
+    Outage,
+    OutageWatch,
+    cause_of,
+    is_outage,
+    jittered,
+    next_backoff,
+)
 from .parking import ParkedEvent
 from .projector import Projector
 from .read_model import ReadModel
@@ -95,6 +105,8 @@ class ProjectionRunner:
         """Projections that a handler failure under the "stop" policy stopped, in their
         thread or in `catch_up`, until they are started or caught up again."""
         self._projectors: dict[str, Projector] = {}
+        self._outage = OutageWatch(log)
+        self._last_status: dict[str, ProjectionStatus] = {}
         try:
             with self.database.transaction() as connection:
                 schema.create(connection)
@@ -194,13 +206,19 @@ class ProjectionRunner:
         self.close()
 
     def _follow(self, projector: Projector) -> None:
+        backoff = FIRST_BACKOFF
         while not self._stopping.is_set():
             try:
                 if not projector.acquire():
+                    self._outage.passed()
                     self._stopping.wait(_IDLE)
                     continue
                 if projector.step():
+                    self._outage.passed()
+                    backoff = FIRST_BACKOFF
                     continue
+                self._outage.passed()
+                backoff = FIRST_BACKOFF
                 self.store.wait_for_events(after=projector.position, timeout=_IDLE)
             except ProjectionStopped as stopped:
                 log.error(
@@ -209,7 +227,14 @@ class ProjectionRunner:
                 self.stopped[projector.name] = stopped
                 self._notify()
                 break
-            except Exception:
+            except Exception as error:
+                if is_outage(error):
+                    # Said once for the runner (`OutageWatch`), not a traceback per try.
+                    wait = jittered(backoff)
+                    self._outage.failed(projector.name, error, wait)
+                    self._stopping.wait(wait)
+                    backoff = next_backoff(backoff)
+                    continue
                 log.exception(
                     "projection %r failed; trying again",
                     projector.name,
@@ -270,7 +295,25 @@ class ProjectionRunner:
         return {name: projector.fenced for name, projector in self._projectors.items()}
 
     def status(self) -> list[ProjectionStatus]:
-        return status.collect(self.store, self.database, self.definitions)
+        """Where each projection stands. While the store or the read-model database
+        cannot be reached, each status says so (`outage`, `outage_since`) and holds
+        the last figures this runner knew."""
+        try:
+            found = status.collect(self.store, self.database, self.definitions)
+        except Exception as error:
+            if not is_outage(error):
+                raise
+            return self._status_in_outage(error)
+        self._last_status = {s.name: s for s in found}
+        return found
+
+    def _status_in_outage(self, error: Exception) -> list[ProjectionStatus]:
+        outage = self._outage.current or Outage(cause_of(error), time.time())
+        statuses = []
+        for name, projector in self._projectors.items():
+            last = self._last_status.get(name) or status.unknown(name, projector.position)
+            statuses.append(replace(last, outage=outage.cause, outage_since=outage.since))
+        return statuses
 
     # --- rebuilding --------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from eventcraft.eventstore import EventStore
@@ -33,6 +33,12 @@ class ProjectionStatus:
     """Events in the error store."""
     stopped_at: int | None
     """The position of the event it stopped on, if a handler failure stopped it."""
+    # Keyword-only, with defaults: a subclass may still add fields without one.
+    outage: str | None = field(default=None, kw_only=True)
+    """Why the store or the read-model database cannot be reached, while it cannot; the
+    other figures are then the last the runner knew."""
+    outage_since: float | None = field(default=None, kw_only=True)
+    """When the runner first failed to reach it (time.time()), during an outage."""
 
 
 def collect(
@@ -64,6 +70,21 @@ def collect(
             )
         )
     return statuses
+
+
+def unknown(name: str, position: int) -> ProjectionStatus:
+    """What a runner that never read a projection's status knows of it: its own position."""
+    return ProjectionStatus(
+        name=name,
+        position=position,
+        head=position,
+        lag_events=0,
+        lag_seconds=0.0,
+        generation=0,
+        owner=None,
+        parked=0,
+        stopped_at=None,
+    )
 
 
 def never_run(store: EventStore, definitions: Sequence[Definition]) -> list[ProjectionStatus]:
