@@ -10,7 +10,8 @@ same file):
   even with `force`. An archive is neither one of them nor the folder that
   holds them.
 - never over an existing file, unless `force`. A device or a pipe
-  (`/dev/stdout`, `/dev/null`) is written as it is: there is no file to lose.
+  (`/dev/null`, `/dev/stdout`, also when the shell sent it to a file) is written as
+  it is: there is no file to lose that the user has not given.
 
 A file is written beside its place and takes it only once whole (`new_file`),
 so an export refused or broken part-way leaves what was there, or nothing.
@@ -72,7 +73,7 @@ def check_file(target: str, store_url: str, *, force: bool = False) -> str:
             f"cannot write {target!r}: it is the store's own {kind} ({where}), which nothing "
             "is ever written over, not even with --force: write to another file"
         )
-    if os.path.isfile(path) and not force:
+    if os.path.isfile(path) and not force and not _in_place(target):
         raise InputError(f"{target!r} already exists: pass --force to replace it")
     return path
 
@@ -107,7 +108,7 @@ def new_file(target: str, store_url: str, *, force: bool = False) -> Iterator[IO
     A device or a pipe is written as it is.
     """
     path = check_file(target, store_url, force=force)
-    if os.path.exists(target) and not os.path.isfile(target):
+    if _in_place(target):
         # Opened by the name given: /dev/stdout resolves to a pipe's name, not a file's.
         with _opened(target, lambda: open(target, "wb")) as out:
             yield out
@@ -127,6 +128,16 @@ def new_file(target: str, store_url: str, *, force: bool = False) -> Iterator[IO
     except BaseException:
         _remove(partial)
         raise
+
+
+def _in_place(target: str) -> bool:
+    """Whether `target` is written as it is, not replaced: a device, a pipe, or a name of
+    one of the process's open files (`/dev/stdout` redirected to a file by the shell,
+    which has opened it as it was told)."""
+    name = os.path.abspath(target)
+    if name in ("/dev/stdout", "/dev/stderr") or name.startswith(("/dev/fd/", "/proc/self/fd/")):
+        return True
+    return os.path.exists(name) and not os.path.isfile(name)
 
 
 def _store_file(path: str, files: dict[str, str]) -> tuple[str, str] | None:

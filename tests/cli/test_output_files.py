@@ -4,7 +4,10 @@ file replaced with --force is replaced whole, or not at all."""
 
 from __future__ import annotations
 
+import io
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -164,6 +167,33 @@ def test_an_export_with_force_from_a_missing_store_leaves_the_file(
     assert refused.code == 2 and "no SQLite store" in refused.err, refused
     assert target.read_bytes() == b"precious\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["backup.ndjson"]
+
+
+def test_an_export_to_dev_stdout_writes_the_file_the_shell_opened_but_never_the_stores(
+    in_store_folder: Path,
+) -> None:
+    command = [sys.executable, "-m", "eventcraft", "--store", STORE_URL, "export"]
+    events = events_in(STORE_URL)
+    with open("out.ndjson", "wb") as redirected:
+        done = subprocess.run(
+            [*command, "--out", "/dev/stdout"],
+            stdout=redirected,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+    assert done.returncode == 0, done.stderr
+    with EventStore.open(STORE_URL) as store:
+        whole = io.BytesIO()
+        export_events(store, whole)
+    assert Path("out.ndjson").read_bytes() == whole.getvalue()
+    for spelling in ("/dev/stdout", "/dev/fd/1"):
+        with open(STORE, "ab") as appended:  # `>>`: the shell itself keeps what was there
+            refused = subprocess.run(
+                [*command, "--out", spelling], stdout=appended, stderr=subprocess.PIPE, timeout=60
+            )
+        assert refused.returncode == 2, refused.stderr
+        assert b"the store's own database" in refused.stderr
+        assert events_in(STORE_URL) == events
 
 
 def test_an_export_that_fails_part_way_leaves_the_file_it_would_replace(
