@@ -37,7 +37,7 @@ def open_store(url: str, *, create: bool = False) -> EventStore:
         path = _sqlite_file(url)
         if path is not None and not create:
             _require_sqlite_store(path)
-    return EventStore.open(url)
+    return EventStore.open(url, create_folders=create)
 
 
 def is_memory(url: str) -> bool:
