@@ -6,9 +6,9 @@ from __future__ import annotations
 import click
 
 from ..operations import personal as operations
-from ..operations.errors import Problems
+from ..operations.errors import InputError, Problems
 from .output import console, emit_json, json_option
-from .shell import confirmed, shell, yes_option
+from .shell import Shell, confirmed, shell, yes_option
 
 
 @click.command(
@@ -32,11 +32,17 @@ def forget(subject: str, keys_url: str | None, yes: bool, as_json: bool) -> None
     them until rebuilt. Run again to complete an erasure a forget reported pending
     (exit 1)."""
     found_shell = shell()
-    store = found_shell.store()
+    # With --keys and no store named, only the key is erased: the error stores live in
+    # the store's database.
+    store = found_shell.store() if _store_named(found_shell) or not keys_url else None
     databases: list[str | None] = [None]
     if found_shell.app_reference and found_shell.app().database:
         databases.append(found_shell.app().database)
-    keys = operations.open_key_store(keys_url) if keys_url else store.keys
+    if keys_url:
+        keys = operations.open_key_store(keys_url)
+    else:
+        assert store is not None
+        keys = store.keys
     try:
         found = operations.subject_keys(keys, subject)
         if found.live:
@@ -72,6 +78,14 @@ def forget(subject: str, keys_url: str | None, yes: bool, as_json: bool) -> None
     for place in done.places[1:]:
         console().print(f"{place.place} erased: {place.erased} ({place.table} in {place.database})")
     _pending(done, subject)
+
+
+def _store_named(found: Shell) -> bool:
+    try:
+        found.url()
+    except InputError:
+        return False
+    return True
 
 
 def _pending(done: operations.Forgotten, subject: str) -> None:

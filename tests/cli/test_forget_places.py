@@ -5,6 +5,7 @@ and PostgreSQL."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import orjson
 import pytest
@@ -131,3 +132,15 @@ def test_forget_reports_what_it_erased_in_each_place(seeded: str, run: Run) -> N
         ("parked projection events", 0),
         ("failed inbox messages", 0),
     ]
+
+
+def test_forget_with_a_key_store_and_no_store_named_erases_the_key_alone(
+    tmp_path: Path, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("EVENTCRAFT_STORE", raising=False)
+    store_url, keys_url = f"sqlite:///{tmp_path / 'events.db'}", f"sqlite:///{tmp_path / 'k.db'}"
+    with EventStore.open(store_url, keys=keys_url) as store:
+        store.append(SUBJECT, [registered(SUBJECT, NAME, EMAIL)])
+    done = run("forget", SUBJECT, "--keys", keys_url, "--yes", "--json")
+    assert done.code == 0, done.err
+    assert [p["place"] for p in orjson.loads(done.out)["places"]] == ["keys"]
