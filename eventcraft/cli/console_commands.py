@@ -3,15 +3,12 @@ unless told otherwise, read-only unless `--allow-actions`."""
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 
 import click
 
 from ..operations.errors import InputError, Problems
 from .shell import shell
-
-LOOPBACK_NAMES = ("localhost", "ip6-localhost")
 
 ANSWERED_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 """The names of this machine a console always answers for: a page of another origin cannot
@@ -43,6 +40,12 @@ WILDCARDS = ("0.0.0.0", "::", "")
     help="Every request must carry it (open /?token=TOKEN once) [env EVENTCRAFT_CONSOLE_TOKEN].",
 )
 @click.option(
+    "--insecure-no-token",
+    is_flag=True,
+    help="Allow actions beyond loopback without --token: anyone who reaches the console "
+    "can act. Refused otherwise.",
+)
+@click.option(
     "--allow-host",
     "allowed_hosts",
     multiple=True,
@@ -62,21 +65,37 @@ def console(
     port: int,
     allow_actions: bool,
     token: str | None,
+    insecure_no_token: bool,
     allowed_hosts: tuple[str, ...],
     metrics: bool,
 ) -> None:
     """Serve the web console: the log, streams, events, projections and sagas.
 
     It answers only requests for the loopback names and the --host it binds, on its
-    port, and the names given with --allow-host."""
+    port, and the names given with --allow-host. Actions beyond loopback need --token
+    (or --insecure-no-token)."""
     try:
         import uvicorn
 
         from ..console import create_app
+        from ..console.security import loopback
     except ImportError as error:
         raise InputError(
             f"the console needs its extra: pip install 'eventcraft[console]' ({error})"
         ) from error
+    reached = [name for name in (host, *allowed_hosts) if not loopback(_name_of(name))]
+    if allow_actions and not token and reached:
+        if not insecure_no_token:
+            # A direct client sends a loopback Host and reads the CSRF token off the page:
+            # only the token tells an operator from anyone else who reaches the address.
+            raise InputError(
+                f"--allow-actions on {reached[0]}, which other machines can reach, needs "
+                "--token (or EVENTCRAFT_CONSOLE_TOKEN); --insecure-no-token lets anyone act"
+            )
+        click.echo(
+            "warning: anyone who reaches it can act (--allow-actions with --insecure-no-token)",
+            err=True,
+        )
     found = shell()
     store = found.store()
     from ..app import App
@@ -102,6 +121,7 @@ def console(
         token=token,
         metrics=metrics,
         hosts=answered(host, port, allowed_hosts),
+        insecure_no_token=insecure_no_token,
     )
     mode = "actions allowed" if allow_actions else "read-only"
     shown = f"[{host}]" if ":" in host else host
@@ -130,11 +150,8 @@ def answered(host: str, port: int, allowed: tuple[str, ...]) -> list[str]:
     ]
 
 
-def loopback(host: str) -> bool:
-    """Whether only this machine can reach `host`."""
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+def _name_of(host: str) -> str:
+    """The name of `--host ADDRESS` or `--allow-host NAME[:PORT]`, without the port."""
+    if host.startswith("[") or host.count(":") != 1:
+        return host.partition("]")[0].strip("[")  # an IPv6 address, bracketed or not
+    return host.partition(":")[0]

@@ -49,6 +49,7 @@ def create_app(
     token: str | None = None,
     metrics: bool = False,
     hosts: Iterable[str] | None = None,
+    insecure_no_token: bool = False,
 ) -> Starlette:
     """The console for `store` (an open store, or a URL it opens and closes with the
     app's lifespan) and the App whose projections and sagas it shows.
@@ -60,10 +61,21 @@ def create_app(
     any other Host is answered 400, and an action's Origin must be one of them. A
     service that serves it by other names lists them all, loopback ones included
     if wanted: the default guards a mounted console against DNS rebinding.
+
+    Actions on a console answering any name beyond loopback need `token`: without
+    one, anyone who reaches it (sending a name it answers as the Host) could act,
+    and `InputError` says so, unless `insecure_no_token` is given.
     """
     if token is not None and not token:
         raise InputError("a console token must not be empty")
     names = HostNames(LOOPBACK if hosts is None else hosts)
+    beyond = names.beyond_loopback()
+    if allow_actions and not token and beyond and not insecure_no_token:
+        raise InputError(
+            f"a console that allows actions and answers {beyond[0]!r}, a name beyond "
+            "loopback, needs a token: give token=..., or insecure_no_token=True to let "
+            "anyone who reaches it act"
+        )
     service = app if app is not None else App()
     owned = isinstance(store, str)
     opened = open_store(store) if isinstance(store, str) else store

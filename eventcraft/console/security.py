@@ -16,6 +16,7 @@ another origin cannot read it, so it cannot forge the POST.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 from collections.abc import Iterable
 from urllib.parse import urlencode, urlsplit
 
@@ -31,6 +32,20 @@ LOOPBACK = ("localhost", "127.0.0.1", "[::1]")
 """The names a console answers for, on any port, when it is given none: this machine's
 own, which a page of another origin cannot send as its Host (`eventcraft console`
 starts from the same ones, on its port)."""
+
+
+LOOPBACK_NAMES = ("localhost", "ip6-localhost")
+"""Names of this machine alone, beside the loopback addresses."""
+
+
+def loopback(host: str) -> bool:
+    """Whether only this machine can reach `host` (an address or a name, no port)."""
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 class Refused(Exception):
@@ -50,6 +65,10 @@ class HostNames:
         self.names = [_name_and_port(name) for name in given]
         if not self.names or any(not name for name, _ in self.names):
             raise InputError(f"a console's host names must not be empty: {given!r}")
+
+    def beyond_loopback(self) -> list[str]:
+        """Those of the names that other machines can reach the console by."""
+        return [name for name, _ in self.names if not loopback(name)]
 
     def allow(self, netloc: str) -> bool:
         """Whether `netloc` (a Host header, or an origin's `host[:port]`) is one of them."""

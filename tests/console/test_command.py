@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from eventcraft.cli.console_commands import loopback
+from eventcraft.console.security import loopback
 
 from ..cli.conftest import Run
 from .conftest import APP, free_port, serving
