@@ -5,7 +5,6 @@ re-checks the state the operator confirmed before it acts."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
 
 from starlette.datastructures import FormData
 from starlette.requests import Request
@@ -74,9 +73,9 @@ def unchanged(seen: object, now: object, what: str) -> None:
 
 
 def done(request: Request, location: str, message: str) -> RedirectResponse:
-    """Back to the page the action concerns, saying what was done."""
+    """Back to the page the action concerns, saying what was done (signed: pages show
+    no message the console did not sign)."""
     separator = "&" if "?" in location else "?"
     root = request.scope.get("root_path", "")
-    return RedirectResponse(
-        f"{root}{location}{separator}{urlencode({'message': message})}", status_code=303
-    )
+    signed = console_of(request).flash.query(message)
+    return RedirectResponse(f"{root}{location}{separator}{signed}", status_code=303)

@@ -218,8 +218,10 @@ def _stream_id(request: Request) -> str:
 
 
 def _kept(request: Request, dropped: str) -> list[tuple[str, str]]:
-    """The query's parameters but `dropped`, for links to the next page."""
-    return [(k, v) for k, v in request.query_params.multi_items() if k != dropped and v]
+    """The query's parameters but `dropped` and the status line, for links to the next
+    page."""
+    gone = (dropped, "message", "signed")
+    return [(k, v) for k, v in request.query_params.multi_items() if k not in gone and v]
 
 
 def _file_name(text: str) -> str:

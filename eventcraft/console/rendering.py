@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -18,6 +19,7 @@ from eventcraft.eventstore import EventStore
 
 from ..app import App
 from ..operations import overview
+from .flash import Flash
 from .jobs import Rebuilds
 from .security import HostNames
 
@@ -43,6 +45,8 @@ class Console:
     hosts: HostNames | None = None
     """The host names it answers for; None when the service it is mounted in decides."""
     rebuilds: Rebuilds = field(default_factory=Rebuilds)
+    flash: Flash = field(default_factory=Flash)
+    """Signs the status line an action leaves, which pages show only signed."""
 
 
 def pretty(value: Any) -> str:
@@ -54,6 +58,13 @@ def when(value: datetime | None) -> str:
     return "" if value is None else value.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
+def segment(value: object) -> str:
+    """`value` as one segment of a link's path: every character but letters, digits and
+    `-_.~` percent-encoded, `/` too (Jinja's `urlencode` keeps it, and `..` with it
+    leads elsewhere)."""
+    return quote(str(value), safe="")
+
+
 def _environment() -> Environment:
     environment = Environment(
         loader=PackageLoader("eventcraft.console", "templates"),
@@ -63,6 +74,7 @@ def _environment() -> Environment:
     )
     environment.filters["pretty"] = pretty
     environment.filters["when"] = when
+    environment.filters["segment"] = segment
     return environment
 
 
@@ -88,7 +100,7 @@ def page(
             "navigation": NAVIGATION,
             "badges": overview.badges(console.store, console.app) if badges else None,
             "version": __version__,
-            "message": request.query_params.get("message"),
+            "message": console.flash.said(request.query_params),
             **context,
         },
         status_code=status_code,
