@@ -325,7 +325,7 @@ def bench_http_intake(count: int, clients: int) -> float:
                     "POST",
                     "/orders",
                     body=f'{{"n": {n}, "sku": "A-1"}}'.encode(),
-                    headers={"Idempotency-Key": f"m-{n}"},
+                    headers={"Idempotency-Key": f"m-{n}", "Content-Type": "application/json"},
                 )
                 response = connection.getresponse()
                 response.read()

@@ -12,16 +12,18 @@ from typing import TYPE_CHECKING, Any
 from .errors import (
     BrokerUnavailable,
     FailedMessageNotFound,
+    Forbidden,
     InvalidMessage,
     MessageDiscarded,
     MessageIdConflict,
     MessageRefused,
     MessagingConfigError,
     MessagingError,
+    Unauthenticated,
 )
 from .failed import DATA_SUBJECTS_HEADER, FailedMessage
 from .inbox import Inbox, Mapped
-from .intake import HttpIntake
+from .intake import Authenticate, HttpIntake
 from .messages import TAGS_HEADER, IncomingMessage, OutgoingMessage, event_id_for
 from .publisher import Publisher
 from .relay import Relay, RelayStatus
@@ -54,10 +56,12 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "DATA_SUBJECTS_HEADER",
     "TAGS_HEADER",
+    "Authenticate",
     "BrokerUnavailable",
     "Delivery",
     "FailedMessage",
     "FailedMessageNotFound",
+    "Forbidden",
     "HttpIntake",
     "Inbox",
     "IncomingMessage",
@@ -77,5 +81,6 @@ __all__ = [
     "Relay",
     "RelayStatus",
     "Source",
+    "Unauthenticated",
     "event_id_for",
 ]

@@ -9,6 +9,8 @@
     ├── MessageIdConflict (ValueError)        a used message id sent with another body
     ├── FailedMessageNotFound (LookupError)   no such message in an inbox's error store
     ├── MessageDiscarded                      a failed message settled already: discarded
+    ├── Unauthenticated (PermissionError)     an intake's hook: who sent it is not known (401)
+    ├── Forbidden (PermissionError)           an intake's hook: the sender may not send it (403)
     └── MessagingConfigError (ValueError)     a relay, inbox or intake set up wrongly
 
 The brokers' client errors (aio-pika's, nats-py's) are translated into these
@@ -19,6 +21,7 @@ reach a caller.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 
 class MessagingError(Exception):
@@ -95,6 +98,33 @@ class MessageDiscarded(MessagingError):
         self,
     ) -> tuple[type[MessageDiscarded], tuple[str, str, float, str | None]]:
         return (type(self), (self.inbox, self.message_id, self.discarded_at, self.reason))
+
+
+class Unauthenticated(MessagingError, PermissionError):
+    """Raised by an HTTP intake's `authenticate` hook: the request does not say who sent
+    it, or not credibly. The client gets 401 with `detail`, and `challenge` (such as
+    `Bearer realm="orders"`) in `WWW-Authenticate` when given."""
+
+    def __init__(self, detail: str, *, challenge: str | None = None) -> None:
+        self.detail = detail
+        self.challenge = challenge
+        super().__init__(detail)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_unauthenticated, (self.detail, self.challenge))
+
+
+def _unauthenticated(detail: str, challenge: str | None) -> Unauthenticated:
+    return Unauthenticated(detail, challenge=challenge)
+
+
+class Forbidden(MessagingError, PermissionError):
+    """Raised by an HTTP intake's `authenticate` hook: the sender is known and may not
+    send this. The client gets 403 with `detail`."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(detail)
 
 
 class MessagingConfigError(MessagingError, ValueError):

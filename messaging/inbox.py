@@ -1,7 +1,8 @@
 """The inbox: messages from a queue stored as events once each, acknowledged after commit.
 
 Each message becomes one event in the stream the user's mapping names, with
-an event id derived from the message id (`event_id_for`). The store keeps an
+an event id derived from the inbox's name and the message id (`event_id_for`):
+two inboxes taking the same id take two messages. The store keeps an
 append whose ids are stored already as a retry: it writes nothing and
 answers as the first time. So a broker's redelivery, a producer's retry
 and an inbox killed between its append and its ack all store the message
@@ -22,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -33,14 +35,15 @@ from eventcraft.eventstore import (
     AppendResult,
     EventStore,
     NewEvent,
+    RecordedEvent,
     StoreUnavailable,
 )
 from eventcraft.projections import Database
 
 from . import failed
-from .errors import BrokerUnavailable, InvalidMessage, MessagingConfigError
+from .errors import BrokerUnavailable, MessagingConfigError
 from .failed import FailedMessage
-from .messages import IncomingMessage, event_id_for
+from .messages import IncomingMessage, event_id_for, unscoped_event_id
 from .source import Source
 
 log = logging.getLogger("eventcraft.messaging")
@@ -85,6 +88,11 @@ class Inbox:
 
     Without a source it still takes messages handed to `take` (the HTTP
     intake does that) and keeps their error store.
+
+    Inboxes before 0.2 stored a message under an id of the message id alone; with
+    `unscoped_ids` (the default) a message is first looked for there, so a redelivery
+    or a retry of one stored then is not stored again. An inbox whose store holds no
+    such message can pass `unscoped_ids=False` and save that read per message.
     """
 
     def __init__(
@@ -97,6 +105,7 @@ class Inbox:
         database: Database | sa.Engine | str | None = None,
         batch_size: int = 100,
         max_backoff: float = 10.0,
+        unscoped_ids: bool = True,
     ) -> None:
         if not isinstance(name, str) or not name or len(name) > 100 or not name.isprintable():
             raise MessagingConfigError(f"an inbox name is 1-100 printable characters: {name!r}")
@@ -112,6 +121,7 @@ class Inbox:
         self.source = source
         self.batch_size = batch_size
         self.max_backoff = float(max_backoff)
+        self.unscoped_ids = bool(unscoped_ids)
         self.database = Database.of(database, store)
         self._owns_database = not isinstance(database, Database | sa.Engine)
         self.stored = 0
@@ -149,10 +159,14 @@ class Inbox:
         The event's metadata records the message id and the SHA-256 of its body,
         by which the HTTP intake tells a retry from a different message.
         """
-        event_id = event_id_for(message.message_id)
+        event_id = self.event_id(message.message_id)
+        earlier = self._stored_unscoped(message.message_id)
+        if earlier is not None:
+            self.stored += 1
+            return AppendResult(earlier.version, (earlier.position,))
         mapped = self.mapping(message)
         if not isinstance(mapped, Mapped):
-            raise InvalidMessage(
+            raise MessagingConfigError(
                 f"inbox {self.name!r}: the mapping returned {mapped!r}, not a Mapped"
             )
         metadata = {
@@ -164,6 +178,25 @@ class Inbox:
         result = self.store.append(mapped.stream_id, [event], ANY)
         self.stored += 1
         return result
+
+    def event_id(self, message_id: str) -> uuid.UUID:
+        """The id of the event this inbox stores the message `message_id` as."""
+        return event_id_for(self.name, message_id)
+
+    def stored_event(self, message_id: str) -> RecordedEvent | None:
+        """The event this inbox stored the message `message_id` as; None if not stored."""
+        found = self.store.read_event(self.event_id(message_id))
+        return found if found is not None else self._stored_unscoped(message_id)
+
+    def _stored_unscoped(self, message_id: str) -> RecordedEvent | None:
+        if not self.unscoped_ids:
+            return None
+        found = self.store.read_event(unscoped_event_id(message_id))
+        # Under a UUID message id may be any event of the store: only one an inbox
+        # stored for that very message id is the message.
+        if found is None or found.metadata.get("message_id") != message_id:
+            return None
+        return found
 
     # --- following a source ------------------------------------------------------
 

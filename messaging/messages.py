@@ -8,10 +8,11 @@ headers carry the stream, version, position, causation id, W3C
 when it has some) so a consumer can order, trace, de-duplicate and route
 without parsing the body.
 
-Incoming, the message id becomes the event id: a message id that is a UUID
-is used as it is, any other is turned into one by UUID-5 in a namespace of
-ours, so the same id always gives the same event id and a redelivery or a
-producer's retry is stored once.
+Incoming, the event id is derived from the inbox's name and the message id
+(UUID-5 in a namespace of ours), so the same id in the same inbox always gives
+the same event id and a redelivery or a producer's retry is stored once, while
+the same id taken by two inboxes is two messages. A message id, even a UUID,
+is never an event id as it is: a producer cannot name an event it did not send.
 """
 
 from __future__ import annotations
@@ -26,8 +27,11 @@ from eventcraft.eventstore import RecordedEvent, category_of
 
 from .errors import InvalidMessage
 
-MESSAGE_NAMESPACE = uuid.UUID("6f1c2b9e-4d0a-5b7e-9c3f-2a8d1e5b7c40")
-"""The namespace of UUID-5 event ids made from message ids that are not UUIDs."""
+INBOX_NAMESPACE = uuid.UUID("0b6e4c1d-8f3a-5e27-b9d4-61c7a2f05e83")
+"""The namespace of the UUID-5 event ids made from an inbox's name and a message id."""
+UNSCOPED_NAMESPACE = uuid.UUID("6f1c2b9e-4d0a-5b7e-9c3f-2a8d1e5b7c40")
+"""The namespace of the ids inboxes stored messages under before ids were scoped
+to an inbox: a message id that was not a UUID was hashed here, with nothing else."""
 MAX_MESSAGE_ID = 200
 TAGS_HEADER = "eventcraft-tags"
 """The header of an event's tags: a JSON array of strings; absent when it has none."""
@@ -101,10 +105,6 @@ class IncomingMessage:
             ) from None
 
     @property
-    def event_id(self) -> uuid.UUID:
-        return event_id_for(self.message_id)
-
-    @property
     def tags(self) -> tuple[str, ...]:
         """The tags a relay sent with the event (the `eventcraft-tags` header); none
         without the header. `InvalidMessage` if the header is not a JSON array of strings.
@@ -126,8 +126,8 @@ class IncomingMessage:
         return tuple(tags)
 
 
-def event_id_for(message_id: str) -> uuid.UUID:
-    """The event id a message id is stored under: itself if a UUID, else its UUID-5."""
+def check_message_id(message_id: str) -> str:
+    """`message_id` if it can be one: 1 to 200 printable characters; else `InvalidMessage`."""
     if not isinstance(message_id, str) or not message_id.strip():
         raise InvalidMessage(f"a message needs a non-empty message id, not {message_id!r}")
     if len(message_id) > MAX_MESSAGE_ID or not message_id.isprintable():
@@ -135,7 +135,24 @@ def event_id_for(message_id: str) -> uuid.UUID:
             f"a message id is at most {MAX_MESSAGE_ID} printable characters, "
             f"not {message_id[:MAX_MESSAGE_ID]!r}..."
         )
+    return message_id
+
+
+def event_id_for(inbox: str, message_id: str) -> uuid.UUID:
+    """The event id the inbox named `inbox` stores the message `message_id` under.
+
+    The same pair always gives the same id; another inbox, another id. Neither part
+    may hold a newline (names and ids are printable), so the pair is read one way only.
+    """
+    if not isinstance(inbox, str) or not inbox or not inbox.isprintable():
+        raise InvalidMessage(f"an inbox name is printable characters, not {inbox!r}")
+    return uuid.uuid5(INBOX_NAMESPACE, f"{inbox}\n{check_message_id(message_id)}")
+
+
+def unscoped_event_id(message_id: str) -> uuid.UUID:
+    """The id inboxes stored `message_id` under before ids were scoped to an inbox:
+    itself if a UUID, else its UUID-5 in `UNSCOPED_NAMESPACE`."""
     try:
-        return uuid.UUID(message_id)
+        return uuid.UUID(check_message_id(message_id))
     except ValueError:
-        return uuid.uuid5(MESSAGE_NAMESPACE, message_id)
+        return uuid.uuid5(UNSCOPED_NAMESPACE, message_id)

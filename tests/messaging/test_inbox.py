@@ -42,7 +42,7 @@ def test_messages_delivered_many_times_are_stored_once(producer: Producer, sqlit
         ids = stored_ids(store)
         events = list(store.read_all())
     assert sorted(ids) == sorted(m for m, _ in sent)
-    assert all(e.id == event_id_for(e.metadata["message_id"]) for e in events)
+    assert all(e.id == event_id_for("orders-in", e.metadata["message_id"]) for e in events)
     # Each order's stream holds its messages in the order they were sent.
     for stream in {e.stream_id for e in events}:
         ns = [e.data["n"] for e in events if e.stream_id == stream]

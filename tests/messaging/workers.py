@@ -91,7 +91,7 @@ def take_in_until_killed(store_url: str, spec: str, trap: str | None, marker: st
     store = TrappedStore.open(store_url)
     assert isinstance(store, TrappedStore)
     if trap is not None:
-        store.trap = event_id_for(trap)
+        store.trap = event_id_for("orders-in", trap)
         store.marker = Path(marker)
     with Inbox("orders-in", store, order_received, make_source(spec), batch_size=10) as inbox:
         inbox.run()
