@@ -70,8 +70,8 @@ class HttpIntake:
     """An ASGI application storing each POSTed message through `inbox`, once by its key.
 
     `content_types`: the media types taken (parameters such as `charset` aside),
-    any other is refused with 415; None takes any, or none. `authenticate`: called
-    with the Starlette `Request` (method, path, headers, client; not the body) before
+    any other is refused with 415; None takes any content type, or none. `authenticate`:
+    called with the Starlette `Request` (method, path, headers, client; not the body) before
     anything is read or stored, on every request, retries too; sync hooks run in a
     worker thread, async ones on the loop. Returning None or True lets the request
     in; False refuses it (401); raising `Unauthenticated` (401, with its challenge
