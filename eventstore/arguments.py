@@ -28,7 +28,13 @@ from .encoding import (
     check_name,
     check_position,
 )
-from .errors import EventStoreError, InvalidEvent, StoreUnavailable, UnsupportedStoreURL
+from .errors import (
+    EventStoreError,
+    InvalidEvent,
+    StorePermissionDenied,
+    StoreUnavailable,
+    UnsupportedStoreURL,
+)
 from .events import ExpectedVersion, NewEvent, StreamState, category_of
 from .query import AppendCondition, Query, checked_query
 from .snapshot import PreparedSnapshot, prepare_snapshot
@@ -290,8 +296,8 @@ def opening(url: str) -> Iterator[None]:
     `StoreUnavailable` naming `url` (its password masked); bad input as it was."""
     try:
         yield
-    except (InvalidEvent, UnsupportedStoreURL):
-        raise
+    except (InvalidEvent, UnsupportedStoreURL, StorePermissionDenied):
+        raise  # a refused privilege is no outage: it names what the role lacks
     except (EventStoreError, OSError) as error:
         raised = unavailable(url, error)
         raise raised from raised.__cause__

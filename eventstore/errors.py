@@ -12,6 +12,7 @@
     ├── StreamTombstoned            the stream was deleted for ever: no append is taken
     ├── StreamFull                  the append would take a stream past the most versions it holds
     ├── RetentionBusy               another retention run holds the store's lock
+    ├── StorePermissionDenied (PermissionError)  the store's role lacks a privilege the call needs
     └── StoreUnavailable (ConnectionError)  the database could not be reached
         ├── PoolExhausted                   no pooled connection came free in time
         └── AppendOutcomeUnknown            the connection broke after an append was sent
@@ -116,6 +117,29 @@ class UnreadablePersonalData(EventStoreError):
 
     def __reduce__(self) -> tuple[type[UnreadablePersonalData], tuple[str, str, str]]:
         return (type(self), (self.where, self.key_id, self.reason))
+
+
+class StorePermissionDenied(EventStoreError, PermissionError):
+    """The database refused the store's role a privilege the call needs.
+
+    Not an outage: the database was reached, and the same call fails the same way until
+    the role is granted the privilege (or the call made with a role that has it). A
+    read-only role (USAGE on the schema, SELECT on its tables) opens a store and reads
+    it; its appends end here, naming what they lack.
+    """
+
+    def __init__(self, role: str, lacking: str, detail: str) -> None:
+        self.role = role
+        """The role the database refused."""
+        self.lacking = lacking
+        """What it lacks: a privilege on an object ("INSERT on table app.eventcraft_events"),
+        or the database's own words when no single privilege is known."""
+        self.detail = detail
+        """What needed it, and what to do."""
+        super().__init__(f"permission denied: the role {role!r} lacks {lacking} ({detail})")
+
+    def __reduce__(self) -> tuple[type[StorePermissionDenied], tuple[str, str, str]]:
+        return (type(self), (self.role, self.lacking, self.detail))
 
 
 class StoreUnavailable(EventStoreError, ConnectionError):

@@ -24,6 +24,7 @@ from ..errors import EventStoreError, StoreUnavailable
 from ..events import AppendResult
 from ..grouping import GroupCommit, interrupted_append
 from ..idempotency import StoredId
+from . import privileges
 from . import statements as sql
 from .connections import ConnectionPool
 from .group import (
@@ -117,7 +118,9 @@ class Appends:
         except psycopg.OperationalError as error:
             broken = error
         except psycopg.Error as error:
-            return [_failure(sql.store_error(error), error)] * len(members)
+            return [
+                _failure(privileges.translated(self._pool, error, privileges.APPENDING), error)
+            ] * len(members)
         try:
             return self._pool.run(attempt, since)
         except (psycopg.OperationalError, StoreUnavailable) as again:
@@ -126,7 +129,9 @@ class Appends:
                 for member in members
             ]
         except psycopg.Error as error:
-            return [_failure(sql.store_error(error), error)] * len(members)
+            return [
+                _failure(privileges.translated(self._pool, error, privileges.APPENDING), error)
+            ] * len(members)
 
     def _settle(
         self, conn: psycopg.Connection[Any], member: Member, answer: Answer
@@ -214,13 +219,16 @@ class Appends:
         except psycopg.OperationalError as error:
             broken = error
         except psycopg.Error as error:
-            raise sql.store_error(error) from error
+            raise self._translated(error) from error
         try:
             return self._pool.run(attempt, since)
         except (psycopg.OperationalError, StoreUnavailable) as again:
             raise sql.outcome_unknown(stream_id, broken, again) from broken
         except psycopg.Error as error:
-            raise sql.store_error(error) from error
+            raise self._translated(error) from error
+
+    def _translated(self, error: psycopg.Error) -> EventStoreError:
+        return privileges.translated(self._pool, error, privileges.APPENDING)
 
 
 def _member_json(member: Member) -> bytes:

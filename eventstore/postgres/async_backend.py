@@ -49,7 +49,7 @@ from ..log_status import LogStatus
 from ..paging import paged_async
 from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
-from . import copy_out
+from . import copy_out, privileges
 from . import query_reads as reads
 from . import statements as sql
 from .async_appends import AppendQueue
@@ -355,7 +355,7 @@ class AsyncPostgresBackend(AsyncBackend):
             row = await (await conn.execute(sql.SAVE_SNAPSHOT, params)).fetchone()
             return int(row[0]) if row else 0
 
-        actual = await self._with_connection(save)
+        actual = await self._with_connection(save, privileges.SNAPSHOTTING)
         if snapshot.version > actual:
             raise beyond_the_stream(snapshot.stream_id, snapshot.version, actual)
 
@@ -393,7 +393,7 @@ class AsyncPostgresBackend(AsyncBackend):
                 raise refused from error
             return deletion_postgres.deletion(row)
 
-        deleted = await self._with_connection(delete)
+        deleted = await self._with_connection(delete, privileges.DELETING)
         assert deleted is not None
         return deleted
 
@@ -449,16 +449,19 @@ class AsyncPostgresBackend(AsyncBackend):
         except psycopg.OperationalError as error:
             broken = error
         except psycopg.Error as error:
-            raise sql.store_error(error) from error
+            raise await self._translated(error, privileges.APPENDING) from error
         try:
             return await attempt()
         except (psycopg.OperationalError, StoreUnavailable) as again:
             raise sql.outcome_unknown(stream_id, broken, again) from broken
         except psycopg.Error as error:
-            raise sql.store_error(error) from error
+            raise await self._translated(error, privileges.APPENDING) from error
 
-    async def _with_connection(self, call: Callable[[Conn], Awaitable[T]]) -> T:
-        """`call` on a pooled connection; once more on another if the first broke."""
+    async def _with_connection(
+        self, call: Callable[[Conn], Awaitable[T]], use: privileges.Use = privileges.READING
+    ) -> T:
+        """`call`, a `use` of the store, on a pooled connection; once more on another if
+        the first broke."""
         for attempt in (1, 2):
             try:
                 return await self._run(call)
@@ -466,8 +469,15 @@ class AsyncPostgresBackend(AsyncBackend):
                 if attempt == 2:
                     raise StoreUnavailable(f"PostgreSQL event store: {error}") from error
             except psycopg.Error as error:
-                raise sql.store_error(error) from error
+                raise await self._translated(error, use) from error
         raise AssertionError("unreachable")
+
+    async def _translated(self, error: psycopg.Error, use: privileges.Use) -> EventStoreError:
+        """`privileges.translated`: a refused privilege looked up (in a thread, on a
+        connection of its own); any other error at once."""
+        if not isinstance(error, psycopg.errors.InsufficientPrivilege):
+            return sql.store_error(error)
+        return await asyncio.to_thread(privileges.translated_alone, self.target, error, use)
 
     async def _run(self, call: Callable[[Conn], Awaitable[T]]) -> T:
         return await self._pool.run(call)

@@ -39,7 +39,7 @@ from ..paging import paged
 from ..port import Backend
 from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
-from . import copy_out
+from . import copy_out, privileges
 from . import query_reads as reads
 from . import statements as sql
 from .appends import Appends
@@ -59,54 +59,87 @@ R = TypeVar("R")
 
 def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> None:
     """Create the store's tables and functions in `schema_name` (None: the search path)
-    where missing, and bring an older layout up to date."""
-    with conn.transaction():
-        # Processes opening the same new store at once must not race on the DDL.
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"eventcraft:{schema_name}",))
-        if schema_name is not None:
-            conn.execute(
-                psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
-                    psycopg.sql.Identifier(schema_name)
+    where missing, and bring an older layout up to date.
+
+    A store already at this release's layout is only looked at, in the catalog: a role
+    that may not create anything (one that only reads) opens it. A role that may not
+    make what is missing gets `StorePermissionDenied` naming the privilege.
+    """
+    try:
+        if _schema_exists(conn, schema_name) and not schema.ddl("postgresql", _existing(conn)):
+            return
+        with conn.transaction():
+            # Processes opening the same new store at once must not race on the DDL.
+            lock = "SELECT pg_advisory_xact_lock(hashtext(%s))"
+            conn.execute(lock, (f"eventcraft:{schema_name}",))
+            if not _schema_exists(conn, schema_name):
+                # Not IF NOT EXISTS alone: that asks for CREATE on the database even when
+                # the schema is there, which the schema's owner need not have.
+                conn.execute(
+                    psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
+                        psycopg.sql.Identifier(str(schema_name))
+                    )
                 )
-            )
-        existing = frozenset(
-            row[0]
-            for row in conn.execute(
-                "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(t) IS NOT NULL "
-                "UNION ALL SELECT %s FROM pg_attribute WHERE attrelid = to_regclass(%s) "
-                "AND attname = 'version' AND NOT attisdropped "
-                "UNION ALL SELECT %s FROM pg_proc WHERE oid = "
-                "to_regprocedure('eventcraft_append(text, text, bigint, text)') "
-                "AND prosrc LIKE ALL(%s) "
-                "UNION ALL SELECT %s FROM pg_proc WHERE oid = to_regprocedure(%s) "
-                "AND prosrc LIKE %s "
-                "UNION ALL SELECT %s FROM pg_attribute WHERE attrelid = to_regclass(%s) "
-                "AND attname = 'tags' AND NOT attisdropped "
-                "UNION ALL SELECT %s FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang "
-                "WHERE p.oid = to_regprocedure('eventcraft_stream_version(text)') "
-                "AND l.lanname = 'plpgsql' "
-                "UNION ALL SELECT %s FROM pg_proc WHERE oid = "
-                "to_regprocedure('eventcraft_query_positions(jsonb, bigint, bigint, bigint)') "
-                "AND prosrc LIKE %s",
-                (
-                    [*sorted(schema.TABLES), *keyed_indexes.INDEXES, schema.STREAMS_CATEGORY_INDEX],
-                    schema.EARLIER_LAYOUT,
-                    schema.STREAMS,
-                    schema.APPEND_IS_CURRENT,
-                    [f"%{mark}%" for mark in schema.APPEND_CURRENT_MARKS],
-                    schema.APPEND_GROUP,
-                    schema.APPEND_GROUP_SIGNATURE,
-                    f"%{schema.APPEND_GROUP_MARK}%",
-                    schema.TAGGED,
-                    schema.EVENTS,
-                    schema.PLANS_KEPT,
-                    schema.QUERY_IN_ONE,
-                    f"%{schema_tags.LATERAL_MARK}%",
-                ),
-            )
+            for statement in schema.ddl("postgresql", _existing(conn)):
+                conn.execute(statement.encode())
+    except (psycopg.errors.InsufficientPrivilege, psycopg.errors.InvalidSchemaName) as error:
+        # InvalidSchemaName: a schema the role may not use is not in its search path.
+        try:
+            refused = privileges.opening_denied(conn, error, schema_name)
+        except psycopg.Error:
+            refused = privileges.undiagnosed(conn.info.user, error, "opening the store")
+        if refused is None:
+            raise
+        raise refused from error
+
+
+def _schema_exists(conn: psycopg.Connection[Any], schema_name: str | None) -> bool:
+    if schema_name is None:
+        return True
+    row = conn.execute("SELECT FROM pg_namespace WHERE nspname = %s", (schema_name,)).fetchone()
+    return row is not None
+
+
+def _existing(conn: psycopg.Connection[Any]) -> frozenset[str]:
+    """What the database holds of the store's layout, as `schema.ddl` takes it: catalog
+    lookups, which need no privilege (a table in a schema the role may not use is not
+    found)."""
+    return frozenset(
+        row[0]
+        for row in conn.execute(
+            "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(t) IS NOT NULL "
+            "UNION ALL SELECT %s FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+            "AND attname = 'version' AND NOT attisdropped "
+            "UNION ALL SELECT %s FROM pg_proc WHERE oid = "
+            "to_regprocedure('eventcraft_append(text, text, bigint, text)') "
+            "AND prosrc LIKE ALL(%s) "
+            "UNION ALL SELECT %s FROM pg_proc WHERE oid = to_regprocedure(%s) "
+            "AND prosrc LIKE %s "
+            "UNION ALL SELECT %s FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+            "AND attname = 'tags' AND NOT attisdropped "
+            "UNION ALL SELECT %s FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang "
+            "WHERE p.oid = to_regprocedure('eventcraft_stream_version(text)') "
+            "AND l.lanname = 'plpgsql' "
+            "UNION ALL SELECT %s FROM pg_proc WHERE oid = "
+            "to_regprocedure('eventcraft_query_positions(jsonb, bigint, bigint, bigint)') "
+            "AND prosrc LIKE %s",
+            (
+                [*sorted(schema.TABLES), *keyed_indexes.INDEXES, schema.STREAMS_CATEGORY_INDEX],
+                schema.EARLIER_LAYOUT,
+                schema.STREAMS,
+                schema.APPEND_IS_CURRENT,
+                [f"%{mark}%" for mark in schema.APPEND_CURRENT_MARKS],
+                schema.APPEND_GROUP,
+                schema.APPEND_GROUP_SIGNATURE,
+                f"%{schema.APPEND_GROUP_MARK}%",
+                schema.TAGGED,
+                schema.EVENTS,
+                schema.PLANS_KEPT,
+                schema.QUERY_IN_ONE,
+                f"%{schema_tags.LATERAL_MARK}%",
+            ),
         )
-        for statement in schema.ddl("postgresql", existing):
-            conn.execute(statement.encode())
+    )
 
 
 class PostgresBackend(Backend):
@@ -276,7 +309,7 @@ class PostgresBackend(Backend):
             row = conn.execute(sql.SAVE_SNAPSHOT, params).fetchone()
             return int(row[0]) if row else 0
 
-        actual = self._with_connection(save)
+        actual = self._with_connection(save, privileges.SNAPSHOTTING)
         if snapshot.version > actual:
             raise beyond_the_stream(snapshot.stream_id, snapshot.version, actual)
 
@@ -313,7 +346,7 @@ class PostgresBackend(Backend):
                 raise refused from error
             return deletion_postgres.deletion(row)
 
-        deleted = self._with_connection(delete)
+        deleted = self._with_connection(delete, privileges.DELETING)
         assert deleted is not None
         return deleted
 
@@ -362,8 +395,13 @@ class PostgresBackend(Backend):
 
         return paged(fetch, start, next_start, limit, PAGE)
 
-    def _with_connection(self, call: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """Run `call` on a pooled connection; once more on a new one if the first broke.
+    def _with_connection(
+        self,
+        call: Callable[[psycopg.Connection[Any]], T],
+        use: privileges.Use = privileges.READING,
+    ) -> T:
+        """Run `call`, a `use` of the store, on a pooled connection; once more on a new one
+        if the first broke.
 
         Every call made through here is safe to repeat: reads, and appends,
         which recognise their own retry.
@@ -375,7 +413,7 @@ class PostgresBackend(Backend):
                 if attempt == 2:
                     raise StoreUnavailable(f"PostgreSQL event store: {error}") from error
             except psycopg.Error as error:
-                raise sql.store_error(error) from error
+                raise privileges.translated(self._pool, error, use) from error
         raise AssertionError("unreachable")
 
 

@@ -1,0 +1,29 @@
+-- The roles of a PostgreSQL event store, least privilege (README, "Roles and privileges").
+-- Run as a superuser or the database's owner, once the three roles exist:
+--
+--   psql -v schema=app -v migrator=app_migrator -v writer=app_writer -v reader=app_reader \
+--        -f examples/postgres_roles.sql
+--
+-- first before the store's first open (part 1 alone is enough then), and again after it,
+-- and after each upgrade. tests/eventstore/test_privileges.py runs this file as it is.
+
+-- Part 1. The migration role owns the store's schema. Its first open creates the store's
+-- tables there; a later release's first open brings them up to date. Run the deployment's
+-- migration step (any open of the store, e.g. `eventcraft --store URL stats`) as it.
+CREATE SCHEMA IF NOT EXISTS :"schema" AUTHORIZATION :"migrator";
+GRANT USAGE ON SCHEMA :"schema" TO :"writer", :"reader";
+-- Reading: every table the migration role makes, now or in a later release.
+ALTER DEFAULT PRIVILEGES FOR ROLE :"migrator" IN SCHEMA :"schema"
+    GRANT SELECT ON TABLES TO :"writer", :"reader";
+
+-- Part 2, once the store's tables exist (after the migration role's open).
+GRANT SELECT ON ALL TABLES IN SCHEMA :"schema" TO :"writer", :"reader";
+-- The application's role: appends, snapshots, stream deletions; its open creates nothing.
+GRANT INSERT ON :"schema".eventcraft_events, :"schema".eventcraft_tags,
+    :"schema".eventcraft_streams TO :"writer";
+GRANT USAGE ON SEQUENCE :"schema".eventcraft_position_seq TO :"writer";
+GRANT INSERT, UPDATE ON :"schema".eventcraft_snapshots, :"schema".eventcraft_deleted_streams
+    TO :"writer";
+-- The reader has no more: the console and the command line's read commands (log, show,
+-- event, streams, stats, trace, export, verify) work with it, and an append is refused
+-- as StorePermissionDenied naming the privilege it lacks.

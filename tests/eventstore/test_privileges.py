@@ -1,0 +1,148 @@
+"""A PostgreSQL store served to roles of least privilege: a read-only role opens and reads it,
+an application role writes without creating anything, and a privilege a call lacks is
+`StorePermissionDenied` naming it, never an outage (`StoreUnavailable`)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from eventcraft.eventstore import (
+    NO_STREAM,
+    AppendCondition,
+    AsyncEventStore,
+    EventStore,
+    NewEvent,
+    Query,
+    QueryItem,
+    StorePermissionDenied,
+    StoreUnavailable,
+)
+from psycopg import sql
+
+from ..conftest import PG_URL
+from ..roles import StoreRoles, schema_of, store_roles
+
+
+def placed(n: int) -> NewEvent:
+    return NewEvent("OrderPlaced", {"n": n}, tags=[f"order:{n}"])
+
+
+@pytest.fixture
+def roles(pg_url: str) -> Iterator[StoreRoles]:
+    """The README's three roles for a store the migration role made, holding two events of
+    `order-1` and a snapshot."""
+    with store_roles(schema_of(pg_url)) as made:
+        with EventStore.open(made.url(made.migrator)) as store:
+            store.append("order-1", [placed(1), placed(2)], NO_STREAM)
+            store.save_snapshot("order-1", version=2, type="Order", data={"n": 2})
+        yield made
+
+
+def test_a_role_with_only_usage_and_select_opens_the_store_and_reads_it(
+    roles: StoreRoles,
+) -> None:
+    """It was refused at the open, as an outage: 'cannot open the event store ...
+    permission denied for database test' (every open ran CREATE SCHEMA IF NOT EXISTS)."""
+    with EventStore.open(roles.url(roles.reader)) as store:
+        assert [e.data["n"] for e in store.read_stream("order-1")] == [1, 2]
+        assert [e.position for e in store.read_all()] == [1, 2]
+        assert store.read_event(next(store.read_all()).id) is not None
+        assert store.stream_version("order-1") == 2
+        assert [s.stream_id for s in store.list_streams()] == ["order-1"]
+        assert store.high_water_mark() == 2 and store.log_status().head == 2
+        found = store.read_query(Query([QueryItem(tags=["order:2"])]))
+        assert [e.data["n"] for e in found.events] == [2]
+        snapshot = store.load_snapshot("order-1")
+        assert snapshot is not None and snapshot.version == 2
+        assert store.stream_deletion("order-1") is None
+
+
+def test_a_read_only_roles_async_store_opens_and_reads(roles: StoreRoles) -> None:
+    async def read() -> list[int]:
+        async with await AsyncEventStore.open(roles.url(roles.reader)) as store:
+            return [e.position async for e in store.read_all()]
+
+    assert asyncio.run(read()) == [1, 2]
+
+
+def test_a_read_only_roles_append_is_refused_naming_the_privilege(roles: StoreRoles) -> None:
+    with EventStore.open(roles.url(roles.reader)) as store:
+        with pytest.raises(StorePermissionDenied) as refused:
+            store.append("order-2", [placed(3)])
+        with pytest.raises(StorePermissionDenied, match="lacks INSERT, UPDATE on table"):
+            store.save_snapshot("order-1", version=2, type="Order", data={"n": 3})
+        assert store.high_water_mark() == 2
+    message = str(refused.value)
+    assert f"the role '{roles.reader}' lacks INSERT on table {roles.schema}." in message
+    assert "an append" in message
+    assert not isinstance(refused.value, StoreUnavailable)
+    assert isinstance(refused.value, PermissionError)
+    assert refused.value.role == roles.reader
+
+
+def test_a_read_only_roles_async_append_is_refused_naming_the_privilege(
+    roles: StoreRoles,
+) -> None:
+    async def append() -> None:
+        async with await AsyncEventStore.open(roles.url(roles.reader)) as store:
+            await store.append("order-2", [placed(3)])
+
+    with pytest.raises(StorePermissionDenied, match=r"lacks INSERT on table \w+\.eventcraft_"):
+        asyncio.run(append())
+
+
+def test_the_application_role_writes_without_creating_anything(roles: StoreRoles) -> None:
+    """What an application does with its store, under the README's grants and no more."""
+    with EventStore.open(roles.url(roles.writer)) as store:
+        store.append("order-1", [placed(3)], 2)
+        store.append_many(
+            [("order-2", [placed(4)], NO_STREAM), ("order-3", [placed(5)], NO_STREAM)]
+        )
+        condition = AppendCondition(Query([QueryItem(tags=["order:6"])]), after=None)
+        store.append("order-6", [placed(6)], condition=condition)
+        store.save_snapshot("order-1", version=3, type="Order", data={"n": 3})
+        store.delete_stream("order-3")
+        assert store.stream_version("order-1") == 3
+        assert [e.data["n"] for e in store.read_all()] == [1, 2, 3, 4, 5, 6]
+        assert store.stream_version("order-3") == 0
+
+
+def test_a_role_that_may_not_create_the_store_is_told_which_privilege_it_lacks(
+    roles: StoreRoles,
+) -> None:
+    """Opening a schema that does not exist yet creates it: the database's CREATE; one that
+    is there but empty, its tables: the schema's CREATE."""
+    missing = f"nothing_{uuid.uuid4().hex[:8]}"
+    with pytest.raises(StorePermissionDenied) as refused:
+        EventStore.open(roles.url(roles.writer, schema=missing))
+    database = psycopg.conninfo.conninfo_to_dict(PG_URL)["dbname"]
+    assert f"lacks CREATE on database {database}" in str(refused.value)
+    assert "opening creates the store's tables" in str(refused.value)
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(missing)))
+        conn.execute(
+            sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(
+                sql.Identifier(missing), sql.Identifier(roles.writer)
+            )
+        )
+    try:
+        with pytest.raises(StorePermissionDenied, match=f"lacks CREATE on schema {missing}"):
+            EventStore.open(roles.url(roles.writer, schema=missing))
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(missing)))
+
+
+def test_a_role_without_usage_on_the_schema_is_told_so(pg_url: str) -> None:
+    """Without USAGE the store's tables cannot be seen: not an empty schema to fill."""
+    with store_roles(schema_of(pg_url), granted=False) as roles:
+        EventStore.open(pg_url).close()
+        with pytest.raises(
+            StorePermissionDenied,
+            match=f"the role '{roles.reader}' lacks USAGE on schema {roles.schema}",
+        ):
+            EventStore.open(roles.url(roles.reader))
