@@ -224,10 +224,20 @@ def record(
 
 
 def listed(
-    connection: sa.Connection, inbox: str | None = None, *, discarded: bool = False
+    connection: sa.Connection,
+    inbox: str | None = None,
+    *,
+    discarded: bool = False,
+    after: tuple[str, float, str] | None = None,
+    limit: int | None = None,
 ) -> list[FailedMessage]:
-    """The messages waiting to be settled, or with `discarded` those discarded."""
-    query = sa.select(table).order_by(table.c.inbox, table.c.failed_at, table.c.message_id)
+    """The messages waiting to be settled, or with `discarded` those discarded, by inbox,
+    time and id; those after `after` (an inbox, a time and an id) alone, at most `limit`
+    (a page: the next one starts after the last message listed)."""
+    order = (table.c.inbox, table.c.failed_at, table.c.message_id)
+    query = sa.select(table).order_by(*order).limit(limit)
+    if after is not None:
+        query = query.where(sa.tuple_(*order) > sa.tuple_(*map(sa.literal, after)))
     settled = table.c.discarded_at.is_not(None) if discarded else table.c.discarded_at.is_(None)
     query = query.where(settled)
     if inbox is not None:

@@ -125,11 +125,18 @@ def remove_claimed(connection: sa.Connection, name: str, position: int, owner: s
     )
 
 
-def listed(connection: sa.Connection, name: str) -> list[ParkedEvent]:
-    rows = connection.execute(
-        sa.select(table).where(table.c.projection == name).order_by(table.c.position)
+def listed(
+    connection: sa.Connection, name: str, *, after: int = 0, limit: int | None = None
+) -> list[ParkedEvent]:
+    """The events parked by `name` after position `after`, in position order, at most
+    `limit` (a page: the next one starts after the last position listed)."""
+    query = (
+        sa.select(table)
+        .where(table.c.projection == name, table.c.position > after)
+        .order_by(table.c.position)
+        .limit(limit)
     )
-    return [ParkedEvent(*row) for row in rows]
+    return [ParkedEvent(*row) for row in connection.execute(query)]
 
 
 def find(connection: sa.Connection, name: str, position: int) -> ParkedEvent | None:

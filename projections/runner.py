@@ -333,10 +333,12 @@ class ProjectionRunner:
 
     # --- the error store -----------------------------------------------------------
 
-    def parked(self, name: str) -> list[ParkedEvent]:
+    def parked(self, name: str, *, after: int = 0, limit: int | None = None) -> list[ParkedEvent]:
+        """The events `name` parked after position `after`, in position order, at most
+        `limit`."""
         self._projector(name)
         with self.database.reading() as connection:
-            return parking.listed(connection, name)
+            return parking.listed(connection, name, after=after, limit=limit)
 
     def retry_parked(self, name: str, position: int) -> None:
         """Apply the parked event now (it raises if the handler still fails), then forget it.

@@ -21,17 +21,18 @@ from ..operations import log, newest, overview, projections
 from ..operations.documents import event_document, event_line
 from ..operations.errors import InputError
 from ..operations.log import LogFilter
-from ..operations.numbers import MAX_AFTER, MAX_INT, whole_number
+from ..operations.numbers import MAX_AFTER
+from .paging import NOT_KEPT, PAGE, link, number, page_size
 from .rendering import console_of, page
-
-PAGE = 50
-"""Events on a page of the log or of a stream."""
 
 TAIL = 200
 """Most events one poll of the live tail brings."""
 
 REACH = 50_000
 """Positions a Trace reached from an event searches on either side of it."""
+
+SCAN = 100_000
+"""Most events a page of a Trace reads: a correlation spread wider takes more pages."""
 
 
 def overview_page(request: Request) -> HTMLResponse:
@@ -44,7 +45,7 @@ def overview_page(request: Request) -> HTMLResponse:
 def log_page(request: Request) -> HTMLResponse:
     where = log_filter(request)
     before = number(request, "before")
-    limit = number(request, "limit") or PAGE
+    limit = page_size(request)
     found = newest.log_page(console_of(request).store, before=before, limit=limit, where=where)
     return page(
         request,
@@ -138,24 +139,34 @@ def event_download(request: Request) -> Response:
 
 
 def trace_page(request: Request) -> HTMLResponse:
-    """The correlation's events, searched for around `near` (a position) if given, else
-    in the whole log."""
+    """A page of the correlation's events, searched for around `near` (a position) if
+    given, else in the whole log, from `after` on: each page reads at most `SCAN` events."""
     correlation = request.query_params.get("correlation", "").strip()
     if not correlation:
         raise InputError("a trace needs a correlation id: ?correlation=ID")
     store = console_of(request).store
     near = number(request, "near")
-    after, before = 0, None
+    start, before = 0, None
     if near is not None:
-        after, before = max(near - REACH, 0), min(near + REACH, store.high_water_mark()) + 1
-    roots = log.trace(store, correlation, after=after, before=before)
+        start, before = max(near - REACH, 0), min(near + REACH, store.high_water_mark()) + 1
+    after = number(request, "after", least=0, most=MAX_AFTER)
+    found = log.trace_page(
+        store,
+        correlation,
+        after=start if after is None else max(after, start),
+        before=before,
+        limit=page_size(request),
+        budget=SCAN,
+    )
     return page(
         request,
         "trace.html",
         active="Log",
         correlation=correlation,
-        roots=roots,
-        searched=None if before is None else (after + 1, before - 1),
+        found=found,
+        searched=None if before is None else (start + 1, before - 1),
+        first=link(request, after=None) if after is not None else None,
+        next=None if found.next_after is None else link(request, after=found.next_after),
     )
 
 
@@ -188,13 +199,6 @@ def log_filter(request: Request) -> LogFilter:
     )
 
 
-def number(request: Request, name: str, *, least: int = 1, most: int = MAX_INT) -> int | None:
-    """The query parameter `name` as a whole number from `least` to `most`, None if absent
-    or empty."""
-    text = request.query_params.get(name, "").strip()
-    return whole_number(text, name, least=least, most=most) if text else None
-
-
 def _names(text: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in text.split(",") if name.strip())
 
@@ -220,7 +224,7 @@ def _stream_id(request: Request) -> str:
 def _kept(request: Request, dropped: str) -> list[tuple[str, str]]:
     """The query's parameters but `dropped` and the status line, for links to the next
     page."""
-    gone = (dropped, "message", "signed")
+    gone = (dropped, *NOT_KEPT)
     return [(k, v) for k, v in request.query_params.multi_items() if k not in gone and v]
 
 

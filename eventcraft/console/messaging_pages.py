@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import ImmutableMultiDict
 from starlette.requests import Request
@@ -15,6 +16,7 @@ from starlette.routing import Route
 from ..operations import messaging as operations
 from ..operations.errors import InputError, NotFound
 from .actions import checked_form, confirmation, done, unchanged
+from .paging import link, page_size
 from .rendering import console_of, page
 
 ACTIONS = {
@@ -32,15 +34,37 @@ def messaging_page(request: Request) -> HTMLResponse:
     listed = request.query_params.get("failed") or "waiting"
     if listed not in LISTS:
         raise InputError(f"no list of failed messages {listed!r} (there are: {', '.join(LISTS)})")
+    after = _cursor(request.query_params.get("after"))
+    found = operations.failed_page(
+        console.store, discarded=listed == "discarded", after=after, limit=page_size(request)
+    )
+    following = found.next_after
     return page(
         request,
         "messaging.html",
         active="Messaging",
         relays=operations.relays(console.store),
-        failed=operations.failed(console.store, discarded=listed == "discarded"),
+        failed=found.messages,
         listed=listed,
         lists=LISTS,
+        first=link(request, after=None) if after else None,
+        next=None if following is None else link(request, after=orjson.dumps(following).decode()),
     )
+
+
+def _cursor(text: str | None) -> operations.Cursor | None:
+    """The message a page starts after, as the Next link wrote it: `[inbox, time, id]`."""
+    if not text:
+        return None
+    try:
+        inbox, failed_at, message_id = orjson.loads(text)
+    except (orjson.JSONDecodeError, TypeError, ValueError):
+        inbox = None
+    if not (isinstance(inbox, str) and isinstance(message_id, str)) or not isinstance(
+        failed_at, int | float
+    ):
+        raise InputError(f"after must be a page's end as a Next link gives it, not {text!r:.60}")
+    return inbox, float(failed_at), message_id
 
 
 def failed_page(request: Request) -> HTMLResponse:

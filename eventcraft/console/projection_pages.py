@@ -12,7 +12,9 @@ from starlette.routing import Route
 from ..operations import log, newest
 from ..operations import projections as operations
 from ..operations.errors import NotFound, Problems
+from ..operations.numbers import MAX_AFTER
 from .actions import checked_form, confirmation, done, unchanged
+from .paging import link, number, page_size
 from .rendering import console_of, page
 
 SHOWN = 20
@@ -30,6 +32,9 @@ def projection_page(request: Request) -> HTMLResponse:
     name = request.path_params["name"]
     found = operations.state(console.store, console.app, name)
     reads = operations.reads(console.app, name)
+    # The error store is paged by position: a row more than the page says a next exists.
+    after, limit = number(request, "after", least=0, most=MAX_AFTER), page_size(request)
+    parked = operations.parked(console.store, console.app, name, after=after or 0, limit=limit + 1)
     return page(
         request,
         "projection.html",
@@ -38,7 +43,9 @@ def projection_page(request: Request) -> HTMLResponse:
         reads=reads,
         message_log=newest.log_page(console.store, limit=SHOWN, where=reads),
         message_store=operations.waiting(console.store, console.app, name, limit=SHOWN),
-        error_store=operations.parked(console.store, console.app, name),
+        error_store=parked[:limit],
+        first=link(request, after=None) if after else None,
+        next=link(request, after=parked[limit - 1].position) if len(parked) > limit else None,
         rebuild=console.rebuilds.latest.get(name),
     )
 

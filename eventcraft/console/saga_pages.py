@@ -16,6 +16,7 @@ from starlette.routing import Route
 from ..operations import sagas as operations
 from ..operations.errors import InputError, NotFound
 from .actions import checked_form, confirmation, done, unchanged
+from .paging import PAGE, link, page_size
 from .rendering import console_of, page
 
 ACTIONS = {
@@ -27,19 +28,28 @@ ACTIONS = {
 
 
 def sagas_page(request: Request) -> HTMLResponse:
+    """The parked instances (a page of them: more are listed with `status=parked`), and a
+    page of instances by name and status, after the stream `after`."""
     console = console_of(request)
     name = request.query_params.get("name") or None
     status = request.query_params.get("status") or None
-    found = operations.instances(console.store, console.app, status=status, name=name)
+    after = request.query_params.get("after") or None
+    found = operations.instances_page(
+        console.store, console.app, status=status, name=name, after=after, limit=page_size(request)
+    )
+    parked = operations.parked(console.store, console.app, limit=PAGE + 1)
     return page(
         request,
         "sagas.html",
         active="Sagas",
-        instances=found,
-        parked=operations.parked(console.store, console.app),
+        found=found,
+        parked=parked[:PAGE],
+        more_parked=len(parked) > PAGE,
         name=name or "",
         status=status or "",
         statuses=operations.STATUSES,
+        first=link(request, after=None) if after else None,
+        next=None if found.next_after is None else link(request, after=found.next_after),
     )
 
 

@@ -118,7 +118,8 @@ def stream_search(
     wanted = category is None or category_of(prefix) == category
     if start is None and prefix and wanted and store.stream_version(prefix) > 0:
         found.append(prefix)
-    for info in store.list_streams(category=category, after=start or prefix or None, limit=None):
+    # At most `limit` streams are listed: the loop stops there or where the prefix ends.
+    for info in store.list_streams(category=category, after=start or prefix or None, limit=limit):
         if len(found) >= limit or not info.stream_id.startswith(prefix):
             break
         found.append(info.stream_id)
@@ -206,6 +207,20 @@ def find_event(store: EventStore, key: str) -> RecordedEvent:
     return found
 
 
+@dataclass(frozen=True)
+class TracePage:
+    """A page of a correlation's events, as trees, and where the next page starts."""
+
+    roots: list[TraceNode]
+    """The page's events each under its cause, if the cause is on the page too."""
+    events: int
+    """Events on the page."""
+    next_after: int | None
+    """The position the next page reads after; None when the search reached its end."""
+    examined_to: int
+    """The last position examined: every one from the page's start to it was read."""
+
+
 def trace(
     store: EventStore, correlation_id: str, *, after: int = 0, before: int | None = None
 ) -> list[TraceNode]:
@@ -220,8 +235,48 @@ def trace(
     read = store.read_all(after=after, limit=span) if span != 0 else iter(())
     events = [e for e in read if (before is None or e.position < before) and where.accepts(e)]
     if not events:
-        within = "" if before is None else f" in positions {after + 1} to {before - 1}"
-        raise NotFound(f"no event with correlation id {correlation_id!r}{within}")
+        raise NotFound(_no_trace(correlation_id, after, before))
+    return _tree(events)
+
+
+def trace_page(
+    store: EventStore,
+    correlation_id: str,
+    *,
+    after: int = 0,
+    before: int | None = None,
+    limit: int,
+    budget: int = 100_000,
+) -> TracePage:
+    """At most `limit` of the correlation's events after `after` (and before `before`),
+    examining at most `budget` events of the log: a page costs what it reads, not what
+    the correlation or the log holds. `NotFound` if the search ends finding none."""
+    where = LogFilter(correlation_id=correlation_id)
+    span = budget if before is None else min(budget, max(before - 1 - after, 0))
+    found: list[RecordedEvent] = []
+    examined_to = after
+    read = 0
+    for event in store.read_all(after=after, limit=span) if span else ():
+        if before is not None and event.position >= before:
+            break
+        if where.accepts(event):
+            if len(found) == limit:  # one more than the page: there is a next one
+                return TracePage(_tree(found), limit, found[-1].position, examined_to)
+            found.append(event)
+        examined_to = event.position
+        read += 1
+    more = read == budget and (before is None or examined_to < before - 1)
+    if not found and not more:
+        raise NotFound(_no_trace(correlation_id, after, before))
+    return TracePage(_tree(found), len(found), examined_to if more else None, examined_to)
+
+
+def _no_trace(correlation_id: str, after: int, before: int | None) -> str:
+    within = "" if before is None else f" in positions {after + 1} to {before - 1}"
+    return f"no event with correlation id {correlation_id!r}{within}"
+
+
+def _tree(events: list[RecordedEvent]) -> list[TraceNode]:
     nodes = {str(event.id): TraceNode(event) for event in events}
     roots = []
     for node in nodes.values():

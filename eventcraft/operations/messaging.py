@@ -106,15 +106,45 @@ def _moment(seconds: float | None) -> datetime | None:
     return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
 
 
+Cursor = tuple[str, float, str]
+"""Where a page of the error store ends: the inbox, time and id of its last message."""
+
+
+@dataclass(frozen=True)
+class FailedPage:
+    """A page of the error store, and where the next one starts."""
+
+    messages: list[Failed]
+    next_after: Cursor | None
+    """The message the next page lists after; None when this page reached the last one."""
+
+
 def failed(store: EventStore, inbox: str | None = None, *, discarded: bool = False) -> list[Failed]:
-    """The messages waiting in the error store (of one inbox, or all), oldest first; with
-    `discarded`, those an operator discarded instead."""
+    """The messages waiting in the error store (of one inbox, or all), by inbox and oldest
+    first; with `discarded`, those an operator discarded instead."""
+    return [_shown(m) for m in _listed(store, inbox, discarded, None, None)]
+
+
+def failed_page(
+    store: EventStore, *, discarded: bool = False, after: Cursor | None = None, limit: int
+) -> FailedPage:
+    """At most `limit` of the messages `failed` lists, after the message `after`."""
+    found = _listed(store, None, discarded, after, limit + 1)
+    last = found[limit - 1] if len(found) > limit else None
+    cursor = None if last is None else (last.inbox, last.failed_at, last.message_id)
+    return FailedPage([_shown(m) for m in found[:limit]], cursor)
+
+
+def _listed(
+    store: EventStore, inbox: str | None, discarded: bool, after: Cursor | None, limit: int | None
+) -> list[FailedMessage]:
     with _database(store) as database:
         if not _opened(database):
             return []
         with database.reading() as connection:
-            found = error_store.listed(connection, inbox, discarded=discarded)
-    return [_shown(m) for m in found]
+            return error_store.listed(
+                connection, inbox, discarded=discarded, after=after, limit=limit
+            )
 
 
 def failed_message(store: EventStore, inbox: str, message_id: str) -> Failed:

@@ -212,20 +212,31 @@ def rebuild(
     return Rebuilt(report.name, report.generation, report.position, report.events, report.seconds)
 
 
-def parked(store: EventStore, app: App, name: str | None = None) -> list[Parked]:
-    """The events in the error store of one projection, or of every one, in position order."""
+def parked(
+    store: EventStore,
+    app: App,
+    name: str | None = None,
+    *,
+    after: int = 0,
+    limit: int | None = None,
+) -> list[Parked]:
+    """The events in the error store of one projection, or of every one, in position order:
+    of each, those after position `after`, at most `limit` (a page of one projection's:
+    the next starts after the last position listed)."""
     names = _checked_names(app, [name]) if name is not None else [d.name for d in app.projections]
     if not _set_up(store, app):
         return []
     with _runner(store, app) as runner:
-        return [_parked(event) for n in names for event in runner.parked(n)]
+        return [
+            _parked(event) for n in names for event in runner.parked(n, after=after, limit=limit)
+        ]
 
 
 def parked_event(store: EventStore, app: App, name: str, position: int) -> Parked:
     """The event parked at `position` by `name`; `NotFound` if none is."""
-    for event in parked(store, app, name):
-        if event.position == position:
-            return event
+    found = parked(store, app, name, after=position - 1, limit=1) if position > 0 else []
+    if found and found[0].position == position:
+        return found[0]
     raise NotFound(f"projection {name!r} has no event parked at position {position}")
 
 

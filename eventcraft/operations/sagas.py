@@ -8,6 +8,7 @@ sagas package's own `SagaState.evolve`; the actions go through an
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from eventcraft.eventstore import EventStore, RecordedEvent
 from eventcraft.sagas import Orchestrator, SagaNotParked, SagaState, stream_of
 from eventcraft.sagas import state as S
-from eventcraft.sagas.index import CATEGORY
+from eventcraft.sagas.index import CATEGORY, SagaIndex
 from eventcraft.sagas.journal import parsed
 from eventcraft.sagas.state import try_key
 
@@ -88,28 +89,87 @@ class SagaDetail:
     transitions: list[Transition]
 
 
+@dataclass(frozen=True)
+class SagaPage:
+    """A page of instances, in stream order, and where the next one starts."""
+
+    instances: list[SagaSummary]
+    next_after: str | None
+    """The stream the next page lists after; None when this page reached the last one."""
+    exhausted: bool
+    """Whether the page stopped on the streams it may examine before it was full (a
+    filter that few instances pass)."""
+
+
 def instances(
     store: EventStore, app: App, *, status: str | None = None, name: str | None = None
 ) -> list[SagaSummary]:
     """The instances in the store, of any saga (or of `name`), in stream order."""
+    return [found for _, found in _instances(store, app, status, name, None, None) if found]
+
+
+def instances_page(
+    store: EventStore,
+    app: App,
+    *,
+    status: str | None = None,
+    name: str | None = None,
+    after: str | None = None,
+    limit: int,
+    budget: int = 5_000,
+) -> SagaPage:
+    """At most `limit` instances after the stream `after`, as `instances` lists them,
+    examining at most `budget` streams: a page costs what it shows, not the store."""
+    found: list[SagaSummary] = []
+    last = None
+    read = _instances(store, app, status, name, after, budget + 1)
+    for examined, (stream, summary) in enumerate(read):
+        if examined == budget or len(found) == limit:
+            return SagaPage(found, last, exhausted=len(found) < limit)
+        last = stream
+        if summary is not None:
+            found.append(summary)
+    return SagaPage(found, None, exhausted=False)
+
+
+def _instances(
+    store: EventStore,
+    app: App,
+    status: str | None,
+    name: str | None,
+    after: str | None,
+    streams: int | None,
+) -> Iterator[tuple[str, SagaSummary | None]]:
+    """Each saga stream after `after` (of `name`'s alone, if given), at most `streams`,
+    with its instance if it has `status` (any, if None)."""
     if status is not None and status not in STATUSES:
         raise InputError(f"no saga status {status!r} (there are: {', '.join(STATUSES)})")
+    prefix = ""
     if name is not None:
         _check_name(app, name)
-    found = []
-    for info in store.list_streams(category=CATEGORY):
-        if name is not None and parsed(info.stream_id)[0] != name:
-            continue
+        # Streams sort by id: `name`'s instances are the range after its prefix.
+        prefix = stream_of(name, "")
+        after = max(after or "", prefix)
+    for info in store.list_streams(category=CATEGORY, after=after or None, limit=streams):
+        if not info.stream_id.startswith(prefix):
+            return
         read = _read(store, info.stream_id)
-        if read is not None and (status is None or read[0].status == status):
-            found.append(_summary(*read))
-    return found
+        shown = read is not None and (status is None or read[0].status == status)
+        yield info.stream_id, _summary(*read) if shown and read is not None else None
 
 
-def parked(store: EventStore, app: App) -> list[SagaSummary]:
-    """The parked instances of the App's sagas, in stream order."""
-    streams = [state.stream_id for state in Orchestrator(store, app.sagas).parked()]
-    read = (_read(store, stream) for stream in streams)
+def parked(
+    store: EventStore, app: App, *, after: str | None = None, limit: int | None = None
+) -> list[SagaSummary]:
+    """The parked instances of the App's sagas, in stream order: those after the stream
+    `after`, at most `limit`."""
+    # The sagas' own index of parked streams: only the page's instances are read.
+    index = SagaIndex(store)
+    index.refresh()
+    names = {saga.name for saga in app.sagas}
+    streams = (s for s in index.parked if parsed(s)[0] in names and (after is None or s > after))
+    chosen = sorted(streams)[:limit]
+    read = (_read(store, stream) for stream in chosen)
     return [_summary(*r) for r in read if r is not None and r[0].status == "parked"]
 
 
