@@ -100,6 +100,12 @@ class Projector:
 
     def setup(self) -> None:
         """Create the checkpoint row and the first generation's tables, once."""
+        with self.database.reading() as connection:
+            # A projection set up before is only read: a read-only role opens it.
+            row = checkpoint.read(connection, self.name)
+        if row is not None:
+            self.position = row.position
+            return
         with self.database.transaction() as connection:
             if connection.dialect.name == "postgresql":
                 connection.execute(

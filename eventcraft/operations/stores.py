@@ -50,7 +50,14 @@ def _require_postgres_store(url: str, target: PostgresTarget) -> None:
     with opening(url):  # StoreUnavailable naming the URL, as EventStore.open
         conn = ConnectionPool(target).connect()
     with conn:
-        row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()
+        # A schema the role may not use is not looked in (that is refused): the open names
+        # the USAGE the role lacks.
+        row = conn.execute(
+            "SELECT CASE WHEN EXISTS (SELECT FROM pg_namespace WHERE nspname = %s "
+            "AND NOT has_schema_privilege(oid, 'USAGE')) THEN true "
+            "ELSE to_regclass(%s) IS NOT NULL END",
+            (target.schema, table),
+        ).fetchone()
     if not (row and row[0]):
         where = "the search path" if target.schema is None else f"schema {target.schema!r}"
         raise NotFound(f"no event store in {where} at {redacted(url)!r}: {_ONLY_IMPORT}")

@@ -145,8 +145,12 @@ def _existing(conn: psycopg.Connection[Any]) -> frozenset[str]:
 class PostgresBackend(Backend):
     def __init__(self, target: PostgresTarget, *, group_commit: bool = True) -> None:
         self._pool = ConnectionPool(target)
-        self._with_connection(partial(create_schema, schema_name=target.schema))
-        self._notify = self._with_connection(notify_statement)
+        try:
+            self._with_connection(partial(create_schema, schema_name=target.schema))
+            self._notify = self._with_connection(notify_statement)
+        except BaseException:
+            self._pool.close()  # a refused open leaves no connection behind
+            raise
         self._listener = Listener(self._pool)
         self._appends = Appends(self._pool, self._notify, group_commit=group_commit)
 

@@ -136,8 +136,8 @@ def undiagnosed(role: str, error: psycopg.Error, detail: str) -> StorePermission
 
 def _remedy(use: Use) -> str:
     if use is READING:
-        return f"grant it, as for a read-only role ({GRANTS})"
-    return f"grant it, as for the application's role, or use a role that has it ({GRANTS})"
+        return f"grant it as to a read-only role: {GRANTS}"
+    return f"grant it as to the application's role, or use a role that has it: {GRANTS}"
 
 
 def opening_denied(
@@ -151,8 +151,8 @@ def opening_denied(
     role, schema_name = _whoami(conn, schema)
     why = (
         "opening creates the store's tables, or brings them to this release's layout, where "
-        "they are missing or older: open it once with a role that may (the migration role, "
-        f"{GRANTS}), or grant it"
+        "they are missing or older: open it once with a role that may, the migration role "
+        f"of {GRANTS}, or grant it"
     )
     refused = isinstance(error, psycopg.errors.InsufficientPrivilege)
     if schema_name is None:
@@ -166,7 +166,12 @@ def opening_denied(
     if not exists and not may_create:
         return StorePermissionDenied(role, f"CREATE on database {database}", why)
     if exists and not _schema_privilege(conn, schema_name, "USAGE"):
-        return StorePermissionDenied(role, f"USAGE on schema {schema_name}", why)
+        # Not a store to create: one the role may not see into.
+        return StorePermissionDenied(
+            role,
+            f"USAGE on schema {schema_name}",
+            f"the store's tables are in it; grant it as to a read-only role: {GRANTS}",
+        )
     if exists and not _schema_privilege(conn, schema_name, "CREATE"):
         return StorePermissionDenied(role, f"CREATE on schema {schema_name}", why)
     return undiagnosed(role, error, why) if refused else None
