@@ -30,8 +30,9 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 
-from .errors import StoreUnavailable
+from .errors import StorePermissionDenied, StoreUnavailable
 from .keys import DataKey, KeyTable, new_key
 from .keys_sql import KEYS
 from .postgres.connections import ConnectionPool
@@ -87,8 +88,23 @@ class PostgresKeyTable(KeyTable):
                 return self._pool.run(lambda conn: work(conn, False))
             except psycopg.OperationalError:
                 return self._pool.run(lambda conn: work(conn, True))
+        except psycopg.errors.InsufficientPrivilege as error:
+            raise self._denied(error) from error
         except psycopg.Error as error:
             raise StoreUnavailable(f"key store {self.url}: {error}") from error
+
+    def _denied(self, error: psycopg.Error) -> StorePermissionDenied:
+        """A refused privilege on the key table (or, making it, on its schema), named."""
+        said = error.diag.message_primary or str(error)
+        role = conninfo_to_dict(self.target.conninfo).get("user") or "of the connection"
+        return StorePermissionDenied(
+            str(role),
+            f"a privilege ({said})",
+            f"the key store {self.url}: sealing personal data makes the table {KEYS} where it "
+            "is missing (CREATE on its schema) and adds keys to it (INSERT), reading opens "
+            f"them (SELECT), forgetting erases them (UPDATE, and its owner's VACUUM FULL): "
+            "README, 'Roles and privileges'",
+        )
 
     def _table(self) -> sql.Composable:
         return sql.Identifier(KEYS)
@@ -254,7 +270,8 @@ class PostgresKeyTable(KeyTable):
         schema_name = self.target.schema
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{KEYS}:{schema_name}",))
-            if schema_name is not None:
+            # Only where it is missing: IF NOT EXISTS alone asks for CREATE on the database.
+            if schema_name is not None and not _schema_exists(conn, schema_name):
                 conn.execute(
                     sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema_name))
                 )
@@ -304,3 +321,8 @@ class PostgresKeyTable(KeyTable):
         # stores is closed by each (`Shredder.close`) and connects again when used.
         closing, self._pool = self._pool, ConnectionPool(self.target)
         closing.close()
+
+
+def _schema_exists(conn: psycopg.Connection[Any], schema: str) -> bool:
+    row = conn.execute("SELECT FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+    return row is not None

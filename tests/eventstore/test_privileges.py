@@ -7,21 +7,25 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
+from typing import Annotated
 
 import psycopg
 import pytest
 from eventcraft.eventstore import (
+    FORGOTTEN,
     NO_STREAM,
     AppendCondition,
     AsyncEventStore,
     EventStore,
     NewEvent,
+    Personal,
     Query,
     QueryItem,
     StorePermissionDenied,
     StoreUnavailable,
 )
 from psycopg import sql
+from pydantic import BaseModel
 
 from ..conftest import PG_URL
 from ..roles import StoreRoles, schema_of, store_roles
@@ -146,3 +150,24 @@ def test_a_role_without_usage_on_the_schema_is_told_so(pg_url: str) -> None:
             match=f"the role '{roles.reader}' lacks USAGE on schema {roles.schema}",
         ):
             EventStore.open(roles.url(roles.reader))
+
+
+class Registered(BaseModel):
+    customer_id: str
+    name: Annotated[str, Personal(subject="customer_id")]
+
+
+def test_a_read_only_role_opens_personal_fields_and_a_seal_it_may_not_make_is_named(
+    roles: StoreRoles,
+) -> None:
+    """The key table the migration role's seal made is read with SELECT alone; a seal by a
+    role that may not make the key table was StoreUnavailable ('key store ...')."""
+    ann = Registered(customer_id="c1", name="Ann")
+    refused = pytest.raises(StorePermissionDenied, match=r"permission denied for schema \w+.*key")
+    with EventStore.open(roles.url(roles.writer)) as store, refused:
+        store.append("customer-1", [NewEvent("Registered", ann)])
+    with EventStore.open(roles.url(roles.migrator)) as store:
+        store.append("customer-1", [NewEvent("Registered", ann)])
+    with EventStore.open(roles.url(roles.reader)) as store:
+        (event,) = store.read_stream("customer-1")
+        assert event.data["name"] == "Ann" != FORGOTTEN
