@@ -79,10 +79,10 @@ def download(request: Request) -> Response:
     """The message's body as it arrived, to keep or to send again by hand."""
     console = console_of(request)
     inbox, message_id = _named(request.query_params)
-    message = operations.failed_message(console.store, inbox, message_id)
+    body = operations.failed_body(console.store, inbox, message_id)
     filename = f"{inbox}-{message_id or 'no-id'}.body"
     return Response(
-        message.body,
+        body,
         media_type="application/octet-stream",
         headers={"Content-Disposition": f'attachment; filename="{_safe(filename)}"'},
     )

@@ -156,6 +156,19 @@ def failed_message(store: EventStore, inbox: str, message_id: str) -> Failed:
     return _shown(found)
 
 
+def failed_body(store: EventStore, inbox: str, message_id: str) -> str:
+    """The body of a message still waiting, as it arrived; `NotFound` if the error store
+    has none, `Problems` if it was discarded: the discard erased it."""
+    message = failed_message(store, inbox, message_id)
+    if message.discarded_at is not None:
+        moment = message.discarded_at.strftime("%Y-%m-%d %H:%M:%S")
+        raise Problems(
+            f"message {message_id!r} of inbox {inbox!r} was discarded at {moment} UTC: "
+            "its body was erased then"
+        )
+    return message.body
+
+
 def to_settle(store: EventStore, inbox: str, message_id: str) -> Failed:
     """The message as an operator is about to resend or discard it; `NotFound` if there
     is none, `Problems` if it was discarded already."""
