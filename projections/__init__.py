@@ -26,6 +26,7 @@ from .runner import ProjectionRunner
 from .status import ProjectionStatus
 from .subscription import Subscription
 from .tracebacks import bare_traceback
+from .typed_event import EventDecoder, TypedEvent
 
 __all__ = [
     "AsyncProjectionRunner",
@@ -33,6 +34,7 @@ __all__ = [
     "Definition",
     "DefinitionError",
     "ErrorPolicy",
+    "EventDecoder",
     "Fold",
     "Handler",
     "ParkedEvent",
@@ -55,6 +57,7 @@ __all__ = [
     "StreamKey",
     "Subscription",
     "TableConflict",
+    "TypedEvent",
     "UnknownProjection",
     "bare_traceback",
     "partition_of",

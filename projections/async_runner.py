@@ -31,6 +31,7 @@ from .definition import Definition
 from .runner import ProjectionRunner
 from .status import ProjectionStatus
 from .subscription import Subscription
+from .typed_event import TypedEvent
 
 # One face per store, so that runners opened one after another on a memory store
 # find the read models of the ones before (Database keeps them per store object).
@@ -120,9 +121,9 @@ def _handlers_on(loop: asyncio.AbstractEventLoop, definition: Definition) -> Def
         isinstance(definition, Subscription) and inspect.iscoroutinefunction(definition.handler)
     ):
         return definition
-    handler = cast(Callable[[RecordedEvent], Awaitable[Any]], definition.handler)
+    handler = cast(Callable[[Any], Awaitable[Any]], definition.handler)
 
-    def on_loop(event: RecordedEvent) -> None:
+    def on_loop(event: RecordedEvent | TypedEvent[Any]) -> None:
         asyncio.run_coroutine_threadsafe(handler(event), loop).result()  # type: ignore[arg-type]
 
     delivered = copy.copy(definition)

@@ -13,6 +13,7 @@ from . import identifiers
 from .errors import DefinitionError
 from .policy import ErrorPolicy
 from .read_model import ReadModel
+from .typed_event import EventDecoder, checked_decoder
 
 _NAME = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
 # An attribute of the exception itself: the error store, rebuilds and retries
@@ -38,6 +39,7 @@ class Definition(abc.ABC):
         categories: Sequence[str] | str | None = None,
         query: Query | None = None,
         on_error: ErrorPolicy | None = None,
+        registry: EventDecoder | None = None,
     ) -> None:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise DefinitionError(
@@ -55,6 +57,10 @@ class Definition(abc.ABC):
         self.on_error = ErrorPolicy() if on_error is None else on_error
         if not isinstance(self.on_error, ErrorPolicy):
             raise DefinitionError(f"on_error must be an ErrorPolicy, not {on_error!r}")
+        self.registry = checked_decoder(name, registry)
+        """The application's registry: with one, the definition's functions receive each
+        event as a `TypedEvent`, typed and upcast as a repository's load decodes it; without,
+        the `RecordedEvent` as stored."""
 
     @property
     @abc.abstractmethod

@@ -20,6 +20,7 @@ from .definition import Definition, checked_names, note_failure
 from .errors import DefinitionError
 from .policy import ErrorPolicy
 from .read_model import ReadModel
+from .typed_event import EventDecoder, TypedEvent
 
 State = dict[str, Any]
 """A key's row: column name to value."""
@@ -63,6 +64,13 @@ class Fold(Definition):
     key's row; anything else but a row (a dict) is a `DefinitionError`, a
     failure of that event like an exception from `apply`. The functions must
     be pure: they see only their arguments, and return new states.
+
+    With `registry` (the application's `EventRegistry`), `key` and `apply`
+    receive each event as a `TypedEvent`: its `data` the typed event, upcast
+    to today's schema as a repository's load decodes it. An event the registry
+    cannot decode (give `types=sorted(registry.types)` to read only the ones
+    it knows) fails as `apply` failing would, under `on_error`, in every
+    runner, a Spark replay's included.
     """
 
     def __init__(
@@ -70,16 +78,24 @@ class Fold(Definition):
         name: str,
         *,
         table: sa.Table,
-        key: Callable[[RecordedEvent], Hashable | None],
+        key: Callable[[RecordedEvent], Hashable | None]
+        | Callable[[TypedEvent[Any]], Hashable | None],
         initial: Callable[[Any], State],
-        apply: Callable[[State, RecordedEvent], State | None],
+        apply: Callable[[State, RecordedEvent], State | None]
+        | Callable[[State, TypedEvent[Any]], State | None],
         types: Sequence[str] | str | None = None,
         categories: Sequence[str] | str | None = None,
         query: Query | None = None,
         on_error: ErrorPolicy | None = None,
+        registry: EventDecoder | None = None,
     ) -> None:
         super().__init__(
-            name, tables=[table], categories=categories, query=query, on_error=on_error
+            name,
+            tables=[table],
+            categories=categories,
+            query=query,
+            on_error=on_error,
+            registry=registry,
         )
         for what, function in (("key", key), ("initial", initial), ("apply", apply)):
             if not callable(function):
@@ -92,9 +108,9 @@ class Fold(Definition):
             )
         self.table = table
         self.key_column = primary_key[0].name
-        self.key = key
+        self.key: Callable[[Any], Hashable | None] = key
         self.initial = initial
-        self.evolve = apply
+        self.evolve: Callable[[State, Any], State | None] = apply
         self._types = checked_names(name, "types", types)
 
     @property
@@ -103,10 +119,30 @@ class Fold(Definition):
 
     def fold(self, states: dict[Any, State | None], events: Iterable[RecordedEvent]) -> None:
         """Fold `events` into `states` (key -> row, None once deleted), in order."""
-        key_of, initial, evolve = self.key, self.initial, self.evolve
+        self._fold(states, self._delivered(events))
+
+    def _delivered(self, events: Iterable[RecordedEvent]) -> Iterable[tuple[RecordedEvent, Any]]:
+        """Each event with what `key` and `apply` receive: itself, or typed by the registry
+        (decoded once, for both)."""
+        decoder = self.registry
+        if decoder is None:
+            return ((event, event) for event in events)
+        pairs = []
         for event in events:
             try:
-                key = key_of(event)
+                pairs.append((event, TypedEvent.decoded(decoder, event)))
+            except Exception as error:
+                note_failure(error, self.name, event)
+                raise
+        return pairs
+
+    def _fold(
+        self, states: dict[Any, State | None], pairs: Iterable[tuple[RecordedEvent, Any]]
+    ) -> None:
+        key_of, initial, evolve = self.key, self.initial, self.evolve
+        for event, delivered in pairs:
+            try:
+                key = key_of(delivered)
                 if key is None:
                     continue
                 if type(key) is float:
@@ -114,7 +150,7 @@ class Fold(Definition):
                 state = states.get(key)
                 if state is None:
                     state = self._row("initial", initial(key), event)
-                evolved = evolve(state, event)
+                evolved = evolve(state, delivered)
                 # The exact type first: the check costs a rebuild next to nothing.
                 if evolved is not None and type(evolved) is not dict:
                     evolved = self._row("apply", evolved, event)
@@ -143,23 +179,24 @@ class Fold(Definition):
     def apply(self, read_model: ReadModel, events: Sequence[RecordedEvent]) -> None:
         table = read_model[self.table]
         key_column = table.c[self.key_column]
-        keys = list(dict.fromkeys(k for k in self._keys(events) if k is not None))
+        pairs = list(self._delivered(events))
+        keys = list(dict.fromkeys(k for k in self._keys(pairs) if k is not None))
         states: dict[Any, State | None] = {}
         for chunk in _chunks(keys):
             found = read_model.execute(sa.select(table).where(key_column.in_(chunk)))
             states.update((row[self.key_column], dict(row)) for row in found.mappings())
-        self.fold(states, events)
+        self._fold(states, pairs)
         for chunk in _chunks(keys):
             read_model.execute(sa.delete(table).where(key_column.in_(chunk)))
         rows = self.rows(states)
         if rows:
             read_model.execute(sa.insert(table), rows)
 
-    def _keys(self, events: Sequence[RecordedEvent]) -> Iterator[Hashable | None]:
+    def _keys(self, pairs: Sequence[tuple[RecordedEvent, Any]]) -> Iterator[Hashable | None]:
         key_of = self.key
-        for event in events:
+        for event, delivered in pairs:
             try:
-                key = key_of(event)
+                key = key_of(delivered)
                 yield normal_key(self.name, key) if type(key) is float else key
             except Exception as error:
                 note_failure(error, self.name, event)

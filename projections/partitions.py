@@ -68,6 +68,7 @@ class PartitionSubscription(Subscription):
             query=subscription.query,
             where=subscription.where,
             on_error=subscription.on_error,
+            registry=subscription.registry,
         )
         self.partition = partition
 
@@ -93,6 +94,7 @@ class PartitionProjection(Definition):
             categories=projection.categories,
             query=projection.query,
             on_error=projection.on_error,
+            registry=projection.registry,
         )
         self.projection = projection
         self.partition = partition

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from eventcraft.eventstore import Query, RecordedEvent
@@ -12,8 +12,10 @@ from .definition import Definition, checked_names, note_failure
 from .errors import DefinitionError
 from .policy import ErrorPolicy
 from .read_model import ReadModel
+from .typed_event import EventDecoder, TypedEvent
 
-Handler = Callable[[ReadModel, RecordedEvent], None]
+Handler = Callable[[ReadModel, RecordedEvent], None] | Callable[[ReadModel, TypedEvent[Any]], None]
+"""A projection's handler of one event type: the event as stored, or typed with a registry."""
 H = TypeVar("H", bound=Handler)
 
 
@@ -32,6 +34,12 @@ class Projection(Definition):
     With `query` (an eventstore `Query` of types and tags) it reads only the
     events of its handlers' types that match the query.
 
+    With `registry` (the application's `EventRegistry`) each handler receives
+    a `TypedEvent`: its `data` the typed event, upcast to today's schema,
+    exactly as a repository's load decodes it, beside the envelope as stored.
+    An event the registry cannot decode (a type it does not know, data that
+    does not fit) fails as the handler failing would, under `on_error`.
+
     Handlers run inside the transaction that also moves the checkpoint, so
     each event changes the read model exactly once. They must act only
     through `read_model`: the same definition runs live and in a rebuild.
@@ -45,9 +53,17 @@ class Projection(Definition):
         categories: Sequence[str] | str | None = None,
         query: Query | None = None,
         on_error: ErrorPolicy | None = None,
+        registry: EventDecoder | None = None,
     ) -> None:
-        super().__init__(name, tables=tables, categories=categories, query=query, on_error=on_error)
-        self._handlers: dict[str, Handler] = {}
+        super().__init__(
+            name,
+            tables=tables,
+            categories=categories,
+            query=query,
+            on_error=on_error,
+            registry=registry,
+        )
+        self._handlers: dict[str, Callable[[ReadModel, Any], None]] = {}
 
     def on(self, *event_types: str) -> Callable[[H], H]:
         """Register the decorated function as the handler of `event_types`."""
@@ -74,10 +90,13 @@ class Projection(Definition):
         return tuple(sorted(self._handlers))
 
     def apply(self, read_model: ReadModel, events: Sequence[RecordedEvent]) -> None:
-        handlers = self._handlers
+        handlers, decoder = self._handlers, self.registry
         for event in events:
             try:
-                handlers[event.type](read_model, event)
+                if decoder is None:
+                    handlers[event.type](read_model, event)
+                else:
+                    handlers[event.type](read_model, TypedEvent.decoded(decoder, event))
             except Exception as error:
                 note_failure(error, self.name, event)
                 raise

@@ -33,6 +33,7 @@ from .definition import checked_names
 from .errors import DefinitionError
 from .fold import Fold, State
 from .policy import ErrorPolicy
+from .typed_event import EventDecoder
 
 _SEGMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _INT64 = 2**63
@@ -158,6 +159,11 @@ class ReducerFold(Fold):
 
     Every column of the table but the key has a reducer. Keys follow
     `Fold`'s rules; a `StreamKey` lets Spark compute them in the JVM too.
+
+    A reducer reads its field by path from the event's data as stored, in
+    Spark SQL as in Python, so it cannot run an upcaster: `registry=` is
+    refused. Reduce fields whose meaning no upcaster changes, or give a
+    `Fold` the registry, which reads typed events in every runner.
     """
 
     def __init__(
@@ -170,7 +176,14 @@ class ReducerFold(Fold):
         types: Sequence[str] | str | None = None,
         categories: Sequence[str] | str | None = None,
         on_error: ErrorPolicy | None = None,
+        registry: EventDecoder | None = None,
     ) -> None:
+        if registry is not None:
+            raise DefinitionError(
+                f"{name}: a ReducerFold reads events as stored (its fields by path, in "
+                "Spark SQL too) and cannot upcast them; give the registry to a Fold, "
+                "whose key and apply receive typed, upcast events in every runner"
+            )
         super().__init__(
             name,
             table=table,

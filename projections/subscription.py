@@ -12,6 +12,15 @@ from .definition import Definition, checked_names
 from .errors import DefinitionError
 from .policy import ErrorPolicy
 from .read_model import ReadModel
+from .typed_event import EventDecoder, TypedEvent
+
+Delivery = (
+    Callable[[RecordedEvent], None]
+    | Callable[[RecordedEvent], Awaitable[None]]
+    | Callable[[TypedEvent[Any]], None]
+    | Callable[[TypedEvent[Any]], Awaitable[None]]
+)
+"""A subscription's handler: given the event as stored, or typed with a registry."""
 
 
 class Subscription(Definition):
@@ -29,6 +38,11 @@ class Subscription(Definition):
     events matching it, as `categories` and `types` do:
     `Subscription("roster", enrol, query=Query([QueryItem(tags=["course:c1"])]))`.
 
+    With `registry` (the application's `EventRegistry`) the handler receives
+    each event as a `TypedEvent`, typed and upcast as a repository's load
+    decodes it, and `where` its typed `data`; an event the registry cannot
+    decode fails as the handler failing would, under `on_error`.
+
     The checkpoint moves only after the handler returned, so a crash between
     the two delivers the event again: make the handler idempotent, with the
     event's id as the de-duplication key. Each subscription reads the log
@@ -40,21 +54,24 @@ class Subscription(Definition):
     def __init__(
         self,
         name: str,
-        handler: Callable[[RecordedEvent], None] | Callable[[RecordedEvent], Awaitable[None]],
+        handler: Delivery,
         *,
         categories: Sequence[str] | str | None = None,
         query: Query | None = None,
         types: Sequence[str] | str | None = None,
-        where: Callable[[Mapping[str, Any]], bool] | None = None,
+        where: Callable[[Mapping[str, Any]], bool] | Callable[[Any], bool] | None = None,
         on_error: ErrorPolicy | None = None,
+        registry: EventDecoder | None = None,
     ) -> None:
-        super().__init__(name, categories=categories, query=query, on_error=on_error)
+        super().__init__(
+            name, categories=categories, query=query, on_error=on_error, registry=registry
+        )
         if not callable(handler):
             raise DefinitionError(f"{name}: the handler must be callable, not {handler!r}")
         if where is not None and not callable(where):
             raise DefinitionError(f"{name}: where must be callable or None, not {where!r}")
-        self.handler = handler
-        self.where = where
+        self.handler: Callable[[Any], Any] = handler
+        self.where: Callable[[Any], bool] | None = where
         self._types = checked_names(name, "types", types)
 
     @property
@@ -63,8 +80,11 @@ class Subscription(Definition):
 
     def deliver(self, event: RecordedEvent) -> None:
         """Hand `event` to the handler if it passes `where`; the runner calls this."""
-        if self.where is None or self.where(event.data):
-            outcome = self.handler(event)
+        delivered: RecordedEvent | TypedEvent[Any] = event
+        if self.registry is not None:
+            delivered = TypedEvent.decoded(self.registry, event)
+        if self.where is None or self.where(delivered.data):
+            outcome = self.handler(delivered)
             if inspect.isawaitable(outcome):
                 if inspect.iscoroutine(outcome):
                     outcome.close()  # never awaited: no "never awaited" warning either

@@ -29,6 +29,7 @@ from ..definition import note_failure
 from ..errors import DefinitionError
 from ..fold import Fold, State, normal_key
 from ..keys import StreamKey
+from ..typed_event import EventDecoder, TypedEvent
 from .rows import events_of, probes_of
 
 KEYED_DDL = "key string"
@@ -45,15 +46,21 @@ class FoldTask:
     """What an executor needs of a fold: its functions, and where its rows go."""
 
     name: str
-    key: Callable[[RecordedEvent], Hashable | None]
+    key: Callable[[Any], Hashable | None]
     initial: Callable[[Any], State]
-    evolve: Callable[[State, RecordedEvent], State | None]
+    evolve: Callable[[State, Any], State | None]
     key_column: str
     table: sa.Table
     """The table of the generation being filled."""
     database_url: str
     json_keys: bool
     """Keys arrive as JSON text (from `keyed`), not as the key itself (a `StreamKey`)."""
+    registry: EventDecoder | None = None
+    """The fold's registry: `key` and `evolve` take each event typed by it, as in process."""
+
+    def delivered(self, event: RecordedEvent) -> RecordedEvent | TypedEvent[Any]:
+        """`event` as the fold's functions receive it (`Fold.registry`)."""
+        return event if self.registry is None else TypedEvent.decoded(self.registry, event)
 
     @classmethod
     def of(cls, fold: Fold, table: sa.Table, database_url: str) -> FoldTask:
@@ -66,6 +73,7 @@ class FoldTask:
             table,
             database_url,
             json_keys=not isinstance(fold.key, StreamKey),
+            registry=fold.registry,
         )
 
 
@@ -75,7 +83,7 @@ def keyed(task: FoldTask, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Reco
         keys = []
         for event in probes_of(batch):
             try:
-                keys.append(_encoded(task, task.key(event)))
+                keys.append(_encoded(task, task.key(task.delivered(event))))
             except Exception as error:
                 note_failure(error, task.name, event)
                 raise
@@ -105,7 +113,7 @@ def fold_and_write(task: FoldTask, batches: Iterator[pa.RecordBatch]) -> Iterato
             try:
                 if state is None:
                     state = initial(key)
-                state = evolve(state, event)
+                state = evolve(state, task.delivered(event))
             except Exception as error:
                 note_failure(error, task.name, event)
                 raise
