@@ -11,6 +11,12 @@ its data) and what it does to the saga instance the event names:
     ])
     runner = ProjectionRunner(store, [manager.subscription()])
 
+Given the application's registry (`registry=`, an `EventRegistry`), the
+routes' functions receive each event as a projections `TypedEvent`, typed
+and upcast as a repository's load decodes it (`lambda e: e.data.order_id`);
+a start's data is then the typed event as JSON, and a signal hands the
+saga the upcast data too.
+
 A route with `tags` takes only the events carrying them, and the manager's
 subscription then reads by a query of types and tags (the store's tag index).
 
@@ -23,12 +29,12 @@ of an instance no longer running does nothing. The orchestrator's own loop
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from eventcraft.eventstore import InvalidEvent, Query, QueryItem, RecordedEvent
-from eventcraft.projections import Subscription
+from eventcraft.projections import EventDecoder, Subscription, TypedEvent
 
 from . import telemetry
 from .definition import Saga
@@ -44,7 +50,15 @@ def _always(event: RecordedEvent) -> bool:
 
 
 def _the_data(event: RecordedEvent) -> dict[str, Any]:
-    return dict(event.data)
+    return _as_json(event.data)
+
+
+def _as_json(data: Any) -> dict[str, Any]:
+    """An event's data as stored (a dict), or a typed event's (a pydantic model) as JSON."""
+    if isinstance(data, Mapping):
+        return dict(data)
+    dumped: dict[str, Any] = data.model_dump(mode="json")
+    return dumped
 
 
 @dataclass(frozen=True)
@@ -56,9 +70,10 @@ class Route:
     event_type: str
     saga: Saga
     action: RouteAction
-    saga_id: Callable[[RecordedEvent], str]
-    when: Callable[[RecordedEvent], bool] = _always
-    data: Callable[[RecordedEvent], dict[str, Any]] = _the_data
+    # Each takes the event as stored, or a `TypedEvent` with the manager's registry.
+    saga_id: Callable[[Any], str]
+    when: Callable[[Any], bool] = _always
+    data: Callable[[Any], dict[str, Any]] = _the_data
     tags: Sequence[str] = ()
     """Tags the event must carry, all of them (`["region:eu"]`); read through the store's
     tag index, as a `Query` of types and tags."""
@@ -78,7 +93,7 @@ class Route:
         """The events this route reads, as an item of a query."""
         return QueryItem(types=[self.event_type], tags=self.tags)
 
-    def takes(self, event: RecordedEvent) -> bool:
+    def takes(self, event: RecordedEvent | TypedEvent[Any]) -> bool:
         return (
             event.type == self.event_type
             and (not self.tags or set(self.tags).issubset(event.tags))
@@ -87,8 +102,17 @@ class Route:
 
 
 class ProcessManager:
-    def __init__(self, name: str, orchestrator: Orchestrator, routes: Sequence[Route]) -> None:
+    def __init__(
+        self,
+        name: str,
+        orchestrator: Orchestrator,
+        routes: Sequence[Route],
+        *,
+        registry: EventDecoder | None = None,
+    ) -> None:
         self.name = name
+        self.registry = registry
+        """With it, routes receive `TypedEvent`s (see the module's docstring)."""
         self.orchestrator = orchestrator
         self.routes = tuple(routes)
         if not self.routes:
@@ -107,21 +131,27 @@ class ProcessManager:
     def handle(self, event: RecordedEvent) -> None:
         """Apply every route `event` matches, in their declared order."""
         with telemetry.handling(self.name, event):
+            routed: Any = event
+            if self.registry is not None:
+                routed = TypedEvent.decoded(self.registry, event)
             for route in self.routes:
-                if not route.takes(event):
+                if not route.takes(routed):
                     continue
-                saga_id = route.saga_id(event)
+                saga_id = route.saga_id(routed)
                 name = route.saga.name
                 if route.action == "start":
                     correlation = event.metadata.get("correlation_id") or str(event.id)
                     self.orchestrator.start(
                         route.saga,
-                        route.data(event),
+                        route.data(routed),
                         saga_id=saga_id,
                         correlation_id=str(correlation),
                     )
                 elif route.action == "signal":
-                    self.orchestrator.signal(name, saga_id, event)
+                    signalled = event
+                    if routed is not event:  # the saga waits for the upcast data
+                        signalled = replace(event, data=_as_json(routed.data))
+                    self.orchestrator.signal(name, saga_id, signalled)
                 else:
                     self.orchestrator.cancel(
                         name, saga_id, f"{event.type} at position {event.position}"
