@@ -13,6 +13,7 @@ from eventcraft.projections import (
     AsyncProjectionRunner,
     DefinitionError,
     ErrorPolicy,
+    PartitionedRunner,
     Projection,
     ProjectionRunner,
     ReadModel,
@@ -141,6 +142,25 @@ def test_the_async_runner_hands_typed_events_to_projections_and_coroutine_handle
 
     assert asyncio.run(asyncio.wait_for(main(), 60)) == EXPECTED_DEPOSITS + EXPECTED_BALANCES
     assert received == [(2, 1250), (3, 300)]
+
+
+def test_each_partition_of_a_subscription_given_the_registry_gets_typed_events(
+    sqlite_url: str,
+) -> None:
+    seen: list[tuple[str, int]] = []
+
+    def deposited(event: TypedEvent[MoneyDeposited]) -> None:
+        seen.append((event.stream_id, event.data.amount_cents))
+
+    deposits = Subscription("deposits", deposited, types="MoneyDeposited", registry=bank_events)
+    with EventStore.open(sqlite_url) as store:
+        append_bank_history(store)
+        with PartitionedRunner.for_subscription(
+            store, deposits, partitions=2, batch_size=10
+        ) as runner:
+            while runner.step():
+                pass
+    assert sorted(seen) == [("account-1", 300), ("account-1", 1250), ("account-2", 7)]
 
 
 def test_a_subscription_without_a_registry_still_gets_events_as_stored(
