@@ -115,7 +115,22 @@ class EventRegistry:
         )
 
     def decode(self, recorded: RecordedEvent) -> DomainEvent:
-        """The domain event `recorded` holds, upcast to today's schema."""
+        """The domain event `recorded` holds, upcast to today's schema: what a repository's
+        load folds into its aggregate, for a reader holding a `RecordedEvent`.
+
+        The stored schema version is the metadata's `event_version` (1 when
+        absent); an older one runs the type's upcasters in order (from 1 to 2,
+        2 to 3, ...) on a copy of the data, and the result is validated into
+        the registered class. Stored events never change. Raises
+        `UnknownEventType` when no class is registered under `recorded.type`,
+        `NoUpcastPath` when a step is missing, fails, or the event was written
+        by a newer schema, and `EventDecodingError` when the data does not fit
+        the class; each names the stream, version and type.
+
+        Give the registry to a projection (`Projection`, `Fold`, `Subscription`
+        or `ProcessManager`, `registry=`) and its functions receive each event
+        decoded by this method, as a projections `TypedEvent`.
+        """
         entry = self._entry(recorded, recorded.stream_id)
         data = recorded.data
         stored = recorded.metadata.get(EVENT_VERSION, 1)
