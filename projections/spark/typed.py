@@ -19,14 +19,17 @@ from eventcraft.eventstore import RecordedEvent
 from pydantic import BaseModel
 from pyspark.sql import types as T
 
+from ..typed_event import EventDecoder
+
 
 class RegisteredType(Protocol):
     @property
     def cls(self) -> type[BaseModel]: ...
 
 
-class EventTypes(Protocol):
-    """What `read_events` needs of an event registry (`domain.EventRegistry` fits)."""
+class EventTypes(EventDecoder, Protocol):
+    """What `read_events` needs of an event registry (`domain.EventRegistry` fits): an
+    `EventDecoder` that names its types."""
 
     @property
     def types(self) -> Mapping[str, RegisteredType]: ...
