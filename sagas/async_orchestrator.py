@@ -21,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from eventcraft.eventstore import (
@@ -33,6 +34,7 @@ from eventcraft.eventstore import (
     NewEvent,
     RecordedEvent,
 )
+from pydantic import BaseModel
 
 from .calls import OnLoop, is_async
 from .definition import Action, Saga
@@ -74,14 +76,27 @@ class AsyncOrchestrator:
     async def start(
         self,
         saga: Saga,
-        data: dict[str, Any],
+        data: dict[str, Any] | BaseModel,
         *,
         saga_id: str | None = None,
         correlation_id: str | None = None,
+        subject: str | None = None,
+        personal: Mapping[str, Any] | None = None,
     ) -> str:
-        """Record a new instance and return its id; starting an existing id does nothing."""
+        """Record a new instance and return its id; starting an existing id does nothing.
+
+        `subject` and `personal` as for `Orchestrator.start`: personal data sealed.
+        """
         return await asyncio.to_thread(
-            self.orchestrator.start, saga, data, saga_id=saga_id, correlation_id=correlation_id
+            functools.partial(
+                self.orchestrator.start,
+                saga,
+                data,
+                saga_id=saga_id,
+                correlation_id=correlation_id,
+                subject=subject,
+                personal=personal,
+            )
         )
 
     async def run_pending(self) -> int:
@@ -113,8 +128,13 @@ class AsyncOrchestrator:
     async def state(self, name: str, saga_id: str) -> SagaState:
         return await asyncio.to_thread(self.orchestrator.state, name, saga_id)
 
-    async def signal(self, name: str, saga_id: str, event: RecordedEvent) -> bool:
-        return await asyncio.to_thread(self.orchestrator.signal, name, saga_id, event)
+    async def signal(
+        self, name: str, saga_id: str, event: RecordedEvent, *, data: BaseModel | None = None
+    ) -> bool:
+        """`Orchestrator.signal`: `data`, the event's data typed, keeps its copy sealed."""
+        return await asyncio.to_thread(
+            functools.partial(self.orchestrator.signal, name, saga_id, event, data=data)
+        )
 
     async def cancel(self, name: str, saga_id: str, reason: str) -> bool:
         return await asyncio.to_thread(self.orchestrator.cancel, name, saga_id, reason)

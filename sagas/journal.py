@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import orjson
 from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent, WrongExpectedVersion
 
-from . import telemetry
+from . import personal, telemetry
 from .index import CATEGORY
 from .state import SagaState
 
@@ -84,7 +84,7 @@ class Journal:
         """`current` after `events`, their JSON round-tripped as the store returns it."""
         now = datetime.now(UTC)
         for offset, (event, position) in enumerate(zip(events, positions, strict=True)):
-            stored = orjson.loads(orjson.dumps(event.data))
+            stored = orjson.loads(orjson.dumps(personal.stored(event.data)))
             current.evolve(
                 RecordedEvent(
                     event.id,

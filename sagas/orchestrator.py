@@ -15,7 +15,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from eventcraft.eventstore import (
@@ -27,6 +27,7 @@ from eventcraft.eventstore import (
     RecordedEvent,
     WrongExpectedVersion,
 )
+from pydantic import BaseModel
 
 from . import telemetry
 from . import transitions as T
@@ -43,6 +44,7 @@ from .errors import (
 )
 from .index import CATEGORY, SagaIndex
 from .journal import Journal, parsed, stream_of
+from .personal import Part, given_part, part_of
 from .service import OrchestratorStatus, StatusBoard, keep_running
 from .state import SagaState, try_key
 
@@ -93,21 +95,30 @@ class Orchestrator:
     def start(
         self,
         saga: Saga,
-        data: dict[str, Any],
+        data: dict[str, Any] | BaseModel,
         *,
         saga_id: str | None = None,
         correlation_id: str | None = None,
+        subject: str | None = None,
+        personal: Mapping[str, Any] | None = None,
     ) -> str:
-        """Record a new instance and return its id; starting an existing id does nothing."""
+        """Record a new instance and return its id; starting an existing id does nothing.
+
+        `subject` is whose the saga's personal data is: the fields of `personal`,
+        which the steps see in their data beside those of `data`, and the fields a
+        model marks `Personal()` (`data` as a pydantic model, a step's result). Each
+        is sealed under its subject's key, as a domain event's personal fields are;
+        once the subject is forgotten, the saga reads them as `FORGOTTEN`.
+        """
         self.definition(saga.name)
         saga_id = uuid.uuid4().hex if saga_id is None else saga_id
         if not isinstance(saga_id, str) or not saga_id or len(saga_id) > _MAX_ID:
             raise SagaDefinitionError(f"a saga id is a str of 1-{_MAX_ID} characters")
-        if not isinstance(data, dict):
-            raise SagaDefinitionError(f"saga data is a JSON-encodable dict, not {data!r}")
+        part = _start_data(data, subject, personal, f"saga {saga.name!r}: start data")
         stream = stream_of(saga.name, saga_id)
         deadline = None if saga.timeout is None else self.clock() + saga.timeout
-        started = T.started(stream, saga.name, data, deadline, correlation_id or saga_id)
+        correlation = correlation_id or saga_id
+        started = T.started(stream, saga.name, part, deadline, correlation, subject)
         with contextlib.suppress(WrongExpectedVersion):  # started before, by an earlier call
             self.store.append(stream, [started], expected_version=NO_STREAM)
         return saga_id
@@ -197,15 +208,23 @@ class Orchestrator:
 
     # --- events from outside ------------------------------------------------------
 
-    def signal(self, name: str, saga_id: str, event: RecordedEvent) -> bool:
+    def signal(
+        self, name: str, saga_id: str, event: RecordedEvent, *, data: BaseModel | None = None
+    ) -> bool:
         """Hand `event` to the instance, for a step waiting on its type; False if finished.
 
-        Signalling the same event again records nothing (its id is kept).
+        Signalling the same event again records nothing (its id is kept). The saga
+        keeps a copy of the event's data: given `data`, the event's data typed (a
+        pydantic model, as `registry.decode(event)` gives it), the copy keeps the
+        fields it marks `Personal` sealed under their subjects (`Personal()`: the
+        event's stream), as the event itself does. `event.data` is copied as it is.
         """
         current = self.state(name, saga_id)
         if current.finished:
             return False
-        signalled = T.signalled(current.stream_id, current.correlation_id, event)
+        where = f"the data of the {event.type} signalled into {current.stream_id}"
+        part = part_of(event.data if data is None else data, event.stream_id, where)
+        signalled = T.signalled(current.stream_id, current.correlation_id, event, part)
         with contextlib.suppress(DuplicateEventId):
             self.store.append(current.stream_id, [signalled])
         return True
@@ -294,7 +313,11 @@ class Orchestrator:
             if not self._record(current, [T.step_started(step.name, attempt, "", now, deadline)]):
                 return
         if signal is not None:
-            self._record(current, [T.step_succeeded(step.name, signal)], defer=True)
+            subjects = current.signal_subjects.get(step.action.event_type, {})
+            plain = {key: value for key, value in signal.items() if key not in subjects}
+            personal = {key: (owner, signal.get(key)) for key, owner in subjects.items()}
+            succeeded = T.step_succeeded(step.name, Part(plain, personal))
+            self._record(current, [succeeded], defer=True)
         elif current.in_flight is not None and (current.in_flight.deadline or now + 1) <= now:
             error = f"no {step.action.event_type} within {step.timeout} s"
             self._fail(current, step, attempt, error, "failed", final=True)
@@ -331,7 +354,8 @@ class Orchestrator:
                 time.sleep(step.retry.delay(failures))
             return
         try:
-            succeeded = T.step_succeeded(step.name, result)
+            where = f"the result of step {step.name!r}"
+            succeeded = T.step_succeeded(step.name, part_of(result, current.subject, where))
         except InvalidEvent as error:
             # It took effect but its result cannot be kept: undo it. Failed for
             # good, as another try would return the same.
@@ -422,6 +446,30 @@ class Orchestrator:
 
     def _runs(self, stream: str) -> bool:
         return parsed(stream)[0] in self.sagas
+
+
+def _start_data(
+    data: Any, subject: str | None, personal: Mapping[str, Any] | None, where: str
+) -> Part:
+    """A start's data and personal fields, as the saga records them."""
+    if not isinstance(data, dict | BaseModel):
+        raise SagaDefinitionError(
+            f"saga data is a JSON-encodable dict or a pydantic model, not {data!r}"
+        )
+    if subject is not None and (not isinstance(subject, str) or not subject):
+        raise SagaDefinitionError(f"{where}: subject= is a saga's data subject's id, a str")
+    if personal is None:
+        return part_of(data, subject, where)
+    if not isinstance(personal, Mapping):
+        raise SagaDefinitionError(f"{where}: personal= is a dict of fields, not {personal!r}")
+    if subject is None:
+        raise SagaDefinitionError(
+            f"{where}: personal= needs subject=, the id of the person whose data it is"
+        )
+    try:
+        return given_part(data, personal, subject, where)
+    except InvalidEvent as error:
+        raise SagaDefinitionError(str(error)) from None
 
 
 class _Waiting(Exception):

@@ -12,6 +12,8 @@ from typing import Any
 
 from eventcraft.eventstore import NewEvent, RecordedEvent
 
+from .personal import read_part
+
 STARTED = "SagaStarted"
 STEP_STARTED = "StepStarted"
 STEP_SUCCEEDED = "StepSucceeded"
@@ -55,6 +57,9 @@ class SagaState:
     status: str = "running"
     """running, compensating, completed, compensated, parked or resolved."""
     data: dict[str, Any] = field(default_factory=dict)
+    """The start data, its personal fields in it (`FORGOTTEN` once their subject is)."""
+    subject: str | None = None
+    """Whose the saga's personal data is: its start's `subject=` (None: no one's)."""
     correlation_id: str = ""
     deadline: float | None = None
     """When the whole saga times out, if it has a timeout."""
@@ -77,6 +82,9 @@ class SagaState:
     parked_because: str | None = None
     signals: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The data of the latest event of each type signalled into the instance."""
+    signal_subjects: dict[str, dict[str, str]] = field(default_factory=dict)
+    """The subject of each personal field of each signal's data, by event type: a copy of
+    the data (the waiting step's result) is sealed under the same ones."""
     stale: bool = False
     """Another orchestrator appended since this state was read: read it again."""
     unsaved: list[NewEvent] = field(default_factory=list)
@@ -93,7 +101,8 @@ class SagaState:
         self.version = event.version
         kind = event.type
         if kind == STARTED:
-            self.data = d["data"]
+            self.data = read_part(d, "data").merged()
+            self.subject = d.get("subject")
             self.correlation_id = d["correlation_id"]
             self.deadline = d["deadline"]
             self.started_in = event.metadata
@@ -115,7 +124,7 @@ class SagaState:
         elif kind == STEP_SUCCEEDED:
             self.in_flight = None
             self.succeeded.append(d["step"])
-            self.results[d["step"]] = d["result"]
+            self.results[d["step"]] = read_part(d, "result").merged()
         elif kind == STEP_FAILED:
             self.in_flight = None
             self.failures[d["step"]] = self.failures.get(d["step"], 0) + 1
@@ -142,7 +151,9 @@ class SagaState:
         elif kind == RESOLVED:
             self.status = "resolved"
         elif kind == SIGNALLED:
-            self.signals[d["type"]] = d["data"]
+            part = read_part(d, "data")
+            self.signals[d["type"]] = part.merged()
+            self.signal_subjects[d["type"]] = {k: owner for k, (owner, _) in part.personal.items()}
 
     def lost_tries(self, step: str, *, compensating: bool) -> int:
         """Tries of `step` that died with their process, the one under way included."""

@@ -9,20 +9,34 @@ import uuid
 from typing import Any, Literal
 
 from eventcraft.eventstore import NewEvent, RecordedEvent
-from eventcraft.eventstore.encoding import encode_object
 
 from . import state as S
+from .personal import Part, recorded
 
 Outcome = Literal["failed", "unknown"]
 """Of a failed try: it did not take effect, or it may have (it timed out, or its process died)."""
 
 
 def started(
-    stream: str, name: str, data: dict[str, Any], deadline: float | None, correlation: str
+    stream: str,
+    name: str,
+    data: Part,
+    deadline: float | None,
+    correlation: str,
+    subject: str | None = None,
 ) -> NewEvent:
+    """`InvalidEvent` (naming the start data) if the store would refuse it.
+
+    `subject`, whose the saga's personal data is, is kept only when there is one:
+    a plain saga's start is recorded as before.
+    """
+    fields: dict[str, Any] = {"saga": name, "data": data, "deadline": deadline}
+    fields["correlation_id"] = correlation
+    if subject is not None:
+        fields["subject"] = subject
     return NewEvent(
         S.STARTED,
-        {"saga": name, "data": data, "deadline": deadline, "correlation_id": correlation},
+        recorded(fields, f"the start data of saga {name!r}"),
         {"correlation_id": correlation},
         # The same id for every start of this instance: the store's own retry
         # rule turns a second start into a no-op.
@@ -37,13 +51,12 @@ def step_started(
     return NewEvent(S.STEP_STARTED, {**data, "deadline": deadline})
 
 
-def step_succeeded(step: str, result: Any) -> NewEvent:
+def step_succeeded(step: str, result: Part) -> NewEvent:
     """`InvalidEvent` (naming the step and what it returned) if the store would refuse it."""
-    data = {"step": step, "result": result}
     # Checked now, by the store's own encoder, rather than by the append: this
     # event goes with the next move's append, and refused there it would fail
     # that move (again at each pass) rather than the step that returned it.
-    encode_object(f"the result of step {step!r}", data)
+    data = recorded({"step": step, "result": result}, f"the result of step {step!r}")
     return NewEvent(S.STEP_SUCCEEDED, data)
 
 
@@ -110,10 +123,12 @@ def resolved(note: str) -> NewEvent:
     return NewEvent(S.RESOLVED, {"note": note})
 
 
-def signalled(stream: str, correlation: str, event: RecordedEvent) -> NewEvent:
+def signalled(stream: str, correlation: str, event: RecordedEvent, data: Part) -> NewEvent:
+    """`event`, signalled with `data` (its data, its personal fields apart)."""
+    fields = {"type": event.type, "data": data, "event_id": str(event.id)}
     return NewEvent(
         S.SIGNALLED,
-        {"type": event.type, "data": event.data, "event_id": str(event.id)},
+        recorded(fields, f"the data of the signalled {event.type}"),
         {"correlation_id": correlation, "causation_id": str(event.id)},
         # One id per (instance, event): delivering the event again records nothing.
         id=uuid.uuid5(uuid.NAMESPACE_URL, f"eventcraft:{stream}:{event.id}"),

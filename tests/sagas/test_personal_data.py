@@ -1,0 +1,279 @@
+"""A saga's personal data is sealed under its subject's key, as a domain event's is: its
+start data, its steps' results and the events signalled into it. Once the subject is
+forgotten, none of it is left in the clear in the database (SQLite's files, PostgreSQL's
+dump) nor in the Parquet archive of the saga's events, and the saga reads those fields as
+`FORGOTTEN`; a saga still running carries on with them forgotten."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import subprocess
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import pyarrow.parquet as pq
+import pytest
+from eventcraft.eventstore import (
+    FORGOTTEN,
+    AsyncEventStore,
+    EventStore,
+    InvalidEvent,
+    NewEvent,
+    Personal,
+)
+from eventcraft.eventstore.retention import RetentionPolicy
+from eventcraft.sagas import (
+    AsyncOrchestrator,
+    Orchestrator,
+    Saga,
+    SagaDefinitionError,
+    Step,
+    StepContext,
+    wait_for,
+)
+from pydantic import BaseModel
+
+from eventcraft.operations import retention
+
+from ..conftest import PG_URL
+
+SUBJECT = "customer-s7"
+NAME = "Ada Saga-Lovelace"
+EMAIL = "ada.saga@analytical.example"
+IBAN = "DE89 3704 0044 0532 0130 00"
+OTHER_NAME = "Charles Saga-Babbage"
+PLAIN = (NAME, EMAIL, IBAN)
+
+
+class Opened(BaseModel):
+    """A step's result: the account is plain, its IBAN the saga subject's."""
+
+    account_id: str
+    iban: Annotated[str, Personal()]
+
+
+class Onboarding(BaseModel):
+    """Start data as a model: each personal field names whose it is."""
+
+    customer_id: str
+    referrer_id: str
+    name: Annotated[str, Personal(subject="customer_id")]
+    referrer_name: Annotated[str, Personal(subject="referrer_id")]
+
+
+def _open_account(data: dict[str, Any], context: StepContext) -> Opened:
+    return Opened(account_id=f"account-{data['order_id']}", iban=IBAN)
+
+
+def _welcome(data: dict[str, Any], context: StepContext) -> dict[str, Any]:
+    # What the step saw, kept plain in its result, so a test can tell.
+    seen = data["name"] == NAME and context.results["open"]["iban"] == IBAN
+    return {"saw_the_fields": seen, "saw_them_forgotten": data["name"] == FORGOTTEN}
+
+
+ONBOARDING = Saga("onboarding", [Step("open", _open_account), Step("welcome", _welcome)])
+
+
+def _start(orchestrator: Orchestrator, saga: Saga = ONBOARDING) -> None:
+    orchestrator.start(
+        saga,
+        {"order_id": "o-visible-1"},
+        saga_id="o-1",
+        subject=SUBJECT,
+        personal={"name": NAME, "email": EMAIL},
+    )
+
+
+def _database_text(url: str, folder: Path) -> bytes:
+    """Everything the database holds: SQLite's files after a checkpoint, or PostgreSQL's
+    dump of the store's schema."""
+    if url.startswith("sqlite:"):
+        path = url.removeprefix("sqlite:///")
+        with sqlite3.connect(path) as connection:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return b"".join(p.read_bytes() for p in folder.glob("events.db*"))
+    schema = url.rsplit("schema=", 1)[1]
+    dumped = subprocess.run(
+        ["pg_dump", "--schema", schema, PG_URL], check=True, capture_output=True
+    )
+    return dumped.stdout
+
+
+def _archive_text(archive: Path) -> bytes:
+    """The archive folder's files as stored, and each Parquet file's values as read."""
+    found = []
+    for path in sorted(archive.rglob("*")):
+        if path.is_file():
+            found.append(path.read_bytes())
+            if path.suffix == ".parquet":
+                found.append(repr(pq.read_table(path).to_pylist()).encode())
+    return b"".join(found)
+
+
+def test_a_forgotten_subjects_saga_data_and_results_are_neither_in_the_database_nor_the_archive(
+    shared_store_url: str, tmp_path: Path
+) -> None:
+    archive = tmp_path / "archive"
+    with EventStore.open(shared_store_url) as store:
+        orchestrator = Orchestrator(store, [ONBOARDING])
+        _start(orchestrator)
+        assert orchestrator.run_pending() == 0
+        done = orchestrator.state("onboarding", "o-1")
+        assert done.status == "completed"
+        assert done.data == {"order_id": "o-visible-1", "name": NAME, "email": EMAIL}
+        assert done.results["open"] == {"account_id": "account-o-visible-1", "iban": IBAN}
+        assert done.results["welcome"]["saw_the_fields"] is True
+        everything = [RetentionPolicy("audit", max_age=timedelta(days=3650))]
+        assert retention.apply(store, everything, [], str(archive)).archived == 6
+
+        assert store.forget(SUBJECT) == 1
+        forgotten = orchestrator.state("onboarding", "o-1")
+        assert forgotten.data == {"order_id": "o-visible-1", "name": FORGOTTEN, "email": FORGOTTEN}
+        assert forgotten.results["open"] == {
+            "account_id": "account-o-visible-1",
+            "iban": FORGOTTEN,
+        }
+
+    after = _database_text(shared_store_url, tmp_path)
+    archived = _archive_text(archive)
+    assert b"o-visible-1" in after and b"o-visible-1" in archived  # the scans see the saga
+    for text in PLAIN:
+        assert text.encode() not in after, f"{text!r} is in the database"
+        assert text.encode() not in archived, f"{text!r} is in the archive"
+
+
+def test_a_saga_whose_subject_is_forgotten_while_it_runs_carries_on_with_the_fields_forgotten(
+    store: EventStore,
+) -> None:
+    saga = Saga(
+        "onboarding",
+        [
+            Step("open", _open_account),
+            wait_for("confirmed", "Confirmed"),
+            Step("welcome", _welcome),
+        ],
+    )
+    orchestrator = Orchestrator(store, [saga])
+    _start(orchestrator, saga)
+    assert orchestrator.run_pending() == 1  # waiting for the confirmation
+    store.forget(SUBJECT)
+    store.append("confirmations-o-1", [NewEvent("Confirmed", {"ok": True})])
+    (event,) = store.read_stream("confirmations-o-1")
+    orchestrator.signal("onboarding", "o-1", event)
+    assert orchestrator.run_pending() == 0
+    done = orchestrator.state("onboarding", "o-1")
+    assert done.status == "completed"
+    assert done.results["welcome"] == {"saw_the_fields": False, "saw_them_forgotten": True}
+    assert done.results["open"]["iban"] == FORGOTTEN
+
+
+def test_a_start_models_fields_are_sealed_each_under_its_own_subject(store: EventStore) -> None:
+    orchestrator = Orchestrator(store, [ONBOARDING])
+    data = Onboarding(
+        customer_id=SUBJECT, referrer_id="customer-r2", name=NAME, referrer_name=OTHER_NAME
+    )
+    orchestrator.start(ONBOARDING, data, saga_id="o-2")
+    store.forget("customer-r2")
+    state = orchestrator.state("onboarding", "o-2")
+    assert state.data == {
+        "customer_id": SUBJECT,
+        "referrer_id": "customer-r2",
+        "name": NAME,
+        "referrer_name": FORGOTTEN,
+    }
+
+
+def test_a_signalled_events_personal_fields_stay_sealed_in_the_sagas_copy(
+    store: EventStore,
+) -> None:
+    class Confirmed(BaseModel):
+        customer_id: str
+        email: Annotated[str, Personal(subject="customer_id")]
+
+    saga = Saga("confirming", [wait_for("confirmed", "Confirmed")])
+    orchestrator = Orchestrator(store, [saga])
+    orchestrator.start(saga, {"order_id": "o-3"}, saga_id="o-3")
+    typed = Confirmed(customer_id=SUBJECT, email=EMAIL)
+    store.append("confirmations-o-3", [NewEvent("Confirmed", typed)])
+    (event,) = store.read_stream("confirmations-o-3")
+    orchestrator.signal("confirming", "o-3", event, data=typed)
+    assert orchestrator.run_pending() == 0
+    assert orchestrator.state("confirming", "o-3").results["confirmed"]["email"] == EMAIL
+    store.forget(SUBJECT)
+    state = orchestrator.state("confirming", "o-3")
+    assert state.signals["Confirmed"] == {"customer_id": SUBJECT, "email": FORGOTTEN}
+    assert state.results["confirmed"] == {"customer_id": SUBJECT, "email": FORGOTTEN}
+
+
+def test_personal_data_without_a_subject_is_refused_and_nothing_is_started(
+    store: EventStore,
+) -> None:
+    orchestrator = Orchestrator(store, [ONBOARDING])
+    with pytest.raises(SagaDefinitionError, match="subject="):
+        orchestrator.start(ONBOARDING, {"order_id": "o-4"}, saga_id="o-4", personal={"n": "x"})
+    with pytest.raises(SagaDefinitionError, match="'order_id' is in both"):
+        orchestrator.start(
+            ONBOARDING,
+            {"order_id": "o-4"},
+            saga_id="o-4",
+            subject=SUBJECT,
+            personal={"order_id": "x"},
+        )
+    assert list(store.read_stream("saga-onboarding:o-4")) == []
+
+
+def test_a_result_whose_personal_field_has_no_subject_fails_its_step_saying_so(
+    store: EventStore,
+) -> None:
+    orchestrator = Orchestrator(store, [ONBOARDING])
+    orchestrator.start(ONBOARDING, {"order_id": "o-5"}, saga_id="o-5")
+    orchestrator.run_pending()
+    state = orchestrator.state("onboarding", "o-5")
+    assert state.status == "compensated"
+    assert "unstorable result" in (state.failure or "")
+    assert "iban" in (state.failure or "") and "subject=" in (state.failure or "")
+    assert IBAN.encode() not in repr([e.data for e in store.read_all()]).encode()
+
+
+def test_a_plain_saga_is_stored_as_before(store: EventStore) -> None:
+    orchestrator = Orchestrator(store, [ONBOARDING])
+    orchestrator.start(ONBOARDING, {"order_id": "o-6"}, saga_id="o-6")
+    (started,) = store.read_stream("saga-onboarding:o-6")
+    assert started.data == {
+        "saga": "onboarding",
+        "data": {"order_id": "o-6"},
+        "deadline": None,
+        "correlation_id": "o-6",
+    }
+
+
+def test_the_async_orchestrator_seals_a_sagas_start_data_too(shared_store_url: str) -> None:
+    async def scenario() -> dict[str, Any]:
+        async with await AsyncEventStore.open(shared_store_url) as store:
+            orchestrator = await AsyncOrchestrator.open(store, [ONBOARDING])
+            await orchestrator.start(
+                ONBOARDING,
+                {"order_id": "o-7"},
+                saga_id="o-7",
+                subject=SUBJECT,
+                personal={"name": NAME},
+            )
+            assert await store.forget(SUBJECT) == 1
+            return (await orchestrator.state("onboarding", "o-7")).data
+
+    assert asyncio.run(scenario()) == {"order_id": "o-7", "name": FORGOTTEN}
+
+
+def test_an_unencodable_personal_value_is_refused_at_the_start(store: EventStore) -> None:
+    orchestrator = Orchestrator(store, [ONBOARDING])
+    with pytest.raises(InvalidEvent, match="start data of saga 'onboarding'"):
+        orchestrator.start(
+            ONBOARDING,
+            {"order_id": "o-8"},
+            saga_id="o-8",
+            subject=SUBJECT,
+            personal={"name": object()},
+        )
+    assert list(store.read_stream("saga-onboarding:o-8")) == []
