@@ -25,6 +25,7 @@ from .output import (
     when,
 )
 from .shell import shell
+from .tables import print_table
 
 # Bounded by what the store holds, so that a number too large is refused naming the flag.
 POSITIVE = click.IntRange(min=1, max=MAX_INT)
@@ -100,7 +101,7 @@ def show(stream: str, from_version: int | None, limit: int | None, as_json: bool
     if as_json:
         emit_events(events)
     else:
-        console().print(events_table(events, title=stream))
+        print_table(events_table(events, title=stream), console())
 
 
 @click.command(
@@ -173,7 +174,7 @@ def log(
     if as_json:
         emit_events(found)
     else:
-        console().print(events_table(found))
+        print_table(events_table(found), console())
 
 
 @click.command(

@@ -1,5 +1,5 @@
-"""How commands print: rich tables and trees for people, JSON for programs, progress bars
-only on a terminal."""
+"""How commands print: tables (`tables.py`: aligned on a terminal, tab-separated when
+piped) and trees for people, JSON for programs, progress bars only on a terminal."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import orjson
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.syntax import Syntax
-from rich.table import Table
 from rich.text import Text
 
 from eventcraft.eventstore import RecordedEvent
 
 from ..operations.documents import event_document, event_line
+from .tables import Cell, Column, Rows, ended_by_a_closed_pipe
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,34 +37,46 @@ def console() -> Console:
 
 def emit_json(document: Any) -> None:
     """One JSON document on stdout."""
-    sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
-    sys.stdout.flush()
+    with ended_by_a_closed_pipe():
+        sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.flush()
 
 
 def emit_events(events: Iterable[RecordedEvent]) -> int:
     """NDJSON, one event a line, flushed as they come (a follower's reader sees each)."""
     count = 0
-    for event in events:
-        sys.stdout.buffer.write(event_line(event))
-        sys.stdout.flush()
-        count += 1
+    with ended_by_a_closed_pipe():
+        for event in events:
+            sys.stdout.buffer.write(event_line(event))
+            sys.stdout.flush()
+            count += 1
     return count
 
 
-def events_table(events: Iterable[RecordedEvent], *, title: str | None = None) -> Table:
-    table = Table(title=title, show_lines=False)
-    for column in ("position", "stream", "version", "type", "recorded at (UTC)", "correlation"):
-        table.add_column(column, justify="right" if column in ("position", "version") else "left")
-    for event in events:
-        table.add_row(
-            str(event.position),
-            Text(event.stream_id),
-            str(event.version),
-            type_and_tags(event),
-            when(event.recorded_at),
-            Text(str(event.metadata.get("correlation_id", ""))),
-        )
-    return table
+EVENT_COLUMNS = (
+    Column("position", right=True),
+    Column("stream"),
+    Column("version", right=True),
+    Column("type"),
+    Column("recorded at (UTC)"),
+    Column("correlation"),
+)
+
+
+def events_table(events: Iterable[RecordedEvent], *, title: str | None = None) -> Rows:
+    """The events as a table, read as it is printed (`print_table`)."""
+    return Rows(EVENT_COLUMNS, (_event_row(event) for event in events), title=title)
+
+
+def _event_row(event: RecordedEvent) -> tuple[Cell, ...]:
+    return (
+        event.position,
+        event.stream_id,
+        event.version,
+        type_and_tags(event),
+        when(event.recorded_at),
+        str(event.metadata.get("correlation_id", "")),
+    )
 
 
 def type_and_tags(event: RecordedEvent) -> Text:
@@ -75,14 +87,17 @@ def type_and_tags(event: RecordedEvent) -> Text:
     return shown
 
 
-def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> Table:
-    shown = Table(title=title)
-    for column in columns:
-        shown.add_column(column)
-    for row in rows:
-        # Text, not markup: a value holding [brackets] (an error's repr) shows as it is.
-        shown.add_row(*(Text("" if value is None else str(value)) for value in row))
-    return shown
+def table(
+    columns: Sequence[str | Column], rows: Iterable[Sequence[Any]], title: str | None = None
+) -> Rows:
+    """A table of `rows` (values shown as `str` shows them; None as nothing), for
+    `console().print`, or `print_table` for a long one."""
+    # Values print as they are: a value holding [brackets] (an error's repr) is not markup.
+    return Rows(columns, ([_cell(value) for value in row] for row in rows), title=title)
+
+
+def _cell(value: Any) -> Cell:
+    return value if value is None or isinstance(value, str | int | Text) else str(value)
 
 
 def event_json(event: RecordedEvent) -> Syntax:

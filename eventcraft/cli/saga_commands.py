@@ -8,13 +8,13 @@ from typing import Any
 
 import click
 import orjson
-from rich.table import Table
 from rich.text import Text
 
 from ..operations import sagas as operations
 from ..operations.sagas import SagaSummary
 from .output import console, emit_json, json_option, table, when
 from .shell import confirmed, opened, yes_option
+from .tables import Column, Rows
 
 APP = "eventcraft --app svc.app:app"
 
@@ -66,23 +66,31 @@ def show(name: str, saga_id: str, as_json: bool) -> None:
     why = summary.parked_because or summary.failure
     if why:
         out.print(Text(f"{'parked' if summary.parked_because else 'failed'}: {why}"))
-    timeline = Table(title=None)
-    for column in ("#", "time (UTC)", "transition", "step", "try"):
-        timeline.add_column(column, justify="right" if column in ("#", "try") else "left")
-    # The key whole, folded if need be: it is what an operator looks up in the service's logs.
-    timeline.add_column("idempotency key", overflow="fold")
-    timeline.add_column("error / result / note")
-    for t in found.transitions:
-        shown = t.error or (_json(t.result) if t.type == "StepSucceeded" else t.note) or ""
-        timeline.add_row(
-            str(t.version),
-            when(t.recorded_at),
-            t.type,
-            t.step or "",
-            "" if t.attempt is None else str(t.attempt),
-            t.idempotency_key or "",
-            Text(shown),
-        )
+    # The idempotency key shows whole, as every value does (folded on a narrow terminal):
+    # it is what an operator looks up in the service's logs.
+    timeline = table(
+        (
+            Column("#", right=True),
+            "time (UTC)",
+            "transition",
+            "step",
+            Column("try", right=True),
+            "idempotency key",
+            "error / result / note",
+        ),
+        (
+            (
+                t.version,
+                when(t.recorded_at),
+                t.type,
+                t.step or "",
+                "" if t.attempt is None else str(t.attempt),
+                t.idempotency_key or "",
+                t.error or (_json(t.result) if t.type == "StepSucceeded" else t.note) or "",
+            )
+            for t in found.transitions
+        ),
+    )
     out.print(timeline)
 
 
@@ -147,7 +155,7 @@ def cancel(name: str, saga_id: str, reason: str, yes: bool) -> None:
     console().print(f"{done.stream_id} cancelled: {done.status}")
 
 
-def _summaries(found: Iterable[SagaSummary]) -> Table:
+def _summaries(found: Iterable[SagaSummary]) -> Rows:
     return table(
         ("saga", "id", "status", "step", "transitions", "started (UTC)", "last move (UTC)", "why"),
         (

@@ -43,7 +43,7 @@ def test_an_age_is_shown_as_typed(
         "--keep", f"audit:age={typed}",
     )  # fmt: skip
     assert outcome.code == 0, outcome.err
-    assert f"audit: {shown} " in outcome.out
+    assert f"audit: {shown}\t" in outcome.out  # the rule whole, then its count
     assert "day," not in outcome.out and ":00" not in outcome.out
 
 
