@@ -14,8 +14,12 @@ its data) and what it does to the saga instance the event names:
 Given the application's registry (`registry=`, an `EventRegistry`), the
 routes' functions receive each event as a projections `TypedEvent`, typed
 and upcast as a repository's load decodes it (`lambda e: e.data.order_id`);
-a start's data is then the typed event as JSON, and a signal hands the
-saga the upcast data too.
+a start's data is then the typed event, and a signal hands the saga the
+upcast data too. Both keep the event's personal fields (those its model
+marks `Personal`) sealed in the saga's copy, under the same subjects; a
+saga started so is its event's stream's (`Route(subject=...)` names
+another), which is whose its `Personal()` fields are, as they are the
+event's. Without a registry the data is copied as read, in the clear.
 
 A route with `tags` takes only the events carrying them, and the manager's
 subscription then reads by a query of types and tags (the store's tag index).
@@ -35,6 +39,7 @@ from typing import Any, Literal
 
 from eventcraft.eventstore import InvalidEvent, Query, QueryItem, RecordedEvent
 from eventcraft.projections import EventDecoder, Subscription, TypedEvent
+from pydantic import BaseModel
 
 from . import telemetry
 from .definition import Saga
@@ -49,8 +54,13 @@ def _always(event: RecordedEvent) -> bool:
     return True
 
 
-def _the_data(event: RecordedEvent) -> dict[str, Any]:
-    return _as_json(event.data)
+def _the_data(event: RecordedEvent) -> dict[str, Any] | BaseModel:
+    data: dict[str, Any] | BaseModel = event.data
+    return data if isinstance(data, BaseModel) else dict(data)
+
+
+def _the_stream(event: RecordedEvent) -> str | None:
+    return event.stream_id
 
 
 def _as_json(data: Any) -> dict[str, Any]:
@@ -73,7 +83,10 @@ class Route:
     # Each takes the event as stored, or a `TypedEvent` with the manager's registry.
     saga_id: Callable[[Any], str]
     when: Callable[[Any], bool] = _always
-    data: Callable[[Any], dict[str, Any]] = _the_data
+    data: Callable[[Any], dict[str, Any] | BaseModel] = _the_data
+    subject: Callable[[Any], str | None] = _the_stream
+    """Whose a started saga's personal data is (`Orchestrator.start(subject=)`): the
+    event's stream by default; asked only when the start's data is a model."""
     tags: Sequence[str] = ()
     """Tags the event must carry, all of them (`["region:eu"]`); read through the store's
     tag index, as a `Query` of types and tags."""
@@ -141,17 +154,20 @@ class ProcessManager:
                 name = route.saga.name
                 if route.action == "start":
                     correlation = event.metadata.get("correlation_id") or str(event.id)
+                    data = route.data(routed)
                     self.orchestrator.start(
                         route.saga,
-                        route.data(routed),
+                        data,
                         saga_id=saga_id,
                         correlation_id=str(correlation),
+                        subject=route.subject(routed) if isinstance(data, BaseModel) else None,
                     )
                 elif route.action == "signal":
-                    signalled = event
+                    signalled, typed = event, None
                     if routed is not event:  # the saga waits for the upcast data
                         signalled = replace(event, data=_as_json(routed.data))
-                    self.orchestrator.signal(name, saga_id, signalled)
+                        typed = routed.data if isinstance(routed.data, BaseModel) else None
+                    self.orchestrator.signal(name, saga_id, signalled, data=typed)
                 else:
                     self.orchestrator.cancel(
                         name, saga_id, f"{event.type} at position {event.position}"

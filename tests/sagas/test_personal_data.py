@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import pyarrow.parquet as pq
 import pytest
+from eventcraft.domain import DomainEvent, EventRegistry
 from eventcraft.eventstore import (
     FORGOTTEN,
     AsyncEventStore,
@@ -24,9 +25,12 @@ from eventcraft.eventstore import (
     Personal,
 )
 from eventcraft.eventstore.retention import RetentionPolicy
+from eventcraft.projections import ProjectionRunner, TypedEvent
 from eventcraft.sagas import (
     AsyncOrchestrator,
     Orchestrator,
+    ProcessManager,
+    Route,
     Saga,
     SagaDefinitionError,
     Step,
@@ -277,3 +281,70 @@ def test_an_unencodable_personal_value_is_refused_at_the_start(store: EventStore
             personal={"name": object()},
         )
     assert list(store.read_stream("saga-onboarding:o-8")) == []
+
+
+people = EventRegistry()
+
+
+@people.event("CustomerRegistered")
+class CustomerRegistered(DomainEvent):
+    name: Annotated[str, Personal()]  # the customer's: the event's stream
+    email: Annotated[str, Personal()]
+
+
+@people.event("EmailConfirmed")
+class EmailConfirmed(DomainEvent):
+    customer_id: str
+    email: Annotated[str, Personal(subject="customer_id")]
+
+
+def _mail_account(data: dict[str, Any], context: StepContext) -> Opened:
+    assert data["email"] == EMAIL
+    return Opened(account_id="account-1", iban=IBAN)
+
+
+def test_a_process_manager_given_the_registry_keeps_the_events_personal_fields_sealed(
+    shared_store_url: str, tmp_path: Path
+) -> None:
+    saga = Saga(
+        "welcoming",
+        [Step("open", _mail_account), wait_for("confirmed", "EmailConfirmed")],
+    )
+
+    def customer(event: TypedEvent[Any]) -> str:
+        return event.stream_id
+
+    def confirming(event: TypedEvent[EmailConfirmed]) -> str:
+        return str(event.data.customer_id)
+
+    with EventStore.open(shared_store_url) as store:
+        orchestrator = Orchestrator(store, [saga])
+        manager = ProcessManager(
+            "welcomes",
+            orchestrator,
+            [
+                Route("CustomerRegistered", saga, "start", customer),
+                Route("EmailConfirmed", saga, "signal", confirming),
+            ],
+            registry=people,
+        )
+        registered = CustomerRegistered(name=NAME, email=EMAIL)
+        store.append(SUBJECT, [NewEvent("CustomerRegistered", registered)])
+        confirmed = EmailConfirmed(customer_id=SUBJECT, email=EMAIL)
+        store.append("confirmations-s7", [NewEvent("EmailConfirmed", confirmed)])
+        with ProjectionRunner(store, [manager.subscription()]) as runner:
+            runner.catch_up()
+        assert orchestrator.run_pending() == 0
+        done = orchestrator.state("welcoming", SUBJECT)
+        assert done.data == {"name": NAME, "email": EMAIL}
+        assert done.results["open"]["iban"] == IBAN  # Personal(): the saga's, the stream's
+        assert done.results["confirmed"] == {"customer_id": SUBJECT, "email": EMAIL}
+
+        assert store.forget(SUBJECT) == 1
+        forgotten = orchestrator.state("welcoming", SUBJECT)
+        assert forgotten.data == {"name": FORGOTTEN, "email": FORGOTTEN}
+        assert forgotten.results["confirmed"]["email"] == FORGOTTEN
+    after = _database_text(shared_store_url, tmp_path)
+    assert b"welcoming" in after
+    for text in PLAIN:
+        assert text.encode() not in after, f"{text!r} is in the database"
