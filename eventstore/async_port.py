@@ -83,6 +83,26 @@ class AsyncBackend(abc.ABC):
     ) -> AsyncIterator[EncodedRecord]:
         """As `Backend.read_all_encoded`."""
 
+    async def count_events(
+        self,
+        *,
+        after: int,
+        until: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+        limit: int | None,
+    ) -> int:
+        """As `Backend.count_events`; this default reads the events."""
+        if limit == 0:
+            return 0
+        count = 0
+        events = self.read_all(after=after, limit=limit, categories=categories, types=types)
+        async for event in events:
+            if until is not None and event.position > until:
+                break
+            count += 1
+        return count
+
     async def read_all_json(
         self, *, after: int, until: int | None, categories: Sequence[str] | None
     ) -> AsyncIterator[JsonLines]:

@@ -134,6 +134,26 @@ class AsyncEventStore:
             await self._shredder.seal_batch_async(call.batch)
         return await self._backend.append_many(calls)
 
+    async def count_events(
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        categories: Sequence[str] | str | None = None,
+        types: Sequence[str] | str | None = None,
+        limit: int | None = None,
+    ) -> int:
+        """As `EventStore.count_events`: how many events `read_all` brings, at most `limit`."""
+        call = arguments.read_all_call(after, limit, categories, types)
+        last = arguments.until_call(until)
+        return await self._backend.count_events(
+            after=call.after,
+            until=last,
+            categories=call.categories,
+            types=call.types,
+            limit=call.limit,
+        )
+
     async def read_query(
         self, query: Query, after: int = 0, limit: int | None = None
     ) -> QueryResult:

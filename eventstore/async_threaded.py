@@ -82,6 +82,26 @@ class ThreadedBackend(AsyncBackend):
             partial(self.backend.append, stream_id, category, batch, expected, condition)
         )
 
+    async def count_events(
+        self,
+        *,
+        after: int,
+        until: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+        limit: int | None,
+    ) -> int:
+        return await self._run(
+            partial(
+                self.backend.count_events,
+                after=after,
+                until=until,
+                categories=categories,
+                types=types,
+                limit=limit,
+            )
+        )
+
     async def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
         return await self._run(partial(self.backend.read_query, query, after=after, limit=limit))
 

@@ -127,6 +127,19 @@ class BlockingEventStore:
     def append_many(self, appends: Sequence[ManyAppend]) -> list[AppendResult]:
         return self._wait(self.store.append_many(appends))
 
+    def count_events(
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        categories: Sequence[str] | str | None = None,
+        types: Sequence[str] | str | None = None,
+        limit: int | None = None,
+    ) -> int:
+        return self._wait(
+            self.store.count_events(after, until, categories=categories, types=types, limit=limit)
+        )
+
     def read_query(self, query: Query, after: int = 0, limit: int | None = None) -> QueryResult:
         return self._wait(self.store.read_query(query, after, limit))
 

@@ -105,6 +105,30 @@ class Backend(abc.ABC):
                 found.append(event)
         return covered(found, limit, head, after)
 
+    def count_events(
+        self,
+        *,
+        after: int,
+        until: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+        limit: int | None,
+    ) -> int:
+        """How many events `read_all` brings after `after`, to `until` (and the high-water
+        mark), at most `limit`.
+
+        This default reads them; a backend with indexes on categories and
+        types counts there instead, without building the events.
+        """
+        if limit == 0:
+            return 0
+        count = 0
+        for event in self.read_all(after=after, limit=limit, categories=categories, types=types):
+            if until is not None and event.position > until:
+                break
+            count += 1
+        return count
+
     @abc.abstractmethod
     def read_stream_encoded(self, stream_id: str, *, from_version: int) -> Iterator[EncodedEvent]:
         """The events of one stream from `from_version` on, their JSON not decoded."""

@@ -323,6 +323,23 @@ class SQLiteBackend(Backend):
         query, params = sql.read_all_query(self.high_water_mark(), categories, types)
         return self._pages(query, params, after, _position, limit, recorded_page)
 
+    def count_events(
+        self,
+        *,
+        after: int,
+        until: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+        limit: int | None,
+    ) -> int:
+        head = self.high_water_mark()
+        query, params = sql.count_query(
+            head if until is None else min(until, head), categories, types
+        )
+        # A negative LIMIT is none on SQLite.
+        params.update(start=after, count=-1 if limit is None else limit)
+        return self._guard(lambda: int(self._fetch(query, params)[0][0]))
+
     def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
         head = self.high_water_mark()
         statement, params = sqlite_query.read_query(query, head)

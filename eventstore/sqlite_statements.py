@@ -94,10 +94,13 @@ def any_stored(count: int) -> str:
 
 
 def read_all_query(
-    last: int, categories: Sequence[str] | None, types: Sequence[str] | None
+    last: int,
+    categories: Sequence[str] | None,
+    types: Sequence[str] | None,
+    columns: str = COLUMNS,
 ) -> tuple[str, dict[str, Any]]:
-    """The paged query of the log up to position `last`, and its parameters but `start`
-    and `count`.
+    """The paged query of the log's `columns` up to position `last`, and its parameters
+    but `start` and `count`.
 
     Several categories (or types) are read as one branch each, compared with
     `=` and walked in position order in their index, then merged: with `IN`,
@@ -106,7 +109,7 @@ def read_all_query(
     page = "position > :start AND position <= :last ORDER BY position LIMIT :count"
     params: dict[str, Any] = {"last": last}
     if categories is None and types is None:
-        return f"SELECT {COLUMNS} FROM {E} WHERE {page}", params
+        return f"SELECT {columns} FROM {E} WHERE {page}", params
     column, values = ("category", categories) if categories is not None else ("type", types)
     assert values is not None
     also = ""
@@ -119,11 +122,20 @@ def read_all_query(
     branches = []
     for n, value in enumerate(dict.fromkeys(values)):
         params[f"v{n}"] = value
-        branches.append(f"SELECT {COLUMNS} FROM {E} WHERE {column} = :v{n} AND {also}{page}")
+        branches.append(f"SELECT {columns} FROM {E} WHERE {column} = :v{n} AND {also}{page}")
     if len(branches) == 1:
         return branches[0], params
     union = " UNION ALL ".join(f"SELECT * FROM ({branch})" for branch in branches)
     return f"SELECT * FROM ({union}) ORDER BY position LIMIT :count", params
+
+
+def count_query(
+    last: int, categories: Sequence[str] | None, types: Sequence[str] | None
+) -> tuple[str, dict[str, Any]]:
+    """How many events `read_all_query` reads from `:start`, at most `:count`: its
+    positions alone, which the indexes of categories and types hold."""
+    query, params = read_all_query(last, categories, types, "position")
+    return f"SELECT count(*) FROM ({query})", params
 
 
 def list_streams_query(

@@ -199,6 +199,31 @@ class EventStore:
             )
         )
 
+    def count_events(
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        categories: Sequence[str] | str | None = None,
+        types: Sequence[str] | str | None = None,
+        limit: int | None = None,
+    ) -> int:
+        """How many events `read_all(after, categories=, types=)` brings up to `until`
+        (inclusive; None for the high-water mark), counting at most `limit`.
+
+        Counted in the store's indexes, nothing read: the cost grows with the events
+        counted, which `limit` bounds (a count that reaches it says "at least").
+        """
+        call = arguments.read_all_call(after, limit, categories, types)
+        last = arguments.until_call(until)
+        return self._backend.count_events(
+            after=call.after,
+            until=last,
+            categories=call.categories,
+            types=call.types,
+            limit=call.limit,
+        )
+
     def read_query(self, query: Query, after: int = 0, limit: int | None = None) -> QueryResult:
         """The events matching `query` with position > `after`, in position order, and the
         position the read covered: `head`, the `after` of the `AppendCondition` for a

@@ -25,6 +25,7 @@ from .events import (
 )
 from .store import EventStore
 from .testing_closing import ClosingConformance
+from .testing_counting import CountingConformance
 from .testing_deletion import DeletionConformance
 from .testing_events import LARGE, events, many
 from .testing_import import ImportConformance
@@ -40,6 +41,7 @@ from .testing_waiting import WaitingConformance
 class EventStoreConformance(
     AppendManyConformance,
     ClosingConformance,
+    CountingConformance,
     DeletionConformance,
     ImportConformance,
     InputConformance,

@@ -249,6 +249,28 @@ class AsyncPostgresBackend(AsyncBackend):
         ):
             yield event
 
+    async def count_events(
+        self,
+        *,
+        after: int,
+        until: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+        limit: int | None,
+    ) -> int:
+        query, params = sql.count_query(categories, types)
+
+        async def count(conn: Conn) -> int:
+            head = await safe_head_async(conn, after)
+            last = head if until is None else min(until, head)
+            row = await (
+                await conn.execute(query, {**params, "start": after, "last": last, "count": limit})
+            ).fetchone()
+            return int(row[0]) if row else 0
+
+        counted = await self._with_connection(count)
+        return counted if limit is None else min(counted, limit)
+
     async def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
         count = reads.first_count(limit)
         locked = reads.locked_params(query, after, count)

@@ -211,6 +211,28 @@ class PostgresBackend(Backend):
             query, params, after, sql.position, limit, rows=sql.recorded_page, upto=head
         )
 
+    def count_events(
+        self,
+        *,
+        after: int,
+        until: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+        limit: int | None,
+    ) -> int:
+        query, params = sql.count_query(categories, types)
+
+        def count(conn: psycopg.Connection[Any]) -> int:
+            head = safe_head(conn, after)
+            last = head if until is None else min(until, head)
+            row = conn.execute(
+                query, {**params, "start": after, "last": last, "count": limit}
+            ).fetchone()
+            return int(row[0]) if row else 0
+
+        counted = self._with_connection(count)
+        return counted if limit is None else min(counted, limit)
+
     def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
         count = reads.first_count(limit)
         locked = reads.locked_params(query, after, count)

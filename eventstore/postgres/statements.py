@@ -142,6 +142,37 @@ def read_all_query(
     return f"SELECT * FROM ({union}) AS branches {page}", params
 
 
+def count_query(
+    categories: Sequence[str] | None, types: Sequence[str] | None
+) -> tuple[str, dict[str, Any]]:
+    """How many events `read_all_query` brings in (`start`, `last`], each branch counting
+    at most `count` (NULL: all); its parameters but those three.
+
+    A count walks the same index range as the read, without ORDER BY: with
+    nothing to sort, both bounds of the range are safe in SQL. Branches of
+    several categories (or types) are summed, which may pass `count`; the
+    caller takes the least.
+    """
+    where = "position > %(start)s AND position <= %(last)s"
+    params: dict[str, Any] = {}
+    if categories is None and types is None:
+        return f"SELECT count(*) FROM (SELECT FROM {E} WHERE {where} LIMIT %(count)s) AS c", params
+    column, values = ("category", categories) if categories is not None else ("type", types)
+    assert values is not None
+    also = ""
+    if categories is not None and types is not None:
+        also = " AND type = ANY(%(types)s)"
+        params["types"] = list(types)
+    counts = []
+    for n, value in enumerate(dict.fromkeys(values)):
+        params[f"v{n}"] = value
+        counts.append(
+            f"(SELECT count(*) FROM (SELECT FROM {E} WHERE {matches(column, f'%(v{n})s')} "
+            f"AND {where}{also} LIMIT %(count)s) AS c{n})"
+        )
+    return f"SELECT {' + '.join(counts)}", params
+
+
 ENCODED_SPAN = 50_000
 """Positions `read_all_encoded` copies in one statement."""
 
