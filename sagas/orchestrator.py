@@ -44,7 +44,7 @@ from .errors import (
 )
 from .index import CATEGORY, SagaIndex
 from .journal import Journal, parsed, stream_of
-from .personal import Part, given_part, part_of
+from .personal import Part, check_subject, given_part, part_of
 from .service import OrchestratorStatus, StatusBoard, keep_running
 from .state import SagaState, try_key
 
@@ -456,8 +456,11 @@ def _start_data(
         raise SagaDefinitionError(
             f"saga data is a JSON-encodable dict or a pydantic model, not {data!r}"
         )
-    if subject is not None and (not isinstance(subject, str) or not subject):
-        raise SagaDefinitionError(f"{where}: subject= is a saga's data subject's id, a str")
+    if subject is not None:
+        try:
+            check_subject(f"{where}: subject=", subject)
+        except InvalidEvent as error:
+            raise SagaDefinitionError(str(error)) from None
     if personal is None:
         return part_of(data, subject, where)
     if not isinstance(personal, Mapping):

@@ -19,12 +19,13 @@ change.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from eventcraft.eventstore import InvalidEvent, Personal
-from eventcraft.eventstore.encoding import encode_object
+from eventcraft.eventstore.encoding import check_name, encode_object
 from pydantic import BaseModel, ConfigDict, PrivateAttr, create_model
 
 SUBJECTS = "subjects"
@@ -122,6 +123,11 @@ def read_part(data: Mapping[str, Any], name: str) -> Part:
     return Part(plain, personal)
 
 
+def check_subject(what: str, subject: object) -> str:
+    """`subject` if the store can name a key after it; `InvalidEvent` saying `what` if not."""
+    return check_name(what, subject)
+
+
 def stored(data: Any) -> Any:
     """A saga event's data as the store keeps it, before it is sealed (a JSON value)."""
     return data.model_dump(mode="json") if isinstance(data, BaseModel) else data
@@ -135,7 +141,7 @@ def _subject(model: BaseModel, name: str, mark: Personal, default: str | None, w
                 f"{where}: field {name!r} is marked Personal() with no subject, and the saga "
                 "has none: start it with subject=, or name the field's (Personal(subject=...))"
             )
-        return default
+        return check_name(f"{where}: the saga's subject", default)
     try:
         owner = given(model) if callable(given) else getattr(model, given)
     except Exception as error:
@@ -143,7 +149,14 @@ def _subject(model: BaseModel, name: str, mark: Personal, default: str | None, w
             f"{where}: the subject of personal field {name!r} could not be found: "
             f"{type(error).__name__}: {error}"
         ) from error
-    return str(owner)
+    # Checked as the store checks it, but now: a result is appended with the next
+    # move, which the store's refusal would fail again at every pass.
+    if isinstance(owner, bool) or not isinstance(owner, str | int | uuid.UUID):
+        raise InvalidEvent(
+            f"{where}: the subject of personal field {name!r} must be a str, int or UUID, "
+            f"not {owner!r}"
+        )
+    return check_name(f"{where}: the subject of personal field {name!r}", str(owner))
 
 
 class _Record(BaseModel):

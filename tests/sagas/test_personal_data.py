@@ -225,6 +225,8 @@ def test_personal_data_without_a_subject_is_refused_and_nothing_is_started(
             subject=SUBJECT,
             personal={"order_id": "x"},
         )
+    with pytest.raises(SagaDefinitionError, match="subject= must not be empty"):
+        orchestrator.start(ONBOARDING, {"order_id": "o-4"}, saga_id="o-4", subject="")
     assert list(store.read_stream("saga-onboarding:o-4")) == []
 
 
@@ -348,3 +350,29 @@ def test_a_process_manager_given_the_registry_keeps_the_events_personal_fields_s
     assert b"welcoming" in after
     for text in PLAIN:
         assert text.encode() not in after, f"{text!r} is in the database"
+
+
+class Refund(BaseModel):
+    customer_id: Any
+    iban: Annotated[str, Personal(subject="customer_id")]
+
+
+def _refund_to(customer: Any) -> Saga:
+    def refund(data: dict[str, Any], context: StepContext) -> Refund:
+        return Refund(customer_id=customer, iban=IBAN)
+
+    return Saga("refunding", [Step("refund", refund), Step("after", _welcome)])
+
+
+@pytest.mark.parametrize("customer", ["", True, "x" * 10_000])
+def test_a_result_whose_subject_the_store_cannot_hold_fails_its_step_at_once(
+    store: EventStore, customer: Any
+) -> None:
+    saga = _refund_to(customer)
+    orchestrator = Orchestrator(store, [saga])
+    orchestrator.start(saga, {"order_id": "o-9"}, saga_id="o-9")
+    assert orchestrator.run_pending() == 0
+    state = orchestrator.state("refunding", "o-9")
+    assert state.status == "compensated"
+    assert "unstorable result" in (state.failure or "")
+    assert "the subject of personal field 'iban'" in (state.failure or "")
