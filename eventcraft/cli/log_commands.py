@@ -11,7 +11,9 @@ from rich.text import Text
 from rich.tree import Tree
 
 from ..operations import log as operations
+from ..operations.errors import NotFound
 from ..operations.log import LogFilter, TraceNode
+from ..operations.missing_stream import missing_stream
 from ..operations.numbers import MAX_AFTER, MAX_INT
 from .output import (
     console,
@@ -95,9 +97,11 @@ def streams(
 @json_option
 def show(stream: str, from_version: int | None, limit: int | None, as_json: bool) -> None:
     """Show a stream's events, in version order."""
-    events = operations.stream_events(
-        shell().store(), stream, from_version=from_version, limit=limit
-    )
+    store = shell().store()
+    try:
+        events = operations.stream_events(store, stream, from_version=from_version, limit=limit)
+    except NotFound:
+        raise missing_stream(store, stream) from None
     if as_json:
         emit_events(events)
     else:

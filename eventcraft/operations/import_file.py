@@ -255,10 +255,32 @@ def read_export(
                 if len(types) < _TYPES_REMEMBERED:
                     types.add(event.type)
         except orjson.JSONDecodeError as error:
-            raise InputError(f"line {number}: not JSON: {error}") from None
+            column = _column(line, error)
+            raise InputError(f"line {number}: not JSON: {error.msg} at column {column}") from None
         except ValueError as error:
             raise InputError(f"line {number}: {error}") from None
         yield number, event
+
+
+def _column(line: bytes, error: orjson.JSONDecodeError) -> int:
+    """Where on its line the decoder stopped, counted from 1: the decoder counts lines of
+    its own, and one that ends early ends after the line's last character, not its newline."""
+    shown = line.rstrip(b"\r\n").decode("utf-8", "replace")
+    return min(error.pos, len(shown)) + 1
+
+
+def nothing_in(source: IO[bytes]) -> bool:
+    """Whether `source` holds no line but blank ones, from where it stands (and is left).
+    A source that cannot go back (a pipe) is looked at only as far as its first byte: a
+    pipe of blank lines holds something."""
+    if source.seekable():
+        start = source.tell()
+        try:
+            return all(not line.strip() for line in source)  # up to the first that is not
+        finally:
+            source.seek(start)
+    peek: Callable[[int], bytes] | None = getattr(source, "peek", None)
+    return peek is not None and peek(1) == b""
 
 
 def _deletion(document: Mapping[str, Any]) -> StreamDeletion:
