@@ -1,5 +1,6 @@
-"""The key table in PostgreSQL: `eventcraft_keys` in the store's schema (or another
-database's), made when a first key is; see `keys_sql.py` for its rows.
+"""The key table in PostgreSQL: `eventcraft_keys` in the store's schema, made with the
+store's tables (`keys_postgres_layout.py`), or in another database's, made when a first
+key is; see `keys_sql.py` for its rows.
 
 A forget must leave the key in none of the database's files. An UPDATE
 leaves the old row version in the table's file until VACUUM, and VACUUM
@@ -19,6 +20,13 @@ a rewrite, cleared only once a VACUUM FULL after that wait has run. A wait
 that times out, or a VACUUM FULL that fails (cancelled, lock timeout),
 leaves the mark: the erasure is pending (`erasure_pending`), a warning is
 logged, and the next forget of any subject rewrites the table first.
+
+VACUUM FULL is the key table's owner's (or, on PostgreSQL 17, a role's with
+MAINTAIN on it; or the database owner's), and PostgreSQL skips a table the
+role may not vacuum with a mere warning. So a forget by any other role is
+refused before it erases anything (`StorePermissionDenied` naming the owner
+to run it as), and a rewrite that left the table's file in place clears no
+mark.
 """
 
 from __future__ import annotations
@@ -32,10 +40,12 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from .errors import StorePermissionDenied, StoreUnavailable
+from . import keys_postgres_layout as layout
+from .errors import EventStoreError, StorePermissionDenied, StoreUnavailable
 from .keys import DataKey, KeyTable, new_key
 from .keys_sql import KEYS
 from .postgres.connections import ConnectionPool
+from .postgres.privileges import GRANTS
 
 T = TypeVar("T")
 
@@ -64,6 +74,30 @@ SELECT EXISTS (
 """
 
 
+# Whether the role may VACUUM the key table (PostgreSQL's vacuum_is_permitted_for_relation),
+# and UPDATE it; its owner and schema, to name them.
+_MAY_FORGET = """
+SELECT pg_has_role(c.relowner, 'USAGE') OR pg_has_role(d.datdba, 'USAGE') OR {maintain},
+       has_table_privilege(c.oid, 'UPDATE'), pg_get_userbyid(c.relowner), n.nspname
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_database d ON d.datname = current_database()
+WHERE c.oid = to_regclass(%s)
+"""
+
+_MAINTAIN = 170000
+"""The server version from which the MAINTAIN privilege lets a role vacuum a table."""
+
+# What sealing and reading need on the key table, named when the database refuses them.
+_SEALING = ("sealing personal data adds its subjects' keys to", ("SELECT", "INSERT"))
+_READING = ("reading personal data opens it with the keys of", ("SELECT",))
+
+_LACKING = """
+SELECT p, current_user, n.nspname FROM unnest(%s::text[]) AS p,
+    pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.oid = to_regclass(%s) AND NOT has_table_privilege(c.oid, p)
+"""
+
+
 class PostgresKeyTable(KeyTable):
     def __init__(self, url: str, *, snapshot_wait: float = SNAPSHOT_WAIT) -> None:
         from .arguments import redacted
@@ -79,22 +113,42 @@ class PostgresKeyTable(KeyTable):
         self.snapshot_wait = snapshot_wait
         """Seconds a forget waits for transactions older than its erasure to end."""
 
-    def _run(self, work: Callable[[psycopg.Connection[Any], bool], T]) -> T:
+    def _run(
+        self,
+        work: Callable[[psycopg.Connection[Any], bool], T],
+        use: tuple[str, tuple[str, ...]] = _READING,
+    ) -> T:
         """`work` on a pooled connection, and once more on a new one when that one broke
         under it (the server restarted): `work`'s statements are safe to repeat, and it is
-        told when it is the repeat."""
+        told when it is the repeat. A refused privilege is named as `use` needs it."""
         try:
             try:
                 return self._pool.run(lambda conn: work(conn, False))
             except psycopg.OperationalError:
                 return self._pool.run(lambda conn: work(conn, True))
         except psycopg.errors.InsufficientPrivilege as error:
-            raise self._denied(error) from error
+            raise self._denied(error, use) from error
         except psycopg.Error as error:
             raise StoreUnavailable(f"key store {self.url}: {error}") from error
 
-    def _denied(self, error: psycopg.Error) -> StorePermissionDenied:
-        """A refused privilege on the key table (or, making it, on its schema), named."""
+    def _denied(
+        self, error: psycopg.Error, use: tuple[str, tuple[str, ...]]
+    ) -> StorePermissionDenied:
+        """A refused privilege on the key table, named from the catalog where the table is
+        there; else (making it, on its schema) in the database's words."""
+        what, needs = use
+        try:
+            rows = self._pool.run(lambda conn: _lacking(conn, needs))
+        except (psycopg.Error, EventStoreError):  # the look failed: the database's words
+            rows = []
+        if rows:
+            _, current, schema_name = rows[0]
+            remedy = "a read-only role" if use is _READING else "the application's role"
+            return StorePermissionDenied(
+                current,
+                f"{', '.join(row[0] for row in rows)} on table {schema_name}.{KEYS}",
+                f"{what} the key store {self.url}; grant it as to {remedy}: {GRANTS}",
+            )
         said = error.diag.message_primary or str(error)
         role = conninfo_to_dict(self.target.conninfo).get("user") or "of the connection"
         return StorePermissionDenied(
@@ -103,7 +157,7 @@ class PostgresKeyTable(KeyTable):
             f"the key store {self.url}: sealing personal data makes the table {KEYS} where it "
             "is missing (CREATE on its schema) and adds keys to it (INSERT), reading opens "
             f"them (SELECT), forgetting erases them (UPDATE, and its owner's VACUUM FULL): "
-            "README, 'Roles and privileges'",
+            f"{GRANTS}",
         )
 
     def _table(self) -> sql.Composable:
@@ -131,7 +185,7 @@ class PostgresKeyTable(KeyTable):
             found.update(self._live(conn, missing))
             return found
 
-        return self._run(work)
+        return self._run(work, _SEALING)
 
     def _live(self, conn: psycopg.Connection[Any], subjects: Sequence[str]) -> dict[str, DataKey]:
         rows = conn.execute(
@@ -166,6 +220,7 @@ class PostgresKeyTable(KeyTable):
         def work(conn: psycopg.Connection[Any], _: bool) -> int:
             if not self._exists(conn):
                 return 0
+            self._may_forget(conn)
             self._upgrade(conn)
             with conn.transaction():
                 erased = conn.execute(
@@ -182,6 +237,32 @@ class PostgresKeyTable(KeyTable):
             return erased
 
         return self._run(work)
+
+    def _may_forget(self, conn: psycopg.Connection[Any]) -> None:
+        """Refuse, before anything is erased, a forget by a role that could not rewrite the
+        key table: its VACUUM FULL would be skipped, the key left in the table's file."""
+        maintain = "has_table_privilege(c.oid, 'MAINTAIN')"
+        query = _MAY_FORGET.format(
+            maintain=maintain if conn.info.server_version >= _MAINTAIN else "false"
+        )
+        row = conn.execute(query, (KEYS,)).fetchone()
+        if row is None:  # dropped meanwhile: the UPDATE says so
+            return
+        may_vacuum, may_update, owner, schema_name = row
+        if may_vacuum and may_update:
+            return
+        table = f"{schema_name}.{KEYS}"
+        if may_vacuum:
+            lacking, remedy = f"UPDATE on table {table}", f"grant it as to its owner {owner!r}"
+        else:
+            lacking = f"ownership of table {table}"
+            remedy = f"which only its owner may: run forget as the migration role, {owner!r}"
+        raise StorePermissionDenied(
+            conn.info.user,
+            lacking,
+            "a forget erases the subject's keys and rewrites the key table (VACUUM FULL), "
+            f"{remedy} ({GRANTS}); nothing was erased",
+        )
 
     def erasure_pending(self) -> bool:
         def work(conn: psycopg.Connection[Any], _: bool) -> bool:
@@ -212,13 +293,28 @@ class PostgresKeyTable(KeyTable):
                 self.snapshot_wait,
             )
             return
+        before = self._file(conn)
         conn.execute(sql.SQL("VACUUM FULL {}").format(self._table()))
+        if self._file(conn) == before:
+            # Skipped with a warning (a role that may not vacuum it): the key is still there.
+            log.warning(
+                "a forget erased a key in %s, but the key table was not rewritten (its role "
+                "may not VACUUM it): the key's old row version stays in its file until its "
+                "owner forgets (any subject)",
+                self.url,
+            )
+            return
         conn.execute(
             sql.SQL("UPDATE {} SET erased_xid = NULL WHERE erased_xid <= %s::xid8").format(
                 self._table()
             ),
             (owed,),
         )
+
+    def _file(self, conn: psycopg.Connection[Any]) -> int | None:
+        """The key table's file: VACUUM FULL writes a new one."""
+        row = conn.execute("SELECT pg_relation_filenode(to_regclass(%s))", (KEYS,)).fetchone()
+        return row[0] if row else None
 
     def _older_snapshots_end(self, conn: psycopg.Connection[Any], xid: str) -> bool:
         """Whether every transaction older than `xid` ended within `snapshot_wait`."""
@@ -260,8 +356,7 @@ class PostgresKeyTable(KeyTable):
 
     def _exists(self, conn: psycopg.Connection[Any]) -> bool:
         if not self._made:
-            row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (KEYS,)).fetchone()
-            self._made = bool(row and row[0])
+            self._made = layout.made(conn)
         return self._made
 
     def _create(self, conn: psycopg.Connection[Any]) -> None:
@@ -269,26 +364,14 @@ class PostgresKeyTable(KeyTable):
             return
         schema_name = self.target.schema
         with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{KEYS}:{schema_name}",))
+            layout.lock(conn, schema_name)
             # Only where it is missing: IF NOT EXISTS alone asks for CREATE on the database.
             if schema_name is not None and not _schema_exists(conn, schema_name):
                 conn.execute(
                     sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema_name))
                 )
-            conn.execute(
-                sql.SQL(
-                    "CREATE TABLE IF NOT EXISTS {} (key_id uuid PRIMARY KEY, "
-                    "subject text NOT NULL, material bytea, "
-                    "created_at timestamptz NOT NULL DEFAULT now(), forgotten_at timestamptz, "
-                    "erased_xid xid8)"
-                ).format(self._table())
-            )
-            conn.execute(
-                sql.SQL(
-                    "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} (subject) "
-                    "WHERE material IS NOT NULL"
-                ).format(sql.Identifier(f"{KEYS}_live"), self._table())
-            )
+            if not layout.made(conn):
+                layout.create(conn, schema_name)
         self._made = True
         self._upgraded = True
 
@@ -303,8 +386,7 @@ class PostgresKeyTable(KeyTable):
         row = conn.execute(column, (KEYS,)).fetchone()
         if not (row and row[0]):
             with conn.transaction():
-                lock = "SELECT pg_advisory_xact_lock(hashtext(%s))"
-                conn.execute(lock, (f"{KEYS}:{self.target.schema}",))
+                layout.lock(conn, self.target.schema)
                 row = conn.execute(column, (KEYS,)).fetchone()
                 if not (row and row[0]):
                     table = self._table()
@@ -321,6 +403,13 @@ class PostgresKeyTable(KeyTable):
         # stores is closed by each (`Shredder.close`) and connects again when used.
         closing, self._pool = self._pool, ConnectionPool(self.target)
         closing.close()
+
+
+def _lacking(conn: psycopg.Connection[Any], needs: Sequence[str]) -> list[tuple[str, str, str]]:
+    """(privilege, current role, schema) of each of `needs` the role lacks on the key table;
+    none when it is not there."""
+    rows = conn.execute(_LACKING, (list(needs), KEYS)).fetchall()
+    return [(str(p), str(role), str(schema)) for p, role, schema in rows]
 
 
 def _schema_exists(conn: psycopg.Connection[Any], schema: str) -> bool:

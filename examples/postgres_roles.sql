@@ -8,8 +8,9 @@
 -- and after each upgrade. tests/eventstore/test_privileges.py runs this file as it is.
 
 -- Part 1. The migration role owns the store's schema. Its first open creates the store's
--- tables there; a later release's first open brings them up to date. Run the deployment's
--- migration step (any open of the store, e.g. `eventcraft --store URL stats`) as it.
+-- tables there, the key table of personal data (eventcraft_keys) with them; a later
+-- release's first open brings them up to date. Run the deployment's migration step (any
+-- open of the store, e.g. `eventcraft --store URL stats`) as it, and `forget`.
 CREATE SCHEMA IF NOT EXISTS :"schema" AUTHORIZATION :"migrator";
 GRANT USAGE ON SCHEMA :"schema" TO :"writer", :"reader";
 -- Reading: every table the migration role makes, now or in a later release.
@@ -24,6 +25,11 @@ GRANT INSERT ON :"schema".eventcraft_events, :"schema".eventcraft_tags,
 GRANT USAGE ON SEQUENCE :"schema".eventcraft_position_seq TO :"writer";
 GRANT INSERT, UPDATE ON :"schema".eventcraft_snapshots, :"schema".eventcraft_deleted_streams
     TO :"writer";
+-- Personal data: sealing adds a subject's key (INSERT); reading opens it (SELECT, above).
+-- No UPDATE: a forget rewrites the key table, which only its owner, the migration role, may.
+GRANT INSERT ON :"schema".eventcraft_keys TO :"writer";
 -- The reader has no more: the console and the command line's read commands (log, show,
 -- event, streams, stats, trace, export, verify) work with it, and an append is refused
--- as StorePermissionDenied naming the privilege it lacks.
+-- as StorePermissionDenied naming the privilege it lacks. Its SELECT on eventcraft_keys
+-- opens personal fields, as the console shows them; to keep them from it, revoke that
+-- (its reads of events holding personal fields are then refused, naming it).

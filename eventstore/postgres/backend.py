@@ -15,7 +15,14 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.abc import Buffer
 
-from .. import deletion_postgres, json_lines, keyed_indexes, schema, schema_tags
+from .. import (
+    deletion_postgres,
+    json_lines,
+    keyed_indexes,
+    keys_postgres_layout,
+    schema,
+    schema_tags,
+)
 from ..arguments import AppendCall
 from ..collector import collector_paused
 from ..deletion import StreamDeletion
@@ -61,12 +68,20 @@ def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> Non
     """Create the store's tables and functions in `schema_name` (None: the search path)
     where missing, and bring an older layout up to date.
 
+    The key table of personal data is made with them, empty: the role that makes the
+    store's tables (the migration role) owns it, and the application's role seals with
+    INSERT on it (`keys_postgres_layout.py`).
+
     A store already at this release's layout is only looked at, in the catalog: a role
     that may not create anything (one that only reads) opens it. A role that may not
     make what is missing gets `StorePermissionDenied` naming the privilege.
     """
     try:
-        if _schema_exists(conn, schema_name) and not schema.ddl("postgresql", _existing(conn)):
+        if (
+            _schema_exists(conn, schema_name)
+            and not schema.ddl("postgresql", _existing(conn))
+            and keys_postgres_layout.made(conn)
+        ):
             return
         with conn.transaction():
             # Processes opening the same new store at once must not race on the DDL.
@@ -82,6 +97,8 @@ def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> Non
                 )
             for statement in schema.ddl("postgresql", _existing(conn)):
                 conn.execute(statement.encode())
+            if not keys_postgres_layout.made(conn):
+                keys_postgres_layout.create(conn, schema_name)
     except (psycopg.errors.InsufficientPrivilege, psycopg.errors.InvalidSchemaName) as error:
         # InvalidSchemaName: a schema the role may not use is not in its search path.
         try:

@@ -157,17 +157,147 @@ class Registered(BaseModel):
     name: Annotated[str, Personal(subject="customer_id")]
 
 
-def test_a_read_only_role_opens_personal_fields_and_a_seal_it_may_not_make_is_named(
+def registered(customer: str, name: str) -> NewEvent:
+    return NewEvent("Registered", Registered(customer_id=customer, name=name))
+
+
+def names(store: EventStore) -> dict[str, str]:
+    return {e.data["customer_id"]: e.data["name"] for e in store.read_all(types="Registered")}
+
+
+def key_table_owner(roles: StoreRoles) -> str | None:
+    with psycopg.connect(PG_URL) as conn:
+        row = conn.execute(
+            "SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = to_regclass(%s)",
+            (f"{roles.schema}.eventcraft_keys",),
+        ).fetchone()
+    return row[0] if row else None
+
+
+def test_the_application_role_seals_and_reads_personal_data(roles: StoreRoles) -> None:
+    """The migration role's open made the key table, and the README's grants let the
+    application seal with it; the first seal was refused ('lacks a privilege (permission
+    denied for schema ...)': it made the key table, which needs CREATE on the schema)."""
+    assert key_table_owner(roles) == roles.migrator
+    with EventStore.open(roles.url(roles.writer)) as store:
+        store.append("customer-1", [registered("c1", "Ann")])
+        store.append("customer-2", [registered("c2", "Bob")])
+        store.append("customer-1", [registered("c1", "Ann B.")])
+        assert names(store) == {"c1": "Ann B.", "c2": "Bob"}
+    with psycopg.connect(PG_URL) as conn:
+        raw = conn.execute(
+            sql.SQL("SELECT data::text FROM {}.eventcraft_events").format(
+                sql.Identifier(roles.schema)
+            )
+        ).fetchall()
+    assert raw and not any("Ann" in row[0] or "Bob" in row[0] for row in raw)
+
+
+def test_the_application_roles_async_store_seals_and_reads_personal_data(
     roles: StoreRoles,
 ) -> None:
-    """The key table the migration role's seal made is read with SELECT alone; a seal by a
-    role that may not make the key table was StoreUnavailable ('key store ...')."""
-    ann = Registered(customer_id="c1", name="Ann")
-    refused = pytest.raises(StorePermissionDenied, match=r"permission denied for schema \w+.*key")
-    with EventStore.open(roles.url(roles.writer)) as store, refused:
-        store.append("customer-1", [NewEvent("Registered", ann)])
-    with EventStore.open(roles.url(roles.migrator)) as store:
-        store.append("customer-1", [NewEvent("Registered", ann)])
+    async def write_and_read() -> list[str]:
+        async with await AsyncEventStore.open(roles.url(roles.writer)) as store:
+            await store.append("customer-1", [registered("c1", "Ann")])
+            return [e.data["name"] async for e in store.read_all(types="Registered")]
+
+    assert asyncio.run(write_and_read()) == ["Ann"]
+
+
+def test_a_read_only_role_opens_personal_fields_and_may_not_seal_any(
+    roles: StoreRoles,
+) -> None:
+    """The read-only role reads what the console shows: personal fields opened."""
+    with EventStore.open(roles.url(roles.writer)) as store:
+        store.append("customer-1", [registered("c1", "Ann")])
     with EventStore.open(roles.url(roles.reader)) as store:
+        assert names(store) == {"c1": "Ann"}
         (event,) = store.read_stream("customer-1")
         assert event.data["name"] == "Ann" != FORGOTTEN
+        with pytest.raises(StorePermissionDenied) as refused:
+            store.append("customer-2", [registered("c2", "Bob")])
+    message = str(refused.value)
+    assert f"lacks INSERT on table {roles.schema}.eventcraft_keys" in message
+    assert "sealing personal data" in message
+    with psycopg.connect(PG_URL) as conn:
+        held = conn.execute(
+            sql.SQL("SELECT subject FROM {}.eventcraft_keys").format(sql.Identifier(roles.schema))
+        ).fetchall()
+    assert held == [("c1",)]
+
+
+def test_forget_runs_as_the_migration_role_and_another_role_is_told_so(
+    roles: StoreRoles,
+) -> None:
+    """A forget rewrites the key table (VACUUM FULL), which only its owner may: another
+    role's forget is refused before it erases anything, naming the owner to run it as."""
+    with EventStore.open(roles.url(roles.writer)) as store:
+        store.append("customer-1", [registered("c1", "Ann")])
+        store.append("customer-2", [registered("c2", "Bob")])
+    for role in (roles.writer, roles.reader):
+        refusal = pytest.raises(StorePermissionDenied)
+        with EventStore.open(roles.url(role)) as store, refusal as refused:
+            store.forget("c1")
+        message = str(refused.value)
+        assert f"the role '{role}' lacks ownership of table {roles.schema}.eventcraft_keys" in (
+            message
+        )
+        assert f"run forget as the migration role, '{roles.migrator}'" in message
+        assert not isinstance(refused.value, StoreUnavailable)
+    with EventStore.open(roles.url(roles.reader)) as store:
+        assert names(store) == {"c1": "Ann", "c2": "Bob"}  # nothing was erased
+    with EventStore.open(roles.url(roles.migrator)) as store:
+        assert store.forget("c1") == 1
+        assert not store.keys.erasure_pending()
+    with EventStore.open(roles.url(roles.reader)) as store:
+        assert names(store) == {"c1": FORGOTTEN, "c2": "Bob"}
+    with EventStore.open(roles.url(roles.writer)) as store:
+        store.append("customer-1", [registered("c1", "Ann again")])
+        assert names(store) == {"c1": "Ann again", "c2": "Bob"}
+
+
+def test_a_seal_whose_key_table_the_role_may_not_make_is_named(roles: StoreRoles) -> None:
+    """Keys kept in a schema of their own, where the role may not create: the key table is
+    made by the first seal there, and the seal was StoreUnavailable ('key store ...')."""
+    elsewhere = f"keys_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(elsewhere)))
+        conn.execute(
+            sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(
+                sql.Identifier(elsewhere), sql.Identifier(roles.writer)
+            )
+        )
+    keys = roles.url(roles.writer, schema=elsewhere)
+    try:
+        refused = pytest.raises(
+            StorePermissionDenied, match=rf"permission denied for schema {elsewhere}.*key store"
+        )
+        with EventStore.open(roles.url(roles.writer), keys=keys) as store, refused:
+            store.append("customer-1", [registered("c1", "Ann")])
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(elsewhere)))
+
+
+def test_a_reader_kept_from_personal_data_is_refused_its_events_naming_the_key_table(
+    roles: StoreRoles,
+) -> None:
+    """As the README's roles SQL says: its SELECT on the key table revoked, a reader still
+    reads events without personal fields, and one holding them is refused, named."""
+    with EventStore.open(roles.url(roles.writer)) as store:
+        store.append("customer-1", [registered("c1", "Ann")])
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("REVOKE SELECT ON {}.eventcraft_keys FROM {}").format(
+                sql.Identifier(roles.schema), sql.Identifier(roles.reader)
+            )
+        )
+    with EventStore.open(roles.url(roles.reader)) as store:
+        assert [e.data["n"] for e in store.read_stream("order-1")] == [1, 2]
+        with pytest.raises(StorePermissionDenied) as refused:
+            list(store.read_stream("customer-1"))
+    message = str(refused.value)
+    assert f"the role '{roles.reader}' lacks SELECT on table {roles.schema}.eventcraft_keys" in (
+        message
+    )
+    assert "reading personal data" in message
