@@ -255,21 +255,32 @@ def test_a_plain_saga_is_stored_as_before(store: EventStore) -> None:
     }
 
 
-def test_the_async_orchestrator_seals_a_sagas_start_data_too(shared_store_url: str) -> None:
-    async def scenario() -> dict[str, Any]:
-        async with await AsyncEventStore.open(shared_store_url) as store:
-            orchestrator = await AsyncOrchestrator.open(store, [ONBOARDING])
-            await orchestrator.start(
-                ONBOARDING,
-                {"order_id": "o-7"},
-                saga_id="o-7",
-                subject=SUBJECT,
-                personal={"name": NAME},
-            )
-            assert await store.forget(SUBJECT) == 1
-            return (await orchestrator.state("onboarding", "o-7")).data
+def test_the_async_orchestrator_seals_a_sagas_start_data_and_signals_too(
+    shared_store_url: str,
+) -> None:
+    class Confirmed(BaseModel):
+        email: Annotated[str, Personal()]  # the event's stream's
 
-    assert asyncio.run(scenario()) == {"order_id": "o-7", "name": FORGOTTEN}
+    saga = Saga("confirming", [wait_for("confirmed", "Confirmed")])
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with await AsyncEventStore.open(shared_store_url) as store:
+            orchestrator = await AsyncOrchestrator.open(store, [saga])
+            await orchestrator.start(
+                saga, {"order_id": "o-7"}, saga_id="o-7", subject=SUBJECT, personal={"name": NAME}
+            )
+            typed = Confirmed(email=EMAIL)
+            await store.append(SUBJECT, [NewEvent("Confirmed", typed)])
+            (event,) = [e async for e in store.read_stream(SUBJECT)]
+            assert await orchestrator.signal("confirming", "o-7", event, data=typed)
+            assert await orchestrator.run_pending() == 0
+            assert await store.forget(SUBJECT) == 1
+            state = await orchestrator.state("confirming", "o-7")
+            return state.data, state.results["confirmed"]
+
+    data, result = asyncio.run(scenario())
+    assert data == {"order_id": "o-7", "name": FORGOTTEN}
+    assert result == {"email": FORGOTTEN}
 
 
 def test_an_unencodable_personal_value_is_refused_at_the_start(store: EventStore) -> None:
