@@ -54,6 +54,7 @@ bench: $(VENV)/.installed-bench services
 	$(BIN)/python -m benchmarks.spark
 	$(BIN)/python -m benchmarks.sagas
 	$(BIN)/python -m benchmarks.console
+	$(BIN)/python -m benchmarks.cli
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
