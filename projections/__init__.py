@@ -23,12 +23,13 @@ from .read_model import ReadModel
 from .rebuild import RebuildReport
 from .reducers import ReducerFold
 from .runner import ProjectionRunner
-from .status import ProjectionStatus
+from .status import LAG_COUNTED, Lag, ProjectionStatus, lag_of
 from .subscription import Subscription
 from .tracebacks import bare_traceback
 from .typed_event import EventDecoder, TypedEvent
 
 __all__ = [
+    "LAG_COUNTED",
     "AsyncProjectionRunner",
     "Database",
     "Definition",
@@ -37,6 +38,7 @@ __all__ = [
     "EventDecoder",
     "Fold",
     "Handler",
+    "Lag",
     "ParkedEvent",
     "ParkedEventNotFound",
     "Partition",
@@ -60,5 +62,6 @@ __all__ = [
     "TypedEvent",
     "UnknownProjection",
     "bare_traceback",
+    "lag_of",
     "partition_of",
 ]

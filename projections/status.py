@@ -1,4 +1,13 @@
-"""How far each projection has got, and how far behind the log it is."""
+"""How far each projection has got, and how far behind the log it is.
+
+A projection's lag is what it would apply: the events after its checkpoint,
+up to the head, that its selection takes (its categories, types or query).
+On a log of events it does not read it is 0, however far the head has moved.
+The store counts them in its indexes (`EventStore.count_events`), which
+costs a walk of the entries counted: a lag is counted up to `LAG_COUNTED`
+and says "at least" beyond (`lag_capped`). A definition that takes every
+event lags by the positions behind the head, exactly, at no cost.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +15,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from eventcraft.eventstore import EventStore
+from eventcraft.eventstore import EventStore, Query, RecordedEvent
 
 from . import checkpoint, clock, parking
 from .database import Database
 from .definition import Definition
-from .selection import read_by_query
+from .selection import narrowed
+
+LAG_COUNTED = 10_000
+"""The most events a lag counts: beyond, it is this many and `lag_capped` (a count walks
+one index entry an event, a few milliseconds for ten thousand)."""
 
 
 @dataclass(frozen=True)
@@ -22,9 +35,10 @@ class ProjectionStatus:
     head: int
     """The log's high-water mark when the status was taken."""
     lag_events: int
-    """Positions between the checkpoint and the head."""
+    """Events after the checkpoint, up to the head, that the projection reads and would
+    apply: at most `LAG_COUNTED` (then `lag_capped`)."""
     lag_seconds: float
-    """Age of the oldest event the projection reads and has not applied; 0 when current."""
+    """Age of the oldest of those events; 0 when none waits."""
     generation: int
     """The generation of tables serving queries (grows with each rebuild)."""
     owner: str | None
@@ -39,6 +53,73 @@ class ProjectionStatus:
     other figures are then the last the runner knew."""
     outage_since: float | None = field(default=None, kw_only=True)
     """When the runner first failed to reach it (time.time()), during an outage."""
+    lag_capped: bool = field(default=False, kw_only=True)
+    """More events wait than `lag_events`: the count stopped at `LAG_COUNTED`."""
+
+
+@dataclass(frozen=True)
+class Lag:
+    """What a definition has still to apply from a checkpoint to a head."""
+
+    events: int
+    """The events it reads in between, at most `LAG_COUNTED`."""
+    capped: bool
+    """More wait than `events`: the count stopped."""
+    seconds: float
+    """Age of the oldest of them; 0 when none waits."""
+
+
+def lag_of(store: EventStore, definition: Definition, position: int, head: int) -> Lag:
+    """What `definition` (a projection's, or a relay's selection) has to apply after
+    `position` up to `head`: the events its categories, types and query take."""
+    if head <= position:
+        return Lag(0, False, 0.0)
+    if definition.query is not None:
+        return _queried(store, definition, definition.query, position, head)
+    if definition.categories is None and definition.types is None:
+        oldest = next(store.read_all(after=position, limit=1), None)
+        return Lag(head - position, False, _age(oldest, head))
+    counted = store.count_events(
+        position,
+        head,
+        categories=definition.categories,
+        types=definition.types,
+        limit=LAG_COUNTED + 1,
+    )
+    if counted == 0:
+        return Lag(0, False, 0.0)
+    oldest = next(
+        store.read_all(
+            after=position, limit=1, categories=definition.categories, types=definition.types
+        ),
+        None,
+    )
+    return Lag(min(counted, LAG_COUNTED), counted > LAG_COUNTED, _age(oldest, head))
+
+
+def _queried(
+    store: EventStore, definition: Definition, query: Query, position: int, head: int
+) -> Lag:
+    """A query's lag: its matches read (at most `LAG_COUNTED` and one), those of the
+    definition's categories counted; a query has no index to count in alone."""
+    selected = narrowed(query, definition.types)
+    if selected is None:
+        return Lag(0, False, 0.0)
+    found = store.read_query(selected, after=position, limit=LAG_COUNTED + 1).events
+    capped = len(found) > LAG_COUNTED
+    categories = definition.categories
+    taken = [
+        event
+        for event in found[:LAG_COUNTED]
+        if event.position <= head and (categories is None or event.category in categories)
+    ]
+    return Lag(len(taken), capped, _age(taken[0] if taken else None, head))
+
+
+def _age(oldest: RecordedEvent | None, head: int) -> float:
+    if oldest is None or oldest.position > head:
+        return 0.0
+    return max((datetime.now(UTC) - oldest.recorded_at).total_seconds(), 0.0)
 
 
 def collect(
@@ -56,13 +137,15 @@ def collect(
         if row is None:
             continue
         parked_count, stopped_at = parked.get(definition.name, (0, None))
+        behind = lag_of(store, definition, row.position, head)
         statuses.append(
             ProjectionStatus(
                 name=definition.name,
                 position=row.position,
                 head=head,
-                lag_events=max(head - row.position, 0),
-                lag_seconds=_lag_seconds(store, definition, row.position),
+                lag_events=behind.events,
+                lag_seconds=behind.seconds,
+                lag_capped=behind.capped,
                 generation=row.generation,
                 owner=row.owner if (row.lease_until or 0) > now else None,
                 parked=parked_count,
@@ -89,36 +172,23 @@ def unknown(name: str, position: int) -> ProjectionStatus:
 
 def never_run(store: EventStore, definitions: Sequence[Definition]) -> list[ProjectionStatus]:
     """Where projections stand that no runner has set up (their database holds no
-    checkpoints): at position 0, the whole log behind them, read without a database."""
+    checkpoints): at position 0, all they read behind them, read without a database."""
     head = store.high_water_mark()
-    return [
-        ProjectionStatus(
-            name=definition.name,
-            position=0,
-            head=head,
-            lag_events=head,
-            lag_seconds=_lag_seconds(store, definition, 0),
-            generation=0,
-            owner=None,
-            parked=0,
-            stopped_at=None,
+    statuses = []
+    for definition in definitions:
+        behind = lag_of(store, definition, 0, head)
+        statuses.append(
+            ProjectionStatus(
+                name=definition.name,
+                position=0,
+                head=head,
+                lag_events=behind.events,
+                lag_seconds=behind.seconds,
+                generation=0,
+                owner=None,
+                parked=0,
+                stopped_at=None,
+                lag_capped=behind.capped,
+            )
         )
-        for definition in definitions
-    ]
-
-
-def _lag_seconds(store: EventStore, definition: Definition, position: int) -> float:
-    if definition.query is not None:
-        # The first page of its own: with categories too, the first match may not be one.
-        events, _ = read_by_query(store, definition, definition.query, position, 100)
-        oldest = events[0] if events else None
-    else:
-        oldest = next(
-            store.read_all(
-                after=position, limit=1, categories=definition.categories, types=definition.types
-            ),
-            None,
-        )
-    if oldest is None:
-        return 0.0
-    return max((datetime.now(UTC) - oldest.recorded_at).total_seconds(), 0.0)
+    return statuses

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from eventcraft.eventstore import RecordedEvent
 from eventcraft.eventstore import telemetry as store_telemetry
 
+from .status import LAG_COUNTED
+
 if TYPE_CHECKING:
     from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
@@ -58,7 +60,7 @@ class _Instruments:
             "eventcraft.projection.lag",
             [_lag_events],
             "{event}",
-            "Positions of the log between a projection's checkpoint and the head",
+            f"Events after a projection's checkpoint it would apply, at most {LAG_COUNTED}",
         )
         meter.create_observable_gauge(
             "eventcraft.projection.lag.duration",

@@ -53,7 +53,7 @@ def status(as_json: bool) -> None:
                     s.kind,
                     s.position,
                     s.head,
-                    s.lag_events,
+                    f"{s.lag_events}+" if s.lag_capped else s.lag_events,
                     f"{s.lag_seconds:.1f}",
                     s.generation,
                     s.owner,

@@ -5,7 +5,7 @@ Served when the console is created with `metrics=True` (`eventcraft console
 extra). It shows
 
 - the App's projections as the log sees them, read at each scrape:
-  `eventcraft_projection_lag` (positions behind the head),
+  `eventcraft_projection_lag` (events after the checkpoint it would apply),
   `eventcraft_projection_lag_duration_seconds` (age of the oldest event not applied)
   and `eventcraft_projection_parked` (events in the error store), per projection,
   and the log's `eventcraft_store_high_water_mark`;
@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from eventcraft.eventstore import EventStore
 from eventcraft.eventstore import telemetry as store_telemetry
+from eventcraft.projections import LAG_COUNTED
 from eventcraft.projections import telemetry as projection_telemetry
 from eventcraft.sagas import telemetry as saga_telemetry
 
@@ -73,7 +74,7 @@ class Metrics:
             "eventcraft.projection.lag",
             [self._lag],
             "{event}",
-            "Positions of the log between a projection's checkpoint and the head",
+            f"Events after a projection's checkpoint it would apply, at most {LAG_COUNTED}",
         )
         meter.create_observable_gauge(
             "eventcraft.projection.lag.duration",

@@ -21,6 +21,8 @@ class Badges:
 
     waiting: int
     """Events the projections have still to apply (their lag, summed)."""
+    waiting_capped: bool
+    """More wait than `waiting`: a projection's lag was counted only so far."""
     failed: int
     """Parked events of every projection, and parked saga instances."""
     parked_events: int
@@ -66,6 +68,7 @@ def _badges(states: list[ProjectionState], parked_sagas: int) -> Badges:
     parked_events = sum(s.parked for s in states)
     return Badges(
         waiting=sum(s.lag_events for s in states),
+        waiting_capped=any(s.lag_capped for s in states),
         failed=parked_events + parked_sagas,
         parked_events=parked_events,
         parked_sagas=parked_sagas,

@@ -48,13 +48,17 @@ def test_pages_and_status_of_projections_never_run_write_nothing(
             assert listed.count("never run") == 2
             shown = console.get("/projections/orders").text
             assert "never run" in shown and 'id="checkpoint">0<' in shown
-        head = store.high_water_mark()
+        # never run, each lags by every event of the log it reads
+        read = {
+            d.name: sum(1 for e in store.read_all() if e.type in (d.types or (e.type,)))
+            for d in shop.projections
+        }
     status = run("--store", shared_store_url, "--app", APP, "projections", "status", "--json")
     assert status.code == 0, status.err
     states = orjson.loads(status.out)
     assert [(s["name"], s["position"], s["lag_events"], s["never_run"]) for s in states] == [
-        ("orders", 0, head, True),
-        ("order-notes", 0, head, True),
+        ("orders", 0, read["orders"], True),
+        ("order-notes", 0, read["order-notes"], True),
     ]
     monkeypatch.setenv("COLUMNS", "200")  # the table's rows unfolded
     table = run("--store", shared_store_url, "--app", APP, "projections", "status")
