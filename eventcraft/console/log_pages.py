@@ -15,9 +15,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from eventcraft.eventstore import RecordedEvent
+from eventcraft.eventstore import JsonLines, RecordedEvent
 
-from ..operations import log, newest, overview, projections
+from ..operations import log, newest, overview, projections, transfer
 from ..operations.documents import event_document, event_line
 from ..operations.errors import InputError
 from ..operations.log import LogFilter
@@ -69,9 +69,15 @@ def log_tail(request: Request) -> HTMLResponse:
 
 
 def log_download(request: Request) -> StreamingResponse:
+    """The log after `after` as NDJSON: unfiltered or by categories, the lines `eventcraft
+    export` writes, streamed as the store makes them; otherwise the events the filters
+    accept, one line each."""
     where = log_filter(request)
     after = number(request, "after", least=0, most=MAX_AFTER) or 0
-    events = log.log_events(console_of(request).store, after=after, limit=None, where=where)
+    store = console_of(request).store
+    if where == LogFilter(categories=where.categories):
+        return _export(transfer.exported(store, after=after, categories=where.categories))
+    events = log.log_events(store, after=after, limit=None, where=where)
     return _ndjson(events, "log.ndjson")
 
 
@@ -248,6 +254,23 @@ def _ndjson(events: Iterable[RecordedEvent], name: str) -> StreamingResponse:
         lines(),
         media_type="application/x-ndjson",
         headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
+def _export(chunks: Iterator[tuple[str, JsonLines, int]]) -> StreamingResponse:
+    # As `_ndjson`: the first chunk is made before the response starts.
+    first = next(chunks, None)
+
+    def texts() -> Iterator[bytes]:
+        if first is not None:
+            yield first[0].encode()
+        for text, _, _ in chunks:
+            yield text.encode()
+
+    return StreamingResponse(
+        texts(),
+        media_type="application/x-ndjson",
+        headers={"Content-Disposition": 'attachment; filename="log.ndjson"'},
     )
 
 

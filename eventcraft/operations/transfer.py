@@ -27,6 +27,7 @@ from eventcraft.eventstore import (
     DuplicateEventId,
     EventStore,
     InvalidEvent,
+    JsonLines,
     NewEvent,
     StreamTombstoned,
     WrongExpectedVersion,
@@ -83,6 +84,18 @@ def export_span(store: EventStore, *, after: int, until: int | None) -> int:
     return max(end - after, 0)
 
 
+def exported(
+    store: EventStore, *, after: int = 0, until: int | None = None, categories: Sequence[str] = ()
+) -> Iterator[tuple[str, JsonLines, int]]:
+    """The lines an export writes of the log after `after` to `until` (None: the
+    high-water mark now), chunk by chunk: each chunk's text with its deletions' lines, the
+    chunk, and how many deletions it added (`json_lines.with_placed`)."""
+    end = store.high_water_mark() if until is None else until
+    chunks = store.read_all_json(after, end, categories=categories or None)
+    placed = store.placed_deletions(after, end, categories=categories or None)
+    return with_placed(chunks, placed)
+
+
 def export_events(
     store: EventStore,
     out: IO[bytes],
@@ -127,9 +140,7 @@ def export_events(
         return ExportReport(events=count, last_position=last, deletions=deletions)
     count = deletions = 0
     last = None
-    chunks = store.read_all_json(after, end, categories=categories or None)
-    placed = store.placed_deletions(after, end, categories=categories or None)
-    for text, chunk, added in with_placed(chunks, placed):
+    for text, chunk, added in exported(store, after=after, until=end, categories=categories):
         out.write(text.encode())
         count += chunk.events
         deletions += added
