@@ -3,17 +3,21 @@ keep data: the forget-everywhere test's.
 
 Its projections copy the customer's name into a read model, and fail on it (the
 exception's message quotes the name) so the event is parked; its inbox mapping
-fails on a message naming the customer, which goes to the error store.
+fails on a message naming the customer, which goes to the error store. Its sagas keep
+the name sealed in their start data and a step's result: one started with `personal=`,
+one a process manager given the registry starts from the customer's `Registered` event.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import sqlalchemy as sa
+from eventcraft.domain import DomainEvent, EventRegistry
 from eventcraft.eventstore import NewEvent, Personal, RecordedEvent
 from eventcraft.messaging import IncomingMessage, InvalidMessage, Mapped
-from eventcraft.projections import ErrorPolicy, Projection, ReadModel
+from eventcraft.projections import ErrorPolicy, Projection, ReadModel, TypedEvent
+from eventcraft.sagas import Orchestrator, ProcessManager, Route, Saga, Step, StepContext
 from pydantic import BaseModel
 
 from eventcraft import App
@@ -28,7 +32,11 @@ OTHER = "Bob Keepsake-Yw4"
 """Another customer's name, which stays."""
 
 
-class Registered(BaseModel):
+customers = EventRegistry()
+
+
+@customers.event("Registered")
+class Registered(DomainEvent):
     customer_id: str
     name: Annotated[str, Personal(subject="customer_id")]
     email: Annotated[str, Personal(subject="customer_id")]
@@ -85,4 +93,36 @@ def refusing(message: IncomingMessage) -> Mapped:
     raise InvalidMessage(f"no plan in {message.body.decode()}")
 
 
-app = App(projections=[names, greetings])
+class Welcomed(BaseModel):
+    """A saga step's result: the account is plain, the greeting the saga subject's."""
+
+    account_id: str
+    greeting: Annotated[str, Personal()]
+
+
+def _welcome(data: dict[str, Any], context: StepContext) -> Welcomed:
+    return Welcomed(account_id=f"account-{context.saga_id}", greeting=f"Dear {data['name']}")
+
+
+onboarding = Saga("onboarding", [Step("welcome", _welcome)])
+"""Started with the name and email as `personal=`, under the customer's id."""
+
+welcoming = Saga("welcoming", [Step("welcome", _welcome)])
+"""Started by `welcomes` with a `Registered` event's data."""
+
+
+def _customer(event: TypedEvent[Registered]) -> str:
+    return event.stream_id
+
+
+def welcomes(orchestrator: Orchestrator) -> ProcessManager:
+    """Starts a `welcoming` saga for each registered customer, with the typed event."""
+    return ProcessManager(
+        "welcomes",
+        orchestrator,
+        [Route("Registered", welcoming, "start", _customer)],
+        registry=customers,
+    )
+
+
+app = App(projections=[names, greetings], sagas=[onboarding, welcoming], registry=customers)

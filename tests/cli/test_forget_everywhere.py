@@ -4,7 +4,9 @@ dump) and the Parquet archive, on SQLite and PostgreSQL.
 
 The subject's data is put in every place first: its events and snapshot, a read model,
 a parked projection event (whose exception quotes the data), failed inbox messages (one
-naming its subject, one an operator discards with `--reason gdpr`), and the archive.
+naming its subject, one an operator discards with `--reason gdpr`), sagas' start data and
+step results (one started with `personal=`, one by a process manager from the customer's
+event), and the archive.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from pathlib import Path
 
 import orjson
 import pyarrow.parquet as pq
-from eventcraft.eventstore import EventStore
+from eventcraft.eventstore import FORGOTTEN, EventStore
 from eventcraft.eventstore.retention import RetentionPolicy
 from eventcraft.messaging import DATA_SUBJECTS_HEADER, Inbox, IncomingMessage
 from eventcraft.projections import ProjectionRunner
+from eventcraft.sagas import Orchestrator
 
 from eventcraft.operations import retention
 
@@ -54,8 +57,26 @@ def _seed(url: str, archive: Path) -> None:
             assert (
                 inbox.take(_message("m-other", OTHER, "bob.k4@example.test", "customer-k4")) is None
             )
+        orchestrator = Orchestrator(store, forget_app.app.sagas)
+        orchestrator.start(
+            forget_app.onboarding,
+            {"order_id": "o-q7"},
+            saga_id="o-q7",
+            subject=SUBJECT,
+            personal={"name": NAME, "email": EMAIL},
+        )
+        with ProjectionRunner(store, [forget_app.welcomes(orchestrator).subscription()]) as pm:
+            pm.catch_up()  # a welcoming saga for each customer
+        assert orchestrator.run_pending() == 0
+        for saga, saga_id in [("onboarding", "o-q7"), ("welcoming", SUBJECT)]:
+            done = orchestrator.state(saga, saga_id)
+            assert done.status == "completed"
+            assert done.data["name"] == NAME
+            assert done.results["welcome"]["greeting"] == f"Dear {NAME}"
+        # Everything so far: the 2 customers' events, and 4 of each saga (onboarding, a
+        # welcoming for each customer).
         nothing = [RetentionPolicy("audit", max_age=timedelta(days=3650))]
-        assert retention.apply(store, nothing, [], str(archive)).archived == 2
+        assert retention.apply(store, nothing, [], str(archive)).archived == 2 + 3 * 4
 
 
 def _database_text(url: str, folder: Path) -> bytes:
@@ -108,3 +129,10 @@ def test_a_forget_and_a_rebuild_leave_the_subjects_plaintext_nowhere(
         assert text.encode() not in after, f"{text!r} is still in the database"
         assert text.encode() not in archived, f"{text!r} is still in the archive"
     assert OTHER.encode() in after  # the other customer's failed message is still there
+    assert b"o-q7" in after and b"o-q7" in archived  # the scans see the sagas' events
+    with EventStore.open(shared_store_url) as opened:
+        orchestrator = Orchestrator(opened, forget_app.app.sagas)
+        for saga, saga_id in [("onboarding", "o-q7"), ("welcoming", SUBJECT)]:
+            forgotten = orchestrator.state(saga, saga_id)
+            assert forgotten.data["name"] == FORGOTTEN
+            assert forgotten.results["welcome"]["greeting"] == FORGOTTEN
