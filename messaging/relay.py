@@ -34,7 +34,14 @@ from typing import Any
 
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, Query, RecordedEvent
-from eventcraft.projections import Database, Subscription, checkpoint, clock, parking
+from eventcraft.projections import (
+    Database,
+    Subscription,
+    checkpoint,
+    clock,
+    lag_of,
+    parking,
+)
 from eventcraft.projections import schema as checkpoint_schema
 from eventcraft.projections.partitions import Partition
 from eventcraft.projections.projector import read_batch
@@ -62,6 +69,8 @@ class RelayStatus:
     head: int
     """The log's high-water mark when the status was taken."""
     lag_events: int
+    """Events after the checkpoint, up to the head, that the relay selects (its
+    categories, types and query; `where` is not counted): at most `LAG_COUNTED`."""
     state: str
     """"running", "paused" (the broker is unavailable; backing off) or "stopped"."""
     paused_since: float | None
@@ -76,6 +85,8 @@ class RelayStatus:
     """Events the broker refused, kept in the error store."""
     owner: str | None
     """The process holding the relay's lease, if it is current."""
+    lag_capped: bool = False
+    """More events wait than `lag_events`, which stopped at `LAG_COUNTED`."""
 
 
 class Relay:
@@ -359,12 +370,13 @@ class Relay:
         running = self._thread is not None and self._thread.is_alive()
         state = "paused" if self.paused_since is not None else "running" if running else "stopped"
         current = row is not None and (row.lease_until or 0.0) > now
+        behind = lag_of(self.store, self.selection, position, head)
         return RelayStatus(
             name=self.name,
             broker=self.publisher.broker,
             position=position,
             head=head,
-            lag_events=max(head - position, 0),
+            lag_events=behind.events,
             state=state,
             paused_since=self.paused_since,
             last_error=self.last_error,
@@ -372,6 +384,7 @@ class Relay:
             outages=self.outages,
             parked=parked,
             owner=row.owner if row is not None and current else None,
+            lag_capped=behind.capped,
         )
 
     # --- closing ---------------------------------------------------------------

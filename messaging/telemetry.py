@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from eventcraft.eventstore import telemetry as store_telemetry
+from eventcraft.projections import lag_of
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import CallbackOptions, Meter, Observation
@@ -92,8 +93,9 @@ def _lag(options: CallbackOptions) -> Iterable[Observation]:
     for relay in list(_relays):
         try:
             head = relay.store.high_water_mark()
+            behind = lag_of(relay.store, relay.selection, relay.position, head)
         except Exception:
-            log.debug("relay %r: no head for the lag gauge", relay.name, exc_info=True)
+            log.debug("relay %r: no lag for the lag gauge", relay.name, exc_info=True)
             continue
-        found.append(Observation(max(head - relay.position, 0), _where(relay)))
+        found.append(Observation(behind.events, _where(relay)))
     return found

@@ -4,6 +4,7 @@ read, k with k of its events after its checkpoint; the console's /metrics alike.
 from __future__ import annotations
 
 from eventcraft.eventstore import EventStore
+from eventcraft.messaging import RabbitMQPublisher, Relay
 from eventcraft.projections import ProjectionRunner
 from starlette.testclient import TestClient
 
@@ -14,6 +15,8 @@ from tests.console.lag_app import app, kept, noise, wanted, wanted_events
 
 from .conftest import Telemetry
 from .test_console_metrics import sample
+
+RELAY_LAG = "eventcraft.relay.lag"
 
 
 def _gauge(telemetry: Telemetry, metric: str) -> dict[str, float]:
@@ -64,3 +67,19 @@ def test_the_consoles_metrics_count_only_the_events_a_projection_reads(
     behind = scraped()
     assert sample(behind, "eventcraft_projection_lag", **{group: "wanted"}) == 2
     assert sample(behind, "eventcraft_projection_lag", **{group: "kept"}) == 1
+
+
+def test_the_relay_lag_gauge_counts_only_the_events_a_relay_selects(
+    telemetry: Telemetry, sqlite_url: str
+) -> None:
+    nowhere = "amqp://guest:guest@127.0.0.1:9/"
+    with (
+        EventStore.open(sqlite_url) as store,
+        Relay("orders-out", store, RabbitMQPublisher(nowhere), types="Wanted", categories="order"),
+    ):
+        noise(store)
+        idle = {p.attributes["eventcraft.relay"]: p.value for p in telemetry.points(RELAY_LAG)}
+        wanted_events(store, 2, kept=0)
+        behind = {p.attributes["eventcraft.relay"]: p.value for p in telemetry.points(RELAY_LAG)}
+    assert idle == {"orders-out": 0}
+    assert behind == {"orders-out": 2}
