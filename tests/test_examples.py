@@ -100,7 +100,10 @@ def test_a_readme_snippet_runs_twice_in_a_row(
     index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    code = compile(_readme_snippets()[index], f"README.md snippet {index}", "exec")
+    # As pasted into a file of its own: without this module's `from __future__` imports.
+    code = compile(
+        _readme_snippets()[index], f"README.md snippet {index}", "exec", dont_inherit=True
+    )
     for _ in range(2):  # as a reader pastes it twice: nothing the first run left may break it
         exec(code, {})
 
