@@ -15,12 +15,19 @@ connection, the response read whole):
 
 The reference is the smallest size: the goal is every page under 200 ms at the
 largest size, as on the smallest, so the ratios large/small are printed.
+
+Then, at each size, the whole log three ways, best of `--downloads` runs: the
+download `/log.ndjson` (the export's lines, streamed), the same download made
+per event as a filter that passes all forces (`?since=1970-01-01T00:00`, what
+every download did before), and `eventcraft export` to /dev/null; the ratio of
+the download to the export is printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
+import os
 import socket
 import statistics
 import threading
@@ -33,6 +40,7 @@ from eventcraft.eventstore import EventStore, NewEvent
 
 from eventcraft import App
 from eventcraft.console import create_app
+from eventcraft.operations.transfer import export_events
 
 from .contenders import PG, reset_schema
 
@@ -119,6 +127,7 @@ class Served:
         config = uvicorn.Config(
             create_app(store, App()), host="127.0.0.1", port=port, log_level="warning"
         )
+        self.store = store
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
@@ -143,11 +152,44 @@ def p95(samples: list[float]) -> float:
     return statistics.quantiles(samples, n=20)[-1] * 1000
 
 
+DOWNLOADS = {
+    "download /log.ndjson": "/log.ndjson",
+    "download, per event": "/log.ndjson?since=1970-01-01T00:00",
+}
+
+
+def downloads(clients: dict[int, tuple[Served, dict[str, str]]], runs: int) -> None:
+    """The whole log downloaded, both ways, and exported: best of `runs` seconds each."""
+    print(f"\nthe whole log, best of {runs} runs")
+    names = "".join(f"{name:>24}" for name in DOWNLOADS)
+    print(f"{'size':>12}{names}{'export':>12}   ratio")
+    for size, (client, _) in clients.items():
+        took = {}
+        for name, url in DOWNLOADS.items():
+            best = float("inf")
+            for _ in range(runs):
+                started = time.perf_counter()
+                status, body = client.get(url)
+                best = min(best, time.perf_counter() - started)
+                assert status == 200, (url, body[:300])
+            took[name] = best
+        exported = float("inf")
+        for _ in range(runs):
+            with open(os.devnull, "wb") as sink:
+                started = time.perf_counter()
+                export_events(client.store, sink)
+                exported = min(exported, time.perf_counter() - started)
+        ratio = took["download /log.ndjson"] / exported
+        cells = "".join(f"{took[name]:>22.2f} s" for name in DOWNLOADS)
+        print(f"{size:>12,}{cells}{exported:>10.2f} s   {ratio:5.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", default="1000,100000", help="comma-separated log sizes")
     parser.add_argument("--backend", choices=["postgres", "sqlite"], default="postgres")
     parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--downloads", type=int, default=3, help="runs of each whole-log read")
     options = parser.parse_args()
     sizes = sorted(int(size) for size in options.events.split(","))
     import tempfile
@@ -182,6 +224,7 @@ def main() -> None:
             cells = "".join(f"{t:>11.1f} ms" for t in times)
             verdict = "ok" if times[-1] < GOAL_MS else "OVER GOAL"
             print(f"{name:<28}{cells}   {ratio:5.2f}x  {verdict}")
+        downloads(clients, options.downloads)
         for client, _ in clients.values():
             client.close()
         for context in reversed(stack):
