@@ -75,9 +75,14 @@ def test_status_shows_each_projection_behind_until_caught_up(store: EventStore) 
     fill_shop(store)
     head = store.high_water_mark()
     before = operations.status(store, shop)
+    # each lags by the events of the log it reads: its types'
+    read = {
+        d.name: sum(1 for e in store.read_all() if e.type in (d.types or ()))
+        for d in shop.projections
+    }
     assert [(s.name, s.kind, s.position, s.lag_events) for s in before] == [
-        ("orders", "fold", 0, head),
-        ("order-notes", "projection", 0, head),
+        ("orders", "fold", 0, read["orders"]),
+        ("order-notes", "projection", 0, read["order-notes"]),
     ]
     done = operations.catch_up(store, shop)
     assert [(c.name, c.before, c.after, c.held_by) for c in done] == [
