@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from eventcraft.eventstore import EventStore, NewEvent
 
 from ..conftest import PG_URL
 from .conftest import Run, schema_exists
@@ -63,9 +64,13 @@ def test_a_mistyped_postgres_schema_is_not_created(
 
 
 def test_import_still_creates_a_postgres_store(run: Run, pg_url: str, tmp_path: Path) -> None:
-    empty = tmp_path / "empty.ndjson"
-    empty.write_bytes(b"")
-    assert run("--store", pg_url, "import", str(empty)).code == 0
+    # A file with events: one with none is nothing to import, and makes no store.
+    source = f"sqlite:///{tmp_path / 'source.db'}"
+    with EventStore.open(source) as store:
+        store.append("order-1", [NewEvent("OrderPlaced", {})])
+    exported = tmp_path / "one.ndjson"
+    assert run("--store", source, "export", "--out", str(exported)).code == 0
+    assert run("--store", pg_url, "import", str(exported)).code == 0
     assert run("--store", pg_url, "stats").code == 0
 
 
