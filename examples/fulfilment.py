@@ -122,12 +122,31 @@ def cancel(data: dict[str, Any], context: StepContext) -> None:
     shipping("cancel", context.idempotency_key, to=data["address"])
 
 
+# A service's refusal (ValueError) is a business failure, its outage (ConnectionError)
+# transient; anything else a step raises is a bug, and parks the saga.
+REFUSED, UNAVAILABLE = (ValueError,), (ConnectionError,)
+
 order_fulfilment = Saga(
     "order_fulfilment",
     [
-        Step("reserve_inventory", reserve, release),
-        Step("charge_payment", charge, refund, retry=RetryPolicy(attempts=3, backoff=0.05)),
-        Step("arrange_shipping", book, cancel, retry=RetryPolicy(attempts=2), timeout=5.0),
+        Step("reserve_inventory", reserve, release, fails_on=REFUSED, retry_on=UNAVAILABLE),
+        Step(
+            "charge_payment",
+            charge,
+            refund,
+            retry=RetryPolicy(attempts=3, backoff=0.05),
+            fails_on=REFUSED,
+            retry_on=UNAVAILABLE,
+        ),
+        Step(
+            "arrange_shipping",
+            book,
+            cancel,
+            retry=RetryPolicy(attempts=2),
+            timeout=5.0,
+            fails_on=REFUSED,
+            retry_on=UNAVAILABLE,
+        ),
     ],
     timeout=60.0,
 )

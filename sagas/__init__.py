@@ -13,6 +13,7 @@ from .errors import (
     StepTimedOut,
     UnknownSaga,
 )
+from .failures import Bug, Failure, StepFailure
 from .journal import stream_of
 from .orchestrator import Orchestrator
 from .process_manager import ProcessManager, Route
@@ -24,7 +25,9 @@ __all__ = [
     "Action",
     "AsyncOrchestrator",
     "Awaiting",
+    "Bug",
     "EventLoopRunning",
+    "Failure",
     "InFlight",
     "Orchestrator",
     "OrchestratorStatus",
@@ -40,6 +43,7 @@ __all__ = [
     "SagaState",
     "Step",
     "StepContext",
+    "StepFailure",
     "StepTimedOut",
     "UnknownSaga",
     "request",

@@ -145,6 +145,10 @@ class AsyncOrchestrator:
     async def retry(self, name: str, saga_id: str) -> SagaState:
         return await asyncio.to_thread(self.orchestrator.retry, name, saga_id)
 
+    async def compensate(self, name: str, saga_id: str, reason: str) -> SagaState:
+        """`Orchestrator.compensate`: a parked instance compensated on an operator's word."""
+        return await asyncio.to_thread(self.orchestrator.compensate, name, saga_id, reason)
+
     async def resolve(self, name: str, saga_id: str, note: str) -> SagaState:
         return await asyncio.to_thread(self.orchestrator.resolve, name, saga_id, note)
 
@@ -189,7 +193,9 @@ async def request_async(
 
 def _steps_on(loop: asyncio.AbstractEventLoop, saga: Saga) -> Saga:
     """`saga`, or a copy whose coroutine actions and compensations run on `loop`."""
-    if not any(is_async(s.action) or is_async(s.compensation) for s in saga.steps):
+    if not is_async(saga.compensation) and not any(
+        is_async(s.action) or is_async(s.compensation) for s in saga.steps
+    ):
         return saga
     steps = [
         dataclasses.replace(
@@ -199,7 +205,14 @@ def _steps_on(loop: asyncio.AbstractEventLoop, saga: Saga) -> Saga:
         )
         for step in saga.steps
     ]
-    return Saga(saga.name, steps, timeout=saga.timeout)
+    retry = None if saga.start is None else saga.start.compensation_retry
+    return Saga(
+        saga.name,
+        steps,
+        timeout=saga.timeout,
+        compensation=_on_loop(loop, saga.compensation),
+        compensation_retry=retry,
+    )
 
 
 def _on_loop(loop: asyncio.AbstractEventLoop, action: Action | None) -> Any:

@@ -6,9 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .failures import StepFailure
+
 
 @dataclass(frozen=True)
 class StepContext:
+    """What an action or compensation is told about the call it serves."""
+
     saga_id: str
     step: str
     attempt: int
@@ -21,3 +25,8 @@ class StepContext:
     results: Mapping[str, Any]
     """Results of the steps that succeeded so far, by step name."""
     compensating: bool = False
+    """Whether this call is a compensation."""
+    failure: StepFailure | None = None
+    """To a compensation: why the saga failed (the step, the exception's type, its
+    message). None when no step failed: the saga was cancelled, or an operator ordered
+    its compensation (`compensate`); the saga's `failure` then says by whom and why."""

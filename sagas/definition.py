@@ -9,6 +9,7 @@ from typing import Any
 
 from .context import StepContext
 from .errors import SagaDefinitionError
+from .failures import Kind
 
 Action = Callable[[dict[str, Any], StepContext], Any | Awaitable[Any]]
 """`action(data, context) -> result`: plain or async; the result must be JSON-encodable."""
@@ -49,9 +50,17 @@ class Step:
     """One step: an action, and the compensation that undoes it.
 
     A step without a compensation has nothing to undo (a check, a read).
-    `retryable(error)` says whether a failure is worth another try; a
-    `timeout` bounds each try, and a try that runs past it counts as failed
+    What the action raises is told apart by its type (`failures.py`): one of
+    `fails_on` (or a returned `Failure`) is a business failure, and the saga
+    compensates; one of `retry_on` is transient, tried again by `retry`'s
+    policy (while `retryable(error)` agrees), a business failure once no try
+    is left; anything else is a bug, and the saga parks with its traceback.
+    A `timeout` bounds each try, and a try that runs past it counts as failed
     with an unknown outcome, so the step is compensated too.
+
+    A failed step's own compensation is not called: its action is taken to
+    have done nothing. `compensate_on_failure=True` calls it too (first),
+    for an action that may have done part of its work before it failed.
     """
 
     name: str
@@ -61,12 +70,26 @@ class Step:
     compensation_retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(3, 0.1))
     timeout: float | None = None
     retryable: Callable[[BaseException], bool] = _always
+    """Whether an error of `retry_on` is worth another try."""
+    fails_on: tuple[type[BaseException], ...] = ()
+    """The exception types that are business failures: the saga compensates at once."""
+    retry_on: tuple[type[BaseException], ...] = ()
+    """The exception types that are transient: tried again, with back-off, by `retry`."""
+    compensate_on_failure: bool = False
+    """Whether this step's compensation runs when its own action failed for good."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
             raise SagaDefinitionError(
                 f"a step name is 1-80 letters, digits, _ and . characters, not {self.name!r}"
             )
+        for what, kinds in (("fails_on", self.fails_on), ("retry_on", self.retry_on)):
+            if not isinstance(kinds, tuple) or not all(
+                isinstance(k, type) and issubclass(k, BaseException) for k in kinds
+            ):
+                raise SagaDefinitionError(
+                    f"step {self.name!r}: {what} must be a tuple of exception types, not {kinds!r}"
+                )
         for what, function in (("action", self.action), ("compensation", self.compensation)):
             if function is not None and not callable(function):
                 raise SagaDefinitionError(f"step {self.name!r}: {what} must be callable")
@@ -76,6 +99,14 @@ class Step:
             raise SagaDefinitionError(
                 f"step {self.name!r}: timeout must be seconds > 0, not {self.timeout!r}"
             )
+
+    def kind_of(self, error: BaseException) -> Kind:
+        """What `error`, raised by the action, is by this step's declaration."""
+        if isinstance(error, self.retry_on):
+            return "retry"
+        if isinstance(error, self.fails_on):
+            return "fail"
+        return "bug"
 
 
 @dataclass(frozen=True)
@@ -101,14 +132,32 @@ def wait_for(
     return Step(name, Awaiting(event_type), compensation, timeout=timeout)
 
 
+START = "saga.start"
+"""The name the saga's own compensation (`Saga(compensation=)`) is recorded under."""
+
+
+def _never(data: dict[str, Any], context: StepContext) -> Any:
+    raise SagaDefinitionError("the saga's start is not a step to run")
+
+
 class Saga:
     """A durable name and its steps, run in order; compensated in reverse on failure.
 
     The name is stored with every instance: renaming a saga orphans the
-    instances under the old name.
+    instances under the old name. `compensation` undoes the start itself (what
+    was done before the saga started, or on its behalf): it runs last whenever
+    the saga is compensated, recorded as the compensation of step `saga.start`.
     """
 
-    def __init__(self, name: str, steps: Sequence[Step], *, timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        steps: Sequence[Step],
+        *,
+        timeout: float | None = None,
+        compensation: Action | None = None,
+        compensation_retry: RetryPolicy | None = None,
+    ) -> None:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise SagaDefinitionError(
                 f"a saga name is 1-80 letters, digits, _ and . characters, not {name!r}"
@@ -121,12 +170,24 @@ class Saga:
             raise SagaDefinitionError(f"saga {name!r}: step names must be unique, got {names}")
         if timeout is not None and (not isinstance(timeout, int | float) or timeout <= 0):
             raise SagaDefinitionError(f"saga {name!r}: timeout must be seconds > 0")
+        if compensation is not None and START in names:
+            raise SagaDefinitionError(
+                f"saga {name!r}: {START!r} names the saga's own compensation, not a step"
+            )
         self.name = name
         self.steps = steps
         self.timeout = timeout
+        self.compensation = compensation
+        self.start: Step | None = None
+        """The saga's own compensation, as a step that never runs forward."""
+        if compensation is not None:
+            retry = compensation_retry or RetryPolicy(3, 0.1)
+            self.start = Step(START, _never, compensation, compensation_retry=retry)
         self._index = {step.name: index for index, step in enumerate(steps)}
 
     def step(self, name: str) -> Step:
+        if name == START and self.start is not None:
+            return self.start
         return self.steps[self._index[name]]
 
     def index(self, name: str) -> int:

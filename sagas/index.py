@@ -14,7 +14,15 @@ from eventcraft.eventstore import EventStore
 from . import state as S
 
 CATEGORY = "saga"
-_TRACKED = [S.STARTED, S.PARKED, S.RETRIED, S.COMPLETED, S.COMPENSATED, S.RESOLVED]
+_TRACKED = [
+    S.STARTED,
+    S.PARKED,
+    S.RETRIED,
+    S.COMPENSATION_ORDERED,
+    S.COMPLETED,
+    S.COMPENSATED,
+    S.RESOLVED,
+]
 
 
 class SagaIndex:
@@ -31,7 +39,7 @@ class SagaIndex:
         for event in self.store.read_all(after=self.position, categories=CATEGORY, types=_TRACKED):
             self.position = event.position
             stream = event.stream_id
-            if event.type in (S.STARTED, S.RETRIED):
+            if event.type in (S.STARTED, S.RETRIED, S.COMPENSATION_ORDERED):
                 self.parked.discard(stream)
                 self.active.add(stream)
             elif event.type == S.PARKED:

@@ -11,6 +11,7 @@ too, so they hold across restarts.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -27,13 +28,14 @@ from eventcraft.eventstore import (
     RecordedEvent,
     WrongExpectedVersion,
 )
+from eventcraft.projections import bare_traceback
 from pydantic import BaseModel
 
 from . import telemetry
 from . import transitions as T
 from .calls import call, refuse_in_running_loop
 from .context import StepContext
-from .definition import Awaiting, Saga, Step
+from .definition import START, Awaiting, Saga, Step
 from .errors import (
     EventLoopRunning,
     SagaDefinitionError,
@@ -42,11 +44,14 @@ from .errors import (
     StepTimedOut,
     UnknownSaga,
 )
+from .failures import Failure, StepFailure, type_name
 from .index import CATEGORY, SagaIndex
 from .journal import Journal, parsed, stream_of
 from .personal import Part, check_subject, given_part, part_of
 from .service import OrchestratorStatus, StatusBoard, keep_running
 from .state import SagaState, try_key
+
+log = logging.getLogger("eventcraft.sagas")
 
 MAX_CRASHES = 5
 """Tries of one step that may end with no outcome (their process died) before it is failed."""
@@ -245,9 +250,18 @@ class Orchestrator:
     # --- the error store ----------------------------------------------------------
 
     def retry(self, name: str, saga_id: str) -> SagaState:
-        """Try a parked instance's compensations again, from where they stopped."""
+        """Run a parked instance again from where it stopped: the step it parked on (a
+        bug, fixed since), with the same idempotency key, or its compensations."""
         refuse_in_running_loop("retry", [self.definition(name)])
         self._settle(name, saga_id, T.retried)
+        return self.advance(name, saga_id)
+
+    def compensate(self, name: str, saga_id: str, reason: str) -> SagaState:
+        """Compensate a parked instance on an operator's word (`reason`, kept): what its
+        steps did is undone, the step it parked on too if it compensates on failure.
+        Its compensations are told no failure (`context.failure` is None)."""
+        refuse_in_running_loop("compensate", [self.definition(name)])
+        self._settle(name, saga_id, lambda: T.compensation_ordered(str(reason)))
         return self.advance(name, saga_id)
 
     def resolve(self, name: str, saga_id: str, note: str) -> SagaState:
@@ -281,21 +295,24 @@ class Orchestrator:
         saga_late = current.deadline is not None and now >= current.deadline
         waiting = isinstance(step.action, Awaiting)
         if flight is not None and not waiting and saga_late:
-            self._fail(current, step, attempt - 1, "the saga timed out", "unknown", final=True)
+            error = "the saga timed out"
+            self._fail(current, step, attempt - 1, error, "unknown", "SagaTimedOut", final=True)
         elif flight is not None and not waiting and (flight.deadline or now + 1) <= now:
             # Under way when its owner died, and past its timeout: a try that
             # timed out, as if its owner had lived to see it. Retried (with the
             # same key) while the policy allows; possibly done, if not.
             final = current.failures.get(step.name, 0) + 1 >= step.retry.attempts
-            self._fail(current, step, attempt - 1, "timed out", "unknown", final=final)
-        elif saga_late:
-            self._record(
-                current, [T.saga_failed(f"the saga ran past its timeout at step {step.name}")]
+            self._fail(
+                current, step, attempt - 1, "timed out", "unknown", "StepTimedOut", final=final
             )
+        elif saga_late:
+            reason = f"the saga ran past its timeout at step {step.name}"
+            failure = StepFailure(step.name, "SagaTimedOut", reason)
+            self._record(current, [T.saga_failed(reason, failure, current.subject)])
         elif current.lost_tries(step.name, compensating=False) >= MAX_CRASHES:
             # Every try so far died with its process: a poison step, not bad luck.
             error = f"{MAX_CRASHES} tries ended with no outcome"
-            self._fail(current, step, attempt - 1, error, "unknown", final=True)
+            self._fail(current, step, attempt - 1, error, "unknown", "NoOutcome", final=True)
         elif isinstance(step.action, Awaiting):
             self._wait(current, step, attempt)
         else:
@@ -320,7 +337,7 @@ class Orchestrator:
             self._record(current, [succeeded], defer=True)
         elif current.in_flight is not None and (current.in_flight.deadline or now + 1) <= now:
             error = f"no {step.action.event_type} within {step.timeout} s"
-            self._fail(current, step, attempt, error, "failed", final=True)
+            self._fail(current, step, attempt, error, "failed", "StepTimedOut", final=True)
         else:
             raise _Waiting
 
@@ -343,15 +360,33 @@ class Orchestrator:
                 result = call(step.action, current.data, context, timeout)
         except StepTimedOut as error:
             final = current.failures.get(step.name, 0) + 1 >= step.retry.attempts
-            self._fail(current, step, attempt, str(error), "unknown", final=final)
+            self._fail(current, step, attempt, str(error), "unknown", "StepTimedOut", final=final)
             return
         except EventLoopRunning:
             raise  # the caller's limit, not the step's failure
         except Exception as error:
+            kind = step.kind_of(error)
+            if kind == "bug":
+                self._park(current, step, attempt, error)
+                return
             failures = current.failures.get(step.name, 0) + 1
-            final = failures >= step.retry.attempts or not step.retryable(error)
-            if self._fail(current, step, attempt, repr(error), "failed", final=final) and not final:
+            final = kind == "fail" or failures >= step.retry.attempts or not step.retryable(error)
+            failed = self._fail(
+                current,
+                step,
+                attempt,
+                repr(error),
+                "failed",
+                type_name(error),
+                str(error),
+                final=final,
+            )
+            if failed and not final:
                 time.sleep(step.retry.delay(failures))
+            return
+        if isinstance(result, Failure):
+            said = f"Failure({result.reason!r})"
+            self._fail(current, step, attempt, said, "failed", "Failure", result.reason, final=True)
             return
         try:
             where = f"the result of step {step.name!r}"
@@ -359,7 +394,8 @@ class Orchestrator:
         except InvalidEvent as error:
             # It took effect but its result cannot be kept: undo it. Failed for
             # good, as another try would return the same.
-            self._fail(current, step, attempt, f"unstorable result: {error}", "unknown", final=True)
+            reason = f"unstorable result: {error}"
+            self._fail(current, step, attempt, reason, "unknown", "InvalidEvent", final=True)
             return
         # Not appended alone: it goes with the next move (the next step's
         # start), one append for both. Lost in a crash, it costs a retry
@@ -373,11 +409,36 @@ class Orchestrator:
         attempt: int,
         error: str,
         outcome: T.Outcome,
+        error_type: str,
+        message: str | None = None,
         *,
         final: bool,
     ) -> bool:
-        events = T.step_failed(step.name, attempt, error, outcome, final)
+        """Record a failed try of `step` (the saga's failure with it, if `final`): `error`
+        as the try's, `error_type` and `message` (`error` if None) as its compensations
+        are told."""
+        failure = StepFailure(step.name, error_type, error if message is None else message)
+        events = T.step_failed(step.name, attempt, error, outcome, final, failure, current.subject)
         return self._record(current, events, defer=True)
+
+    def _park(self, current: SagaState, step: Step, attempt: int, error: Exception) -> None:
+        """Park the saga on what `step` raised undeclared: a bug, not a business failure."""
+        traceback = bare_traceback(error)
+        kind = type_name(error)
+        parked = T.parked_on_bug(step.name, attempt, kind, str(error), traceback, current.subject)
+        if self._record(current, [parked]):
+            # The message stays out of the log: it may quote personal data (it is
+            # sealed in the saga's stream); the traceback says where it was raised.
+            log.error(
+                "saga %s parked: step %r raised %s, which it does not declare in fails_on or "
+                "retry_on; retry it after a fix (eventcraft sagas retry) or compensate it "
+                "(eventcraft sagas compensate)\n%s",
+                current.stream_id,
+                step.name,
+                kind,
+                traceback.rstrip(),
+                extra=telemetry.log_fields(current),
+            )
 
     def _backward(self, saga: Saga, current: SagaState) -> None:
         cut_short = current.cut_short
@@ -390,7 +451,10 @@ class Orchestrator:
                 current, [T.step_cut_short(cut_short.step, cut_short.attempt, reason)], defer=True
             )
         names = [s.name for s in saga.steps]
-        undo = [n for n in current.to_compensate(names) if saga.step(n).compensation is not None]
+        start = [] if saga.start is None else [START]
+        on_failure = {s.name for s in saga.steps if s.compensate_on_failure}
+        done = current.to_compensate(start + names, on_failure=on_failure, always=set(start))
+        undo = [n for n in done if saga.step(n).compensation is not None]
         if not undo:
             self._record(current, [T.compensated(current.failure)])
             return
@@ -427,6 +491,7 @@ class Orchestrator:
     def _context(
         self, current: SagaState, step: Step, attempt: int, *, compensating: bool
     ) -> StepContext:
+        failure = current.failed_with if compensating else None
         return StepContext(
             saga_id=current.saga_id,
             step=step.name,
@@ -435,6 +500,7 @@ class Orchestrator:
             correlation_id=current.correlation_id,
             results=dict(current.results),
             compensating=compensating,
+            failure=failure,
         )
 
     def definition(self, name: str) -> Saga:

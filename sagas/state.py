@@ -12,6 +12,7 @@ from typing import Any
 
 from eventcraft.eventstore import NewEvent, RecordedEvent
 
+from .failures import Bug, StepFailure
 from .personal import read_part
 
 STARTED = "SagaStarted"
@@ -27,6 +28,7 @@ COMPENSATED = "SagaCompensated"
 PARKED = "SagaParked"
 RETRIED = "SagaRetried"
 RESOLVED = "SagaResolved"
+COMPENSATION_ORDERED = "SagaCompensationOrdered"
 SIGNALLED = "SagaSignalled"
 
 FINISHED = frozenset({"completed", "compensated", "resolved"})
@@ -80,6 +82,15 @@ class SagaState:
     failure: str | None = None
     """Why it is compensating (or was compensated)."""
     parked_because: str | None = None
+    bug: Bug | None = None
+    """What a step raised that it did not declare, while the saga is parked on it."""
+    resume: str = "compensating"
+    """The status a retry of the parked instance returns it to."""
+    failed_with: StepFailure | None = None
+    """Why it is compensating, as its compensations are told (None: cancelled, or
+    compensated on an operator's word)."""
+    failed_step: str | None = None
+    """The step whose action failed for good, or parked the saga as a bug."""
     signals: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The data of the latest event of each type signalled into the instance."""
     signal_subjects: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -128,10 +139,14 @@ class SagaState:
         elif kind == STEP_FAILED:
             self.in_flight = None
             self.failures[d["step"]] = self.failures.get(d["step"], 0) + 1
+            if d["final"]:
+                self.failed_step = d["step"]
             if d["final"] and d["outcome"] == "unknown":
                 self.unknown.append(d["step"])
         elif kind == FAILED:
             self.status, self.failure = "compensating", d["reason"]
+            failure = read_part(d, "failure").merged()
+            self.failed_with = None if failure is None else StepFailure(**failure)
         elif kind == COMPENSATION_SUCCEEDED:
             self.in_flight = None
             self.compensated.append(d["step"])
@@ -143,9 +158,24 @@ class SagaState:
         elif kind == COMPENSATED:
             self.status = "compensated"
         elif kind == PARKED:
+            self.resume = "running" if self.status == "running" else "compensating"
             self.status, self.parked_because, self.in_flight = "parked", d["error"], None
+            bug = read_part(d, "bug").merged()
+            if bug is not None:
+                self.failed_step = d["step"]
+                self.bug = Bug(d["step"], d["attempt"], **bug)
         elif kind == RETRIED:
-            self.status, self.parked_because = "compensating", None
+            self.status, self.parked_because, self.bug = self.resume, None, None
+            if self.resume == "running":  # a bug, fixed: its step's tries count afresh
+                self.failures.clear()
+                self.failed_step = None
+                self.lost = {k: n for k, n in self.lost.items() if k.endswith(_COMPENSATION)}
+            self.compensation_failures.clear()
+            self.lost = {k: n for k, n in self.lost.items() if not k.endswith(_COMPENSATION)}
+        elif kind == COMPENSATION_ORDERED:
+            self.status, self.parked_because, self.bug = "compensating", None, None
+            self.failure = f"compensation ordered: {d['reason']}"
+            self.failed_with = None
             self.compensation_failures.clear()
             self.lost = {k: n for k, n in self.lost.items() if not k.endswith(_COMPENSATION)}
         elif kind == RESOLVED:
@@ -173,9 +203,17 @@ class SagaState:
             return flight
         return None
 
-    def to_compensate(self, steps: list[str]) -> list[str]:
-        """Steps that may have taken effect and are not yet undone, last first."""
-        done = set(self.succeeded) | set(self.unknown)
+    def to_compensate(
+        self, steps: list[str], *, on_failure: set[str], always: set[str]
+    ) -> list[str]:
+        """Steps that may have taken effect and are not yet undone, last first.
+
+        `on_failure`: the steps compensated when their own action failed too;
+        `always`: those undone whenever the saga is (its start's compensation).
+        """
+        done = set(self.succeeded) | set(self.unknown) | always
+        if self.failed_step in on_failure:
+            done.add(self.failed_step)
         return [s for s in reversed(steps) if s in done and s not in self.compensated]
 
 

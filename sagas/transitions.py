@@ -11,6 +11,7 @@ from typing import Any, Literal
 from eventcraft.eventstore import NewEvent, RecordedEvent
 
 from . import state as S
+from .failures import StepFailure
 from .personal import Part, recorded
 
 Outcome = Literal["failed", "unknown"]
@@ -61,11 +62,19 @@ def step_succeeded(step: str, result: Part) -> NewEvent:
 
 
 def step_failed(
-    step: str, attempt: int, error: str, outcome: Outcome, final: bool
+    step: str,
+    attempt: int,
+    error: str,
+    outcome: Outcome,
+    final: bool,
+    failure: StepFailure,
+    subject: str | None,
 ) -> list[NewEvent]:
     """The failed try, and the saga's failure with it when no try is left."""
     failed = _failed_try(step, attempt, error, outcome, final)
-    return [failed, saga_failed(f"step {step} failed: {error}")] if final else [failed]
+    if not final:
+        return [failed]
+    return [failed, saga_failed(f"step {step} failed: {error}", failure, subject)]
 
 
 def step_cut_short(step: str, attempt: int, reason: str) -> NewEvent:
@@ -82,8 +91,21 @@ def _failed_try(step: str, attempt: int, error: str, outcome: Outcome, final: bo
     )
 
 
-def saga_failed(reason: str) -> NewEvent:
-    return NewEvent(S.FAILED, {"reason": reason})
+def saga_failed(
+    reason: str, failure: StepFailure | None = None, subject: str | None = None
+) -> NewEvent:
+    """The saga fails: `failure`, what its compensations are told, None when no step
+    failed (a cancel). Its message is sealed under the saga's `subject`, if it has one."""
+    if failure is None:
+        return NewEvent(S.FAILED, {"reason": reason})
+    plain = {"step": failure.step, "error_type": failure.error_type}
+    part = _sealed(plain, "message", failure.message, subject)
+    return NewEvent(S.FAILED, recorded({"reason": reason, "failure": part}, "a saga's failure"))
+
+
+def compensation_ordered(reason: str) -> NewEvent:
+    """An operator's word: compensate the parked instance (no step's failure to tell)."""
+    return NewEvent(S.COMPENSATION_ORDERED, {"reason": reason})
 
 
 def compensation_started(step: str, attempt: int, owner: str, lease_until: float) -> NewEvent:
@@ -105,6 +127,24 @@ def compensation_failed(step: str, attempt: int, error: str, final: bool) -> lis
 
 def parked(step: str, error: str) -> NewEvent:
     return NewEvent(S.PARKED, {"step": step, "error": error})
+
+
+def parked_on_bug(
+    step: str, attempt: int, error_type: str, message: str, traceback: str, subject: str | None
+) -> NewEvent:
+    """The saga parks on what step `step` raised undeclared: its type and traceback in
+    the clear, its message (which may quote personal data) sealed under `subject`."""
+    bug = _sealed({"error_type": error_type, "traceback": traceback}, "message", message, subject)
+    error = f"step {step} raised {error_type}, which it does not declare (a bug?)"
+    fields = {"step": step, "attempt": attempt, "error": error, "bug": bug}
+    return NewEvent(S.PARKED, recorded(fields, f"the error of step {step!r}"))
+
+
+def _sealed(plain: dict[str, Any], key: str, value: str, subject: str | None) -> Part:
+    """`plain` with `key` beside it, sealed under `subject` if there is one."""
+    if subject is None:
+        return Part({**plain, key: value})
+    return Part(plain, {key: (subject, value)})
 
 
 def completed() -> NewEvent:

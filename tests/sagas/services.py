@@ -75,7 +75,14 @@ def fulfilment(
         return run
 
     steps = [
-        Step(n, effect(n), effect(u), retry=RetryPolicy(attempts=attempts), timeout=timeout)
+        Step(
+            n,
+            effect(n),
+            effect(u),
+            retry=RetryPolicy(attempts=attempts),
+            timeout=timeout,
+            retry_on=(RuntimeError,),
+        )
         for n, u in (("reserve", "release"), ("charge", "refund"), ("ship", "cancel"))
     ]
     return Saga("fulfilment", steps)
@@ -118,6 +125,7 @@ def flaky_fulfilment(ledger: Path, calls: Path) -> Saga:
             service(n),
             compensation=service(u),
             retry=RetryPolicy(attempts=2),
+            retry_on=(RuntimeError,),
             compensation_retry=RetryPolicy(attempts=2),
         )
         for n, u in (("reserve", "release"), ("charge", "refund"), ("ship", "cancel"))
@@ -153,7 +161,7 @@ def gated_fulfilment(ledger: Path, calls: Path, gate: Path, held: str) -> Saga:
         return run
 
     steps = [
-        Step(n, service(n), compensation=service(u))
+        Step(n, service(n), compensation=service(u), fails_on=(RuntimeError,))
         for n, u in (("reserve", "release"), ("charge", "refund"), ("ship", "cancel"))
     ]
     return Saga("fulfilment", steps)

@@ -88,7 +88,10 @@ def test_a_failing_step_is_compensated_by_coroutines_on_the_loop(store_url: str)
         async def charge(data: dict[str, Any], context: StepContext) -> None:
             raise RuntimeError("card declined")
 
-        saga = Saga("async_refund", [Step("reserve", reserve, release), Step("charge", charge)])
+        saga = Saga(
+            "async_refund",
+            [Step("reserve", reserve, release), Step("charge", charge, fails_on=(RuntimeError,))],
+        )
         orchestrator = await AsyncOrchestrator.open(store, [saga])
         await orchestrator.start(saga, {}, saga_id="1")
         assert await orchestrator.run_pending() == 0

@@ -191,7 +191,7 @@ def _refused_shipment(name: str, refund: Any, *, refund_tries: int) -> Saga:
         name,
         [
             Step("charge", lambda d, c: None, refund, compensation_retry=RetryPolicy(refund_tries)),
-            Step("ship", refuse),
+            Step("ship", refuse, fails_on=(RuntimeError,)),
         ],
     )
 
