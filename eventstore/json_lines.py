@@ -137,7 +137,7 @@ def with_deletions(text: str, placed: Sequence[tuple[int, StreamDeletion]]) -> s
     line of its position (`EventStore.placed_deletions`: each in `text`, in order)."""
     if not placed:
         return text
-    lines = text.splitlines(keepends=True)
+    lines = _lines(text)
     # Lines are in position order: a binary search, reading a few lines' positions.
     spots = range(len(lines))
     at = [bisect_left(spots, p, key=lambda n: _last_position(lines[n])) for p, _ in placed]
@@ -181,12 +181,20 @@ def opened(
     `open_records` opens them; a chunk without any, as it is."""
     if not holds_sealed(chunk):
         return chunk
-    lines = chunk.text.splitlines(keepends=True)
+    lines = _lines(chunk.text)
     marked = [n for n, text in enumerate(lines) if TEXT_MARK in text]
     records = open_records(iter([_record(lines[n]) for n in marked]))
     for n, record in zip(marked, records, strict=True):
         lines[n] = record_line(record)
     return chunk._replace(text="".join(lines))
+
+
+def _lines(text: str) -> list[str]:
+    """`text`'s lines, each with its newline. Only a newline ends one: JSON keeps U+2028,
+    U+2029 and U+0085 raw inside its strings, where `str.splitlines` would break."""
+    lines = text.split("\n")
+    last = lines.pop()
+    return [line + "\n" for line in lines] + ([last] if last else [])
 
 
 def _record(text: str) -> EncodedRecord:

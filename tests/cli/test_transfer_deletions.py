@@ -238,3 +238,22 @@ def test_export_and_import_commands_copy_the_deletions(
     assert run("--store", twin_url, "verify").code == 0
     again = run("--store", twin_url, "import", str(path), "--yes", "--no-check", "--json")
     assert orjson.loads(again.out) == {"events": 7, "written": 0, "skipped": 7, "deletions": 0}
+
+
+def test_text_holding_unicode_line_separators_is_exported_with_the_deletions_and_copied_whole(
+    deleted_url: str, twin_url: str
+) -> None:
+    """JSON keeps U+2028, U+2029 and U+0085 raw inside strings: only a newline ends a line."""
+    note = "first\u2028second\u2029third\x85fourth\x1cfifth"
+    with EventStore.open(deleted_url) as original, EventStore.open(twin_url) as copy:
+        original.append("note-1", [NewEvent("Noted", {"text": note}, {"why": note})])
+        lines = exported(original)
+        import_events(copy, io.BytesIO(lines))
+        (noted,) = copy.read_stream("note-1")
+        assert noted.data == {"text": note} and noted.metadata["why"] == note
+        deletions = {s: copy.stream_deletion(s) for s in ("order-1", "order-2", "shipment-1")}
+        assert {s: (d.version, d.tombstone) for s, d in deletions.items() if d} == {
+            "order-1": (2, False),
+            "order-2": (2, False),
+            "shipment-1": (1, True),
+        }
