@@ -28,7 +28,7 @@ checkout = Saga(
     "checkout",
     [
         Step("reserve", reserve, release),
-        Step("charge", charge, retry=RetryPolicy(attempts=2)),
+        Step("charge", charge, retry=RetryPolicy(attempts=2), retry_on=(ConnectionError,)),
     ],
 )
 
