@@ -40,6 +40,7 @@ demo: $(VENV)/.installed-base
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	LINT_IMPORTS=$(CURDIR)/$(BIN)/lint-imports bash scripts/lint-imports.sh
 
 typecheck: $(VENV)/.installed-test
 	MYPY=$(BIN)/mypy bash scripts/typecheck.sh
