@@ -1,5 +1,5 @@
 """`eventcraft sagas ...`: the App's saga instances, one instance's timeline, and the
-actions on parked or running ones (retry, resolve, cancel)."""
+actions on parked or running ones (retry, compensate, resolve, cancel)."""
 
 from __future__ import annotations
 
@@ -66,6 +66,9 @@ def show(name: str, saga_id: str, as_json: bool) -> None:
     why = summary.parked_because or summary.failure
     if why:
         out.print(Text(f"{'parked' if summary.parked_because else 'failed'}: {why}"))
+    if found.bug is not None:
+        out.print(Text(f"{found.bug.error_type}: {found.bug.message}", "bold"))
+        out.print(Text(found.bug.traceback.rstrip()))
     # The idempotency key shows whole, as every value does (folded on a narrow terminal):
     # it is what an operator looks up in the service's logs.
     timeline = table(
@@ -97,7 +100,8 @@ def show(name: str, saga_id: str, as_json: bool) -> None:
 @sagas.command(epilog=f"\b\nExamples:\n  {APP} sagas parked --json")
 @json_option
 def parked(as_json: bool) -> None:
-    """List the parked instances of the App's sagas: their compensation kept failing."""
+    """List the parked instances of the App's sagas: a step raised what it does not declare
+    (a bug), or a compensation kept failing."""
     found = operations.parked(*opened())
     if as_json:
         emit_json(found)
@@ -110,19 +114,42 @@ def parked(as_json: bool) -> None:
 @click.argument("saga_id", metavar="ID")
 @yes_option
 def retry(name: str, saga_id: str, yes: bool) -> None:
-    """Run a parked instance's compensations again, in this process, from where they stopped.
+    """Run a parked instance again, in this process, from where it stopped: the step it
+    parked on (after a fix), or its compensations.
 
     Exits 1 if one fails again (the instance is parked again).
     """
     store, app = opened()
     found = operations.expect(store, app, name, saga_id, "parked")
     confirmed(
-        f"Run the compensations of {found.stream_id} again, here? "
+        f"Run {found.stream_id} again from where it stopped, here? "
         f"It parked on {found.step}: {found.parked_because}",
         yes,
     )
     done = operations.retry(store, app, name, saga_id)
     console().print(f"{done.stream_id} retried: {done.status}")
+
+
+@sagas.command(
+    epilog=f"\b\nExamples:\n  {APP} sagas compensate checkout 42 --reason 'order withdrawn' --yes"
+)
+@click.argument("name")
+@click.argument("saga_id", metavar="ID")
+@click.option("--reason", required=True, help="Why it is undone (kept in its stream).")
+@yes_option
+def compensate(name: str, saga_id: str, reason: str, yes: bool) -> None:
+    """Compensate a parked instance, in this process: undo what its steps did.
+
+    Exits 1 if a compensation fails (the instance is parked again).
+    """
+    store, app = opened()
+    found = operations.expect(store, app, name, saga_id, "parked")
+    confirmed(
+        f"Undo what {found.stream_id} did, here? It parked on {found.step}: {found.parked_because}",
+        yes,
+    )
+    done = operations.compensate(store, app, name, saga_id, reason)
+    console().print(f"{done.stream_id} compensated: {done.status}")
 
 
 @sagas.command(

@@ -1,6 +1,6 @@
 """The Sagas pages: instances by name and status, one instance's transitions as a
 timeline (attempts, idempotency keys, errors, results), and Retry, Resolve (with a note)
-and Cancel."""
+Compensate and Cancel; a parked bug's traceback."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from .paging import PAGE, link, page_size
 from .rendering import console_of, page
 
 ACTIONS = {
-    "retry": ("parked", "Run its compensations again, from where they stopped"),
+    "retry": ("parked", "Run it again from where it stopped (the step, or its compensations)"),
+    "compensate": ("parked", "Undo what its steps did"),
     "resolve": ("parked", "Mark it settled by hand; nothing runs for it again"),
     "cancel": ("running", "Stop it: it fails, and the orchestrators compensate what it did"),
 }
@@ -91,6 +92,8 @@ async def act(request: Request) -> RedirectResponse:
             return operations.retry(console.store, console.app, name, saga_id)
         if action == "resolve":
             return operations.resolve(console.store, console.app, name, saga_id, note)
+        if action == "compensate":
+            return operations.compensate(console.store, console.app, name, saga_id, note)
         if not note.strip():
             raise InputError("a cancellation needs a reason")
         return operations.cancel(console.store, console.app, name, saga_id, note)

@@ -1,5 +1,5 @@
 """Operating an App's sagas: listing instances, one instance's timeline, and the actions
-on parked or running ones (retry, resolve, cancel). Every shell shows what these return.
+on parked or running ones (retry, compensate, resolve, cancel). Every shell shows what these return.
 
 An instance is read from its stream, transition by transition, with the
 sagas package's own `SagaState.evolve`; the actions go through an
@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from eventcraft.eventstore import EventStore, RecordedEvent
-from eventcraft.sagas import Orchestrator, SagaNotParked, SagaState, stream_of
+from eventcraft.sagas import Bug, Orchestrator, SagaNotParked, SagaState, stream_of
 from eventcraft.sagas import state as S
 from eventcraft.sagas.index import CATEGORY, SagaIndex
 from eventcraft.sagas.journal import parsed
@@ -87,6 +87,9 @@ class SagaDetail:
     results: dict[str, Any]
     """The succeeded steps' results, by step."""
     transitions: list[Transition]
+    bug: Bug | None = None
+    """What a step raised undeclared, while the instance is parked on it: its type, its
+    message (`FORGOTTEN` once the saga's subject is forgotten) and its traceback."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,7 @@ def saga(store: EventStore, app: App, name: str, saga_id: str) -> SagaDetail:
         correlation_id=state.correlation_id,
         results=dict(state.results),
         transitions=[_transition(state.stream_id, event) for event in events],
+        bug=state.bug,
     )
 
 
@@ -212,6 +216,25 @@ def retry(store: EventStore, app: App, name: str, saga_id: str) -> SagaSummary:
     found = _summary_of(store, name, saga_id)
     if found.status == "parked":
         raise Problems(f"{found.stream_id} was retried and is parked again: {found.parked_because}")
+    return found
+
+
+def compensate(store: EventStore, app: App, name: str, saga_id: str, reason: str) -> SagaSummary:
+    """Compensate a parked instance on an operator's word, here and now: what its steps
+    did is undone. `Problems` if it is no longer parked, or if a compensation fails (it
+    is parked again)."""
+    _check_name(app, name)
+    if not reason.strip():
+        raise InputError("a compensation ordered by hand needs a reason")
+    try:
+        Orchestrator(store, app.sagas).compensate(name, saga_id, reason)
+    except SagaNotParked as error:
+        raise Problems(str(error)) from error
+    found = _summary_of(store, name, saga_id)
+    if found.status == "parked":
+        raise Problems(
+            f"{found.stream_id} was compensated and is parked again: {found.parked_because}"
+        )
     return found
 
 
@@ -305,7 +328,7 @@ def _transition(stream: str, event: RecordedEvent) -> Transition:
 
 def _note(event: RecordedEvent) -> str | None:
     d = event.data
-    if event.type in (S.FAILED, S.COMPENSATED):
+    if event.type in (S.FAILED, S.COMPENSATED, S.COMPENSATION_ORDERED):
         return d.get("reason")
     if event.type == S.RESOLVED:
         return d.get("note")

@@ -93,7 +93,7 @@ payout = Saga(
     "payout",
     [
         Step("charge", _done, _refund, compensation_retry=RetryPolicy(1)),
-        Step("ship", _refuse),
+        Step("ship", _refuse, fails_on=(RuntimeError,)),
     ],
 )
 """Its second step fails, and the first one's compensation fails until healed: it parks."""
