@@ -123,19 +123,10 @@ def read_all_query(
     params: dict[str, Any] = {}
     if categories is None and types is None:
         return f"SELECT {COLUMNS} FROM {E} WHERE position > %(start)s {page}", params
-    column, values = ("category", categories) if categories is not None else ("type", types)
-    assert values is not None
-    also = ""
-    if categories is not None and types is not None:
-        also = " AND type = ANY(%(types)s)"
-        params["types"] = list(types)
-    branches = []
-    for n, value in enumerate(dict.fromkeys(values)):
-        params[f"v{n}"] = value
-        branches.append(
-            f"SELECT {COLUMNS} FROM {E} WHERE {matches(column, f'%(v{n})s')} "
-            f"AND position > %(start)s{also} {page}"
-        )
+    branches = [
+        f"SELECT {COLUMNS} FROM {E} WHERE {name} AND position > %(start)s{also} {page}"
+        for name, also in _branches(categories, types, params)
+    ]
     if len(branches) == 1:
         return branches[0], params
     union = " UNION ALL ".join(f"({branch})" for branch in branches)
@@ -157,20 +148,31 @@ def count_query(
     params: dict[str, Any] = {}
     if categories is None and types is None:
         return f"SELECT count(*) FROM (SELECT FROM {E} WHERE {where} LIMIT %(count)s) AS c", params
+    counts = [
+        f"(SELECT count(*) FROM (SELECT FROM {E} WHERE {name} AND {where}{also} "
+        f"LIMIT %(count)s) AS c{n})"
+        for n, (name, also) in enumerate(_branches(categories, types, params))
+    ]
+    return f"SELECT {' + '.join(counts)}", params
+
+
+def _branches(
+    categories: Sequence[str] | None, types: Sequence[str] | None, params: dict[str, Any]
+) -> list[tuple[str, str]]:
+    """A branch per category (or, without categories, per type), each its index's
+    condition and, with both given, the types' check the branch adds; their values go
+    into `params`."""
     column, values = ("category", categories) if categories is not None else ("type", types)
     assert values is not None
     also = ""
     if categories is not None and types is not None:
         also = " AND type = ANY(%(types)s)"
         params["types"] = list(types)
-    counts = []
+    branches = []
     for n, value in enumerate(dict.fromkeys(values)):
         params[f"v{n}"] = value
-        counts.append(
-            f"(SELECT count(*) FROM (SELECT FROM {E} WHERE {matches(column, f'%(v{n})s')} "
-            f"AND {where}{also} LIMIT %(count)s) AS c{n})"
-        )
-    return f"SELECT {' + '.join(counts)}", params
+        branches.append((matches(column, f"%(v{n})s"), also))
+    return branches
 
 
 ENCODED_SPAN = 50_000
