@@ -46,7 +46,7 @@ from eventcraft.projections import schema as checkpoint_schema
 from eventcraft.projections.partitions import Partition
 from eventcraft.projections.projector import read_batch
 
-from . import relay_state, telemetry
+from . import relay_selection, relay_state, telemetry
 from .errors import BrokerUnavailable, MessageRefused, MessagingConfigError
 from .messages import outgoing
 from .publisher import Publisher
@@ -325,7 +325,8 @@ class Relay:
             self._say("running")
 
     def _say(self, state: str, since: float | None = None) -> None:
-        """Tell other processes (`eventcraft messaging relays`) what this relay is doing."""
+        """Tell other processes (`eventcraft messaging relays`) what this relay is doing,
+        and what it selects."""
         told = relay_state.RelayState(
             name=self.name,
             broker=self.publisher.broker,
@@ -334,6 +335,9 @@ class Relay:
             last_error=self.last_error,
             outages=self.outages,
             updated_at=time.time(),
+            # Beside its state, so that the command line and the console count its lag
+            # as status() does.
+            selection=relay_selection.recorded(self.selection),
         )
         try:
             with self.database.transaction() as connection:

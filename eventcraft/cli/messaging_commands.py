@@ -35,7 +35,7 @@ def relays(as_json: bool) -> None:
                     r.state,
                     r.position,
                     r.head,
-                    r.lag_events,
+                    f"{r.lag_events}+" if r.lag_capped else r.lag_events,
                     when(r.paused_since or r.updated_at),
                     r.broker,
                     r.last_error or "",

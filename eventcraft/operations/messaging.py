@@ -20,10 +20,11 @@ from eventcraft.messaging import (
     FailedMessage,
     FailedMessageNotFound,
     MessageDiscarded,
+    relay_selection,
     relay_state,
 )
 from eventcraft.messaging import failed as error_store
-from eventcraft.projections import Database, checkpoint, clock
+from eventcraft.projections import Database, Lag, checkpoint, clock, lag_of
 
 from .errors import NotFound, Problems
 
@@ -64,6 +65,12 @@ class RelayView:
     """Every selected event up to here is confirmed by the broker."""
     head: int
     lag_events: int
+    """Events after the checkpoint, up to the head, that the relay selects, as its
+    `status()` counts them: at most `LAG_COUNTED` (then `lag_capped`). A relay whose row
+    holds no selection (it last ran under a release that did not record it) lags by
+    the positions behind the head, a bound, until it runs again."""
+    lag_capped: bool
+    """More events wait than `lag_events`: the count stopped at `LAG_COUNTED`."""
     paused_since: datetime | None
     last_error: str | None
     outages: int
@@ -73,7 +80,8 @@ class RelayView:
 
 
 def relays(store: EventStore) -> list[RelayView]:
-    """Every relay that ever ran against this store, by name."""
+    """Every relay that ever ran against this store, by name; its lag counted from the
+    selection it records beside its state (`relay_selection`), reading nothing else."""
     head = store.high_water_mark()
     with _database(store) as database, database.reading() as connection:
         states = relay_state.listed(connection)
@@ -84,6 +92,7 @@ def relays(store: EventStore) -> list[RelayView]:
         row = rows.get(state.name)
         position = row.position if row is not None else 0
         current = row is not None and (row.lease_until or 0.0) > now
+        behind = _lag(store, state, position, head)
         shown.append(
             RelayView(
                 name=state.name,
@@ -91,7 +100,8 @@ def relays(store: EventStore) -> list[RelayView]:
                 state=state.state,
                 position=position,
                 head=head,
-                lag_events=max(head - position, 0),
+                lag_events=behind.events,
+                lag_capped=behind.capped,
                 paused_since=_moment(state.paused_since),
                 last_error=state.last_error,
                 outages=state.outages,
@@ -100,6 +110,13 @@ def relays(store: EventStore) -> list[RelayView]:
             )
         )
     return shown
+
+
+def _lag(store: EventStore, state: relay_state.RelayState, position: int, head: int) -> Lag:
+    selection = relay_selection.selection_of(state.name, state.selection)
+    if selection is None:
+        return Lag(max(head - position, 0), False, 0.0)
+    return lag_of(store, selection, position, head)
 
 
 def _moment(seconds: float | None) -> datetime | None:
