@@ -448,7 +448,9 @@ class Orchestrator:
             # failure refused. It may have taken effect: undone like a try that timed out.
             reason = current.failure or "the saga failed"
             self._record(
-                current, [T.step_cut_short(cut_short.step, cut_short.attempt, reason)], defer=True
+                current,
+                [T.step_cut_short(cut_short.step, cut_short.attempt, reason, current.subject)],
+                defer=True,
             )
         names = [s.name for s in saga.steps]
         start = [] if saga.start is None else [START]
@@ -456,7 +458,8 @@ class Orchestrator:
         done = current.to_compensate(start + names, on_failure=on_failure, always=set(start))
         undo = [n for n in done if saga.step(n).compensation is not None]
         if not undo:
-            self._record(current, [T.compensated(current.failure)])
+            compensated = T.compensated(current.failure, current.failure_clear, current.subject)
+            self._record(current, [compensated])
             return
         step = saga.step(undo[0])
         attempt = current.compensation_attempts.get(step.name, 0) + 1
@@ -480,7 +483,9 @@ class Orchestrator:
             raise
         except Exception as error:
             final = failures + 1 >= policy.attempts
-            failed = T.compensation_failed(step.name, attempt, repr(error), final)
+            failed = T.compensation_failed(
+                step.name, attempt, repr(error), type_name(error), final, current.subject
+            )
             if self._record(current, failed, defer=True) and not final:
                 time.sleep(policy.delay(failures + 1))
             return

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from eventcraft.eventstore import InvalidEvent, Personal
+from eventcraft.eventstore import FORGOTTEN, InvalidEvent, Personal
 from eventcraft.eventstore.encoding import check_name, encode_object
 from pydantic import BaseModel, ConfigDict, PrivateAttr, create_model
 
@@ -121,6 +121,28 @@ def read_part(data: Mapping[str, Any], name: str) -> Part:
         if key.startswith(prefix)
     }
     return Part(plain, personal)
+
+
+def sealed_text(clear: str, text: str, subject: str | None) -> str | Part:
+    """`text`, which may quote personal data (an exception's message), as a saga event
+    records it: as it is in a saga of no one's; else sealed under `subject`, with `clear`
+    (what may be said of it in the clear: the exception's type) in its place."""
+    if subject is None:
+        return text
+    return Part(clear, {_TEXT: (subject, text)})
+
+
+def read_text(data: Mapping[str, Any], name: str) -> str | None:
+    """A text `sealed_text` recorded as `name` (None if there is none): whole, or
+    `clear: FORGOTTEN` once its subject is forgotten (its kind still said)."""
+    part = read_part(data, name)
+    if _TEXT not in part.personal:
+        return None if part.plain is None else str(part.plain)
+    _, text = part.personal[_TEXT]
+    return f"{part.plain}: {FORGOTTEN}" if text == FORGOTTEN else str(text)
+
+
+_TEXT = "text"
 
 
 def check_subject(what: str, subject: object) -> str:

@@ -14,6 +14,7 @@ from eventcraft.eventstore import NewEvent, RecordedEvent
 
 from .failures import Bug, StepFailure
 from .personal import read_part
+from .personal import read_text as read_text  # the operations read events with it
 
 STARTED = "SagaStarted"
 STEP_STARTED = "StepStarted"
@@ -80,7 +81,10 @@ class SagaState:
     """Tries that ended with no outcome (their process died), by `try_key`."""
     in_flight: InFlight | None = None
     failure: str | None = None
-    """Why it is compensating (or was compensated)."""
+    """Why it is compensating (or was compensated): an error's text reads `FORGOTTEN`,
+    after its type, once the saga's subject is forgotten."""
+    failure_clear: str | None = None
+    """What of `failure` is kept in the clear (all of it, in a saga of no one's)."""
     parked_because: str | None = None
     bug: Bug | None = None
     """What a step raised that it did not declare, while the saga is parked on it."""
@@ -144,7 +148,8 @@ class SagaState:
             if d["final"] and d["outcome"] == "unknown":
                 self.unknown.append(d["step"])
         elif kind == FAILED:
-            self.status, self.failure = "compensating", d["reason"]
+            self.status, self.failure = "compensating", read_text(d, "reason")
+            self.failure_clear = d["reason"]
             failure = read_part(d, "failure").merged()
             self.failed_with = None if failure is None else StepFailure(**failure)
         elif kind == COMPENSATION_SUCCEEDED:
@@ -159,7 +164,8 @@ class SagaState:
             self.status = "compensated"
         elif kind == PARKED:
             self.resume = "running" if self.status == "running" else "compensating"
-            self.status, self.parked_because, self.in_flight = "parked", d["error"], None
+            self.status, self.parked_because = "parked", read_text(d, "error")
+            self.in_flight = None
             bug = read_part(d, "bug").merged()
             if bug is not None:
                 self.failed_step = d["step"]
@@ -174,7 +180,7 @@ class SagaState:
             self.lost = {k: n for k, n in self.lost.items() if not k.endswith(_COMPENSATION)}
         elif kind == COMPENSATION_ORDERED:
             self.status, self.parked_because, self.bug = "compensating", None, None
-            self.failure = f"compensation ordered: {d['reason']}"
+            self.failure = self.failure_clear = f"compensation ordered: {d['reason']}"
             self.failed_with = None
             self.compensation_failures.clear()
             self.lost = {k: n for k, n in self.lost.items() if not k.endswith(_COMPENSATION)}

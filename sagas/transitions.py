@@ -8,11 +8,11 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from eventcraft.eventstore import NewEvent, RecordedEvent
+from eventcraft.eventstore import FORGOTTEN, NewEvent, RecordedEvent
 
 from . import state as S
 from .failures import StepFailure
-from .personal import Part, recorded
+from .personal import Part, recorded, sealed_text
 
 Outcome = Literal["failed", "unknown"]
 """Of a failed try: it did not take effect, or it may have (it timed out, or its process died)."""
@@ -70,25 +70,30 @@ def step_failed(
     failure: StepFailure,
     subject: str | None,
 ) -> list[NewEvent]:
-    """The failed try, and the saga's failure with it when no try is left."""
-    failed = _failed_try(step, attempt, error, outcome, final)
+    """The failed try, and the saga's failure with it when no try is left. `error` is
+    sealed under the saga's `subject`, if it has one, its type (`failure.error_type`) in
+    its place."""
+    kind = failure.error_type
+    failed = _failed_try(step, attempt, sealed_text(kind, error, subject), outcome, final)
     if not final:
         return [failed]
     return [failed, saga_failed(f"step {step} failed: {error}", failure, subject)]
 
 
-def step_cut_short(step: str, attempt: int, reason: str) -> NewEvent:
+def step_cut_short(step: str, attempt: int, reason: str, subject: str | None) -> NewEvent:
     """A try under way when its saga failed (it was cancelled): its outcome, if it had
     one, was never recorded. It may have taken effect, so it ends as a try that timed out
     on its last attempt does, possibly done, and is compensated with the others."""
-    return _failed_try(step, attempt, f"cut short: {reason}", "unknown", True)
+    error = sealed_text("cut short", f"cut short: {reason}", subject)
+    return _failed_try(step, attempt, error, "unknown", True)
 
 
-def _failed_try(step: str, attempt: int, error: str, outcome: Outcome, final: bool) -> NewEvent:
-    return NewEvent(
-        S.STEP_FAILED,
-        {"step": step, "attempt": attempt, "error": error, "outcome": outcome, "final": final},
-    )
+def _failed_try(
+    step: str, attempt: int, error: str | Part, outcome: Outcome, final: bool
+) -> NewEvent:
+    fields = {"step": step, "attempt": attempt, "error": error}
+    data = recorded({**fields, "outcome": outcome, "final": final}, f"the error of step {step!r}")
+    return NewEvent(S.STEP_FAILED, data)
 
 
 def saga_failed(
@@ -100,7 +105,8 @@ def saga_failed(
         return NewEvent(S.FAILED, {"reason": reason})
     plain = {"step": failure.step, "error_type": failure.error_type}
     part = _sealed(plain, "message", failure.message, subject)
-    return NewEvent(S.FAILED, recorded({"reason": reason, "failure": part}, "a saga's failure"))
+    said = sealed_text(f"step {failure.step} failed: {failure.error_type}", reason, subject)
+    return NewEvent(S.FAILED, recorded({"reason": said, "failure": part}, "a saga's failure"))
 
 
 def compensation_ordered(reason: str) -> NewEvent:
@@ -117,16 +123,22 @@ def compensation_succeeded(step: str) -> NewEvent:
     return NewEvent(S.COMPENSATION_SUCCEEDED, {"step": step})
 
 
-def compensation_failed(step: str, attempt: int, error: str, final: bool) -> list[NewEvent]:
-    """The failed try, and the saga parked with it when no try is left."""
-    failed = NewEvent(
-        S.COMPENSATION_FAILED, {"step": step, "attempt": attempt, "error": error, "final": final}
-    )
-    return [failed, parked(step, error)] if final else [failed]
+def compensation_failed(
+    step: str, attempt: int, error: str, error_type: str, final: bool, subject: str | None
+) -> list[NewEvent]:
+    """The failed try, and the saga parked with it when no try is left. `error` is sealed
+    under the saga's `subject`, if it has one, `error_type` in its place."""
+    said = sealed_text(error_type, error, subject)
+    fields = {"step": step, "attempt": attempt, "error": said, "final": final}
+    where = f"the error of the compensation of {step!r}"
+    failed = NewEvent(S.COMPENSATION_FAILED, recorded(fields, where))
+    return [failed, parked(step, said)] if final else [failed]
 
 
-def parked(step: str, error: str) -> NewEvent:
-    return NewEvent(S.PARKED, {"step": step, "error": error})
+def parked(step: str, error: str | Part) -> NewEvent:
+    """The saga parks on its compensation of `step`: `error`, the clear text or one
+    `sealed_text` made."""
+    return NewEvent(S.PARKED, recorded({"step": step, "error": error}, f"parking on {step!r}"))
 
 
 def parked_on_bug(
@@ -151,8 +163,14 @@ def completed() -> NewEvent:
     return NewEvent(S.COMPLETED, {})
 
 
-def compensated(reason: str | None) -> NewEvent:
-    return NewEvent(S.COMPENSATED, {"reason": reason})
+def compensated(reason: str | None, clear: str | None, subject: str | None) -> NewEvent:
+    """The saga is compensated, for `reason` (sealed under `subject`, if it has one,
+    `clear` in its place, as its failure was)."""
+    if reason is None or clear is None or reason in (clear, f"{clear}: {FORGOTTEN}"):
+        # Nothing to seal: a saga of no one's, or its subject forgotten already.
+        return NewEvent(S.COMPENSATED, {"reason": reason})
+    said = sealed_text(clear, reason, subject)
+    return NewEvent(S.COMPENSATED, recorded({"reason": said}, "a saga's compensation"))
 
 
 def retried() -> NewEvent:

@@ -319,7 +319,7 @@ def _transition(stream: str, event: RecordedEvent) -> Transition:
         step=step,
         attempt=d.get("attempt"),
         idempotency_key=key,
-        error=d.get("error"),
+        error=S.read_text(d, "error"),
         result=d.get("result"),
         note=_note(event),
         data=d,
@@ -329,7 +329,7 @@ def _transition(stream: str, event: RecordedEvent) -> Transition:
 def _note(event: RecordedEvent) -> str | None:
     d = event.data
     if event.type in (S.FAILED, S.COMPENSATED, S.COMPENSATION_ORDERED):
-        return d.get("reason")
+        return S.read_text(d, "reason")
     if event.type == S.RESOLVED:
         return d.get("note")
     if event.type == S.SIGNALLED:

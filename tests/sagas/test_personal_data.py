@@ -28,8 +28,10 @@ from eventcraft.eventstore.retention import RetentionPolicy
 from eventcraft.projections import ProjectionRunner, TypedEvent
 from eventcraft.sagas import (
     AsyncOrchestrator,
+    Failure,
     Orchestrator,
     ProcessManager,
+    RetryPolicy,
     Route,
     Saga,
     SagaDefinitionError,
@@ -39,7 +41,9 @@ from eventcraft.sagas import (
 )
 from pydantic import BaseModel
 
+from eventcraft.app import App
 from eventcraft.operations import retention
+from eventcraft.operations import sagas as saga_operations
 
 from ..conftest import PG_URL
 
@@ -387,3 +391,81 @@ def test_a_result_whose_subject_the_store_cannot_hold_fails_its_step_at_once(
     assert state.status == "compensated"
     assert "unstorable result" in (state.failure or "")
     assert "the subject of personal field 'iban'" in (state.failure or "")
+
+
+class CardDeclined(Exception):
+    """A business failure whose message quotes the customer."""
+
+
+class RefundRefused(Exception):
+    """A compensation's failure whose message quotes the customer."""
+
+
+def _declined(data: dict[str, Any], context: StepContext) -> None:
+    raise CardDeclined(f"the card of {NAME} was declined")
+
+
+def _refund_refused(data: dict[str, Any], context: StepContext) -> None:
+    raise RefundRefused(f"no refund for {NAME}")
+
+
+def _done(data: dict[str, Any], context: StepContext) -> dict[str, Any]:
+    return {}
+
+
+def _owes(data: dict[str, Any], context: StepContext) -> Failure:
+    return Failure(f"{NAME} owes too much")
+
+
+SHIPPING = Saga(
+    "shipping",
+    [
+        Step("pay", _done, _refund_refused, compensation_retry=RetryPolicy(1)),
+        Step("ship", _declined, fails_on=(CardDeclined,)),
+    ],
+)
+BILLING = Saga("billing", [Step("hold", _done, _done), Step("bill", _owes)])
+
+
+def test_a_forgotten_subjects_name_quoted_by_a_failure_is_neither_in_the_database_nor_the_archive(
+    shared_store_url: str, tmp_path: Path
+) -> None:
+    archive = tmp_path / "archive"
+    app = App(sagas=[SHIPPING, BILLING])
+    with EventStore.open(shared_store_url) as store:
+        orchestrator = Orchestrator(store, app.sagas)
+        for saga in app.sagas:
+            orchestrator.start(saga, {"order_id": "o-visible-2"}, saga_id="o-2", subject=SUBJECT)
+        orchestrator.run_pending()
+        shipping = orchestrator.state("shipping", "o-2")
+        billing = orchestrator.state("billing", "o-2")
+        assert (shipping.status, billing.status) == ("parked", "compensated")
+        # Known while the subject is: the failures read whole.
+        assert NAME in (shipping.failure or "") and NAME in (shipping.parked_because or "")
+        assert NAME in (billing.failure or "")
+        everything = [RetentionPolicy("audit", max_age=timedelta(days=3650))]
+        retention.apply(store, everything, [], str(archive))
+
+        store.forget(SUBJECT)
+        shipping = orchestrator.state("shipping", "o-2")
+        billing = orchestrator.state("billing", "o-2")
+        assert shipping.failure == f"step ship failed: CardDeclined: {FORGOTTEN}"
+        assert shipping.parked_because == f"RefundRefused: {FORGOTTEN}"
+        assert billing.failure == f"step bill failed: Failure: {FORGOTTEN}"
+        shown = saga_operations.saga(store, app, "shipping", "o-2")
+        errors = [t.error for t in shown.transitions if t.error is not None]
+        assert errors == [
+            f"CardDeclined: {FORGOTTEN}",
+            f"RefundRefused: {FORGOTTEN}",
+            f"RefundRefused: {FORGOTTEN}",  # and parked on it
+        ]
+        notes = [t.note for t in saga_operations.saga(store, app, "billing", "o-2").transitions]
+        assert f"step bill failed: Failure: {FORGOTTEN}" in notes  # failed, and compensated
+        assert NAME not in repr(shown) and NAME not in repr(notes)
+
+    after = _database_text(shared_store_url, tmp_path)
+    archived = _archive_text(archive)
+    assert b"o-visible-2" in after and b"o-visible-2" in archived  # the scans see the sagas
+    assert b"CardDeclined" in after and b"RefundRefused" in after  # the types, in the clear
+    assert NAME.encode() not in after, "the name is in the database"
+    assert NAME.encode() not in archived, "the name is in the archive"
