@@ -22,11 +22,14 @@ from ..operations.documents import event_document, event_line
 from ..operations.errors import InputError
 from ..operations.log import LogFilter
 from ..operations.numbers import MAX_AFTER
-from .paging import NOT_KEPT, PAGE, link, number, page_size
+from .paging import NOT_KEPT, PAGE, TAIL_READ, link, number, page_size
 from .rendering import console_of, page
 
 TAIL = 200
 """Most events one poll of the live tail brings."""
+
+READ_TO = "Eventcraft-Read-To"
+"""The live tail's header: the position it read up to, where its next poll starts."""
 
 REACH = 50_000
 """Positions a Trace reached from an event searches on either side of it."""
@@ -60,12 +63,16 @@ def log_page(request: Request) -> HTMLResponse:
 
 
 def log_tail(request: Request) -> HTMLResponse:
-    """The events after `after` that the filters accept, newest first: rows to prepend."""
+    """The events after `after` that the filters accept, newest first: rows to prepend.
+    It reads at most `TAIL_READ` events of the log, and says in its `READ_TO` header how
+    far it read: the page's next poll asks for the events after there."""
     # From 0: the page's table may have no row yet to take a position from.
     after = number(request, "after", least=0, most=MAX_AFTER) or 0
     store, where = console_of(request).store, log_filter(request)
-    events = list(log.log_events(store, after=after, limit=TAIL, where=where))
-    return page(request, "log_rows.html", badges=False, events=list(reversed(events)))
+    found = log.tail(store, after=after, limit=TAIL, scan=TAIL_READ, where=where)
+    response = page(request, "log_rows.html", badges=False, events=list(reversed(found.events)))
+    response.headers[READ_TO] = str(found.read_to)
+    return response
 
 
 def log_download(request: Request) -> StreamingResponse:

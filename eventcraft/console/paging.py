@@ -21,6 +21,11 @@ PAGE = 50
 MOST = 500
 """Most rows a page holds: the largest `limit` taken."""
 
+TAIL_READ = 10_000
+"""Most events of the log one poll of the live tail reads: a filter the store does not
+apply (a correlation, a time) that matches little reads this far, says so, and the
+page's next poll goes on from there."""
+
 NOT_KEPT = ("message", "signed")
 """Parameters a link to another page drops: the status line is the page's own."""
 

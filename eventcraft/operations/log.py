@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 
 from eventcraft.eventstore import EventStore, Query, QueryItem, RecordedEvent, category_of
 from eventcraft.projections.selection import narrowed
@@ -145,13 +146,11 @@ def log_events(
     which the store serves from its indexes: a rare tag costs its own events,
     not a pass over the log.
     """
-    if where.query is not None:
-        selected = narrowed(where.query, tuple(where.types) or None)
-        if selected is None:
-            return
-        events = _by_query(store, after, selected)
-    elif where.tags:
-        events = _by_query(store, after, Query([QueryItem(types=where.types, tags=where.tags)]))
+    query = _query_of(where)
+    if query is False:
+        return
+    if query is not None:
+        events = _by_query(store, after, query)
     else:
         events = store.read_all(
             after=after, categories=where.categories or None, types=where.types or None
@@ -163,6 +162,63 @@ def log_events(
         if where.accepts(event):
             shown += 1
             yield event
+
+
+def _query_of(where: LogFilter) -> Query | Literal[False] | None:
+    """The query the filters read by (tags, or a projection's query and types), None for
+    a read of the log by its categories and types; False if no event can pass them."""
+    if where.query is not None:
+        return narrowed(where.query, tuple(where.types) or None) or False
+    if where.tags:
+        return Query([QueryItem(types=where.types, tags=where.tags)])
+    return None
+
+
+@dataclass(frozen=True)
+class Tail:
+    """What one poll of a live tail found, and how far it read."""
+
+    events: list[RecordedEvent]
+    """The events after `after` the filters accept, oldest first: at most `limit`."""
+    read_to: int
+    """Every event after `after` up to here was read (or needs no reading): the next poll
+    starts after it."""
+    read: int
+    """Events the store returned for it: at most `scan`."""
+
+
+def tail(store: EventStore, *, after: int, limit: int, scan: int, where: LogFilter) -> Tail:
+    """The next events after `after` that the filters accept, reading at most `scan` events
+    of the log (those of its categories and types, or of its query), so that a filter
+    applied one event at a time (a correlation, a time) costs a bounded stretch a poll,
+    however long the log it finds nothing in."""
+    head = store.high_water_mark()
+    query = _query_of(where)
+    if query is False:
+        return Tail([], max(after, head), 0)
+    if query is not None:
+        found = store.read_query(query, after=after, limit=scan)
+        read, covered = found.events, found.head
+    else:
+        read = list(
+            store.read_all(
+                after=after,
+                limit=scan,
+                categories=where.categories or None,
+                types=where.types or None,
+            )
+        )
+        # A read cut short covered up to its last event; one that was not, the whole log
+        # as it was before it began (and anything it found appended since).
+        covered = read[-1].position if len(read) >= scan else max(head, after)
+    shown = []
+    for event in read:
+        if where.accepts(event):
+            shown.append(event)
+            if len(shown) == limit:
+                return Tail(shown, event.position, len(read))
+    last = read[-1].position if read else after
+    return Tail(shown, max(covered, last, after), len(read))
 
 
 def _by_query(store: EventStore, after: int, query: Query) -> Iterator[RecordedEvent]:

@@ -8,8 +8,12 @@
   var state = document.getElementById("tail-state");
   var paused = false;
   var busy = false;
+  // How far the last poll read (its Eventcraft-Read-To header): a poll reads a bounded
+  // stretch of the log, so a filter matching little goes on from there, not from its rows.
+  var readTo = null;
 
   function newest() {
+    if (readTo !== null) { return readTo; }
     var first = rows.querySelector("tr[data-position]");
     return first ? first.getAttribute("data-position") : "0";
   }
@@ -20,17 +24,23 @@
     var url = toggle.getAttribute("data-url");
     url += (url.indexOf("?") < 0 ? "?" : "&") + "after=" + newest();
     fetch(url, { credentials: "same-origin" })
-      .then(function (response) { return response.ok ? response.text() : ""; })
-      .then(function (html) {
-        if (!paused && html.trim()) {
+      .then(function (response) {
+        if (!response.ok) { return null; }
+        var read = response.headers.get("Eventcraft-Read-To");
+        return response.text().then(function (html) { return { html: html, read: read }; });
+      })
+      .then(function (got) {
+        if (!got || paused) { return; }  // paused meanwhile: the next poll asks again
+        if (got.html.trim()) {
           var holder = document.createElement("tbody");
-          holder.innerHTML = html;
+          holder.innerHTML = got.html;
           var added = Array.prototype.slice.call(holder.children);
           for (var i = added.length - 1; i >= 0; i--) {
             added[i].classList.add("new");
             rows.insertBefore(added[i], rows.firstChild);
           }
         }
+        if (got.read !== null && /^[0-9]+$/.test(got.read)) { readTo = got.read; }
       })
       .catch(function () { state.textContent = "live tail: the console cannot be reached"; })
       .then(function () { busy = false; });
