@@ -12,7 +12,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from .arguments import AppendCall
 from .deletion import StreamDeletion
@@ -130,6 +130,10 @@ class AsyncBackend(abc.ABC):
     @abc.abstractmethod
     async def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
         """As `Backend.read_event`."""
+
+    async def now(self) -> datetime:
+        """As `Backend.now`: the host's clock, unless the database has one of its own."""
+        return datetime.now(UTC)
 
     @abc.abstractmethod
     async def log_status(self) -> LogStatus:

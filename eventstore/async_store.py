@@ -289,6 +289,10 @@ class AsyncEventStore:
         event = await self._backend.read_event(arguments.event_id_call(event_id))
         return await self._shredder.opened_event_async(event)
 
+    async def now(self) -> datetime:
+        """As `EventStore.now`."""
+        return await self._backend.now()
+
     async def log_status(self) -> LogStatus:
         """As `EventStore.log_status`."""
         return await self._backend.log_status()

@@ -176,6 +176,9 @@ class ThreadedBackend(AsyncBackend):
     async def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
         return await self._run(partial(self.backend.read_event, event_id))
 
+    async def now(self) -> datetime:
+        return await self._run(self.backend.now)
+
     async def log_status(self) -> LogStatus:
         return await self._run(self.backend.log_status)
 

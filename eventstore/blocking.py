@@ -194,6 +194,10 @@ class BlockingEventStore:
     def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
         return self._wait(self.store.read_event(event_id))
 
+    def now(self) -> datetime:
+        """As `EventStore.now`."""
+        return self._wait(self.store.now())
+
     def log_status(self) -> LogStatus:
         return self._wait(self.store.log_status())
 

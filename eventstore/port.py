@@ -10,7 +10,7 @@ import abc
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 import orjson
 
@@ -185,6 +185,11 @@ class Backend(abc.ABC):
         """
         events = self.read_all(after=0, limit=None, categories=None, types=None)
         return next((event for event in events if event.id == event_id), None)
+
+    def now(self) -> datetime:
+        """The database's time, as it stamps `recorded_at`: for an in-process database
+        (SQLite, memory), the host's clock, which its appends read too."""
+        return datetime.now(UTC)
 
     def log_status(self) -> LogStatus:
         """The head, the high-water mark and what holds readers between them.

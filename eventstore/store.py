@@ -302,6 +302,11 @@ class EventStore:
             self._backend.read_event(arguments.event_id_call(event_id))
         )
 
+    def now(self) -> datetime:
+        """The database's time (UTC), as it stamps `recorded_at`: what a lease recorded in an
+        event is timed by, so that processes whose clocks differ agree on when it ends."""
+        return self._backend.now()
+
     def log_status(self) -> LogStatus:
         """The log's head, its high-water mark, and the append in flight that holds readers
         between the two, if any (PostgreSQL only: elsewhere they are always equal)."""

@@ -49,7 +49,7 @@ from .index import CATEGORY, SagaIndex
 from .journal import Journal, parsed, stream_of
 from .personal import Part, check_subject, given_part, part_of
 from .service import OrchestratorStatus, StatusBoard, keep_running
-from .state import SagaState, try_key
+from .state import InFlight, SagaState, try_key
 
 log = logging.getLogger("eventcraft.sagas")
 
@@ -193,7 +193,7 @@ class Orchestrator:
             if current.finished or current.status == "parked":
                 return self._flushed(current)
             flight = current.in_flight
-            if flight and flight.owner != self.owner and flight.lease_until > self.clock():
+            if flight and flight.owner and flight.owner != self.owner and self._held(flight):
                 return self._flushed(current)  # its owner is (presumably) alive and at it
             try:
                 if current.status == "running":
@@ -325,9 +325,10 @@ class Orchestrator:
         signal = current.signals.get(step.action.event_type)
         now = self.clock()
         if current.in_flight is None:
-            # Recorded so that its deadline holds across restarts; no one owns a wait.
+            # Recorded so that its deadline holds across restarts; no one owns a wait
+            # (nor holds a lease on it).
             deadline = None if step.timeout is None else now + step.timeout
-            if not self._record(current, [T.step_started(step.name, attempt, "", now, deadline)]):
+            if not self._record(current, [T.step_started(step.name, attempt, "", 0.0, deadline)]):
                 return
         if signal is not None:
             subjects = current.signal_subjects.get(step.action.event_type, {})
@@ -350,14 +351,15 @@ class Orchestrator:
         timeout = None if cut_off is None else max(cut_off - now, 0.001)
         # The owner gives up at the step's timeout; a step without one is
         # presumed abandoned after `lease` (a longer step should declare a timeout).
-        lease_until = min(now + (step.timeout or self.lease), cut_off or float("inf"))
+        began = time.monotonic()
+        lease_until = self._lease_until(min(step.timeout or self.lease, timeout or float("inf")))
         started = T.step_started(step.name, attempt, self.owner, lease_until, own_deadline)
         if not self._record(current, [started]):
             return
         context = self._context(current, step, attempt, compensating=False)
         try:
             with telemetry.step_try(current, context):
-                result = call(step.action, current.data, context, timeout)
+                result = call(step.action, current.data, context, _left(timeout, began))
         except StepTimedOut as error:
             final = current.failures.get(step.name, 0) + 1 >= step.retry.attempts
             self._fail(current, step, attempt, str(error), "unknown", "StepTimedOut", final=final)
@@ -469,8 +471,8 @@ class Orchestrator:
             error = f"{MAX_CRASHES} tries of the compensation of {step.name} ended with no outcome"
             self._record(current, [T.parked(step.name, error)])
             return
-        now = self.clock()
-        lease_until = now + (step.timeout or self.lease)
+        began = time.monotonic()
+        lease_until = self._lease_until(step.timeout or self.lease)
         started = T.compensation_started(step.name, attempt, self.owner, lease_until)
         if not self._record(current, [started]):
             return
@@ -478,7 +480,7 @@ class Orchestrator:
         assert step.compensation is not None
         try:
             with telemetry.step_try(current, context):
-                call(step.compensation, current.data, context, step.timeout)
+                call(step.compensation, current.data, context, _left(step.timeout, began))
         except EventLoopRunning:
             raise
         except Exception as error:
@@ -492,6 +494,22 @@ class Orchestrator:
         self._record(current, [T.compensation_succeeded(step.name)], defer=True)
 
     # --- plumbing -------------------------------------------------------------------
+
+    def _lease_until(self, seconds: float) -> float:
+        """When a lease of `seconds` taken now ends, in the store's database's time.
+
+        Leases are judged by that one clock (`_held`), as every other lease is:
+        judged by its own `clock`, an orchestrator running ahead would find lapsed
+        a lease its holder keeps, and run the step a second time. Read before
+        the append that records the lease, so the end it records is no later
+        than the holder's own reckoning (its try's cut-off, on its monotonic
+        clock) says.
+        """
+        return self.store.now().timestamp() + seconds
+
+    def _held(self, flight: InFlight) -> bool:
+        """Whether another's lease on the try under way still holds, by the database's time."""
+        return flight.lease_until > self.store.now().timestamp()
 
     def _context(
         self, current: SagaState, step: Step, attempt: int, *, compensating: bool
@@ -544,6 +562,14 @@ def _start_data(
         return given_part(data, personal, subject, where)
     except InvalidEvent as error:
         raise SagaDefinitionError(str(error)) from None
+
+
+def _left(timeout: float | None, began: float) -> float | None:
+    """What is left of `timeout` seconds counted from `began` (monotonic): a try gives up
+    no later than the lease recorded after `began` ends."""
+    if timeout is None:
+        return None
+    return max(timeout - (time.monotonic() - began), 0.001)
 
 
 class _Waiting(Exception):

@@ -58,7 +58,7 @@ from .async_listener import AsyncListener
 from .backend import create_schema
 from .connections import ConnectionPool, PostgresTarget
 from .group import Member, Refusal, lost_races, refusal_of, settled, stored_ids_param
-from .head import log_status_async, safe_head_async
+from .head import database_now_async, log_status_async, safe_head_async
 from .statements import ANY_TRIES, PAGE, PART
 from .tag_locks import plain
 from .wire import APPEND, notify_statement
@@ -337,6 +337,9 @@ class AsyncPostgresBackend(AsyncBackend):
 
     async def high_water_mark(self) -> int:
         return await self._safe_head(0)
+
+    async def now(self) -> datetime:
+        return await self._with_connection(database_now_async)
 
     async def log_status(self) -> LogStatus:
         return await self._with_connection(log_status_async)

@@ -51,7 +51,7 @@ from . import query_reads as reads
 from . import statements as sql
 from .appends import Appends
 from .connections import ConnectionPool, PostgresTarget
-from .head import log_status, safe_head
+from .head import database_now, log_status, safe_head
 from .listener import Listener
 from .statements import PAGE, PART, batch_json
 from .wire import (
@@ -313,6 +313,9 @@ class PostgresBackend(Backend):
 
     def high_water_mark(self) -> int:
         return self._safe_head(0)
+
+    def now(self) -> datetime:
+        return self._with_connection(database_now)
 
     def log_status(self) -> LogStatus:
         return self._with_connection(log_status)

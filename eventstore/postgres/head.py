@@ -13,7 +13,8 @@ sound on its own; the second only passes more.
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
 
 import psycopg
 
@@ -168,6 +169,24 @@ async def safe_head_async(conn: psycopg.AsyncConnection[Any], after: int) -> int
         if not waiting:
             break
     return head
+
+
+_NOW = "SELECT clock_timestamp()"
+"""The server's time when asked: `now()` is its transaction's start."""
+
+
+def database_now(conn: psycopg.Connection[Any]) -> datetime:
+    """The server's time."""
+    row = conn.execute(_NOW).fetchone()
+    assert row is not None
+    return cast(datetime, row[0])
+
+
+async def database_now_async(conn: psycopg.AsyncConnection[Any]) -> datetime:
+    """The server's time."""
+    row = await (await conn.execute(_NOW)).fetchone()
+    assert row is not None
+    return cast(datetime, row[0])
 
 
 def log_status(conn: psycopg.Connection[Any]) -> LogStatus:

@@ -15,6 +15,7 @@ from eventcraft.sagas import Orchestrator
 
 from examples.fulfilment import inventory, order_fulfilment, payments, shipping
 
+from .later import Later
 from .services import Ledger, fulfilment
 from .workers import run_example_and_crash, run_until_hung, use_journals
 
@@ -43,8 +44,9 @@ def crash_then_recover(
     worker.join(120)
     assert worker.exitcode == -signal.SIGKILL, f"the worker was meant to die, not {worker.exitcode}"
     use_journals(directory, shipping_fails=shipping_fails)
-    with EventStore.open(url) as store:
-        # The dead owner's leases (30 s at most) lapse: a clock 31 s ahead says so at once.
+    with Later.open(url) as store:
+        # The dead owner's leases (30 s at most) lapse: the database's clock, read a minute
+        # on, says so at once; the orchestrator's, 31 s ahead, that its deadlines passed.
         recovering = Orchestrator(store, [order_fulfilment], clock=lambda: time.time() + 31)
         assert recovering.run_pending() == 0
         status = recovering.state(order_fulfilment.name, "1").status
@@ -112,10 +114,11 @@ def test_a_step_that_hangs_when_its_process_dies_times_out_after_the_restart(
     as timed out. With a try left it tries again with the same key (the effect, already
     applied, is not applied twice); with none, it compensates the step with the others."""
     ledger = killed_inside_the_charge(shared_store_url, tmp_path, attempts)
+    saga = fulfilment(ledger, timeout=30, attempts=attempts)
     with EventStore.open(shared_store_url) as store:
-        saga = fulfilment(ledger, timeout=30, attempts=attempts)
         before_deadline = Orchestrator(store, [saga], clock=lambda: time.time() + 10)
         assert before_deadline.advance("fulfilment", "1").status == "running"  # its lease holds
+    with Later.open(shared_store_url) as store:
         after_deadline = Orchestrator(store, [saga], clock=lambda: time.time() + 31)
         final = after_deadline.advance("fulfilment", "1")
     if attempts == 1:
@@ -133,12 +136,13 @@ def test_a_step_whose_process_died_in_it_is_compensated_when_the_saga_is_cancell
     """The charge took effect, then its process died; the saga is cancelled. The charge
     may have been done, so it is refunded, but not before its owner's lease lapses."""
     ledger = killed_inside_the_charge(shared_store_url, tmp_path, 1)
+    saga = fulfilment(ledger, timeout=30, attempts=1)
     with EventStore.open(shared_store_url) as store:
-        saga = fulfilment(ledger, timeout=30, attempts=1)
         assert Orchestrator(store, [saga]).cancel("fulfilment", "1", "order withdrawn")
         within_lease = Orchestrator(store, [saga], clock=lambda: time.time() + 10)
         assert within_lease.advance("fulfilment", "1").status == "compensating"
         assert Ledger(ledger).effects() == ["reserve:1", "charge:1"]  # its owner may be at it
+    with Later.open(shared_store_url) as store:
         after_lease = Orchestrator(store, [saga], clock=lambda: time.time() + 31)
         final = after_lease.advance("fulfilment", "1")
     assert Ledger(ledger).effects() == UNDONE
