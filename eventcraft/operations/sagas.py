@@ -8,6 +8,8 @@ sagas package's own `SagaState.evolve`; the actions go through an
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -167,13 +169,36 @@ def parked(
     """The parked instances of the App's sagas, in stream order: those after the stream
     `after`, at most `limit`."""
     # The sagas' own index of parked streams: only the page's instances are read.
-    index = SagaIndex(store)
-    index.refresh()
     names = {saga.name for saga in app.sagas}
-    streams = (s for s in index.parked if parsed(s)[0] in names and (after is None or s > after))
+    streams = (
+        s for s in _parked_streams(store) if parsed(s)[0] in names and (after is None or s > after)
+    )
     chosen = sorted(streams)[:limit]
     read = (_read(store, stream) for stream in chosen)
     return [_summary(*r) for r in read if r is not None and r[0].status == "parked"]
+
+
+class _Indexes:
+    """One `SagaIndex` a store, kept for as long as the store is: a process that lists
+    the parked instances again and again (the console, on each request) reads only the
+    transitions appended since it last did, not the whole `saga` category each time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: weakref.WeakKeyDictionary[EventStore, SagaIndex] = weakref.WeakKeyDictionary()
+
+    def parked(self, store: EventStore) -> set[str]:
+        """The streams of the parked instances in `store`, as of now."""
+        # One refresh at a time: the index's position and sets move together.
+        with self._lock:
+            index = self._kept.get(store)
+            if index is None:
+                index = self._kept[store] = SagaIndex(store)
+            index.refresh()
+            return set(index.parked)
+
+
+_parked_streams = _Indexes().parked
 
 
 def saga(store: EventStore, app: App, name: str, saga_id: str) -> SagaDetail:
