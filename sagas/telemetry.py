@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from eventcraft.eventstore import NewEvent, RecordedEvent
 from eventcraft.eventstore import telemetry as store_telemetry
+from pydantic import BaseModel
 
 from .context import StepContext
 from .errors import StepTimedOut
@@ -216,9 +217,17 @@ def recorded(current: SagaState, events: Sequence[NewEvent]) -> None:
             "saga %s %s: %s",
             current.stream_id,
             outcome,
-            event.data.get("reason") if isinstance(event.data, dict) else "",
+            _said(event.data),
             extra=log_fields(current),
         )
+
+
+def _said(data: Any) -> Any:
+    """The reason a transition gives, as kept in the clear: a text sealed under the saga's
+    subject (`personal.sealed_text`) is logged as its clear part (the error's type)."""
+    if isinstance(data, BaseModel):
+        data = data.model_dump(include={"reason"})
+    return data.get("reason") if isinstance(data, dict) else ""
 
 
 def log_fields(current: SagaState) -> dict[str, Any]:

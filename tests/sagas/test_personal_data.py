@@ -469,3 +469,15 @@ def test_a_forgotten_subjects_name_quoted_by_a_failure_is_neither_in_the_databas
     assert b"CardDeclined" in after and b"RefundRefused" in after  # the types, in the clear
     assert NAME.encode() not in after, "the name is in the database"
     assert NAME.encode() not in archived, "the name is in the archive"
+
+
+def test_a_failure_quoting_the_subjects_name_is_logged_by_its_type_alone(
+    store: EventStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    orchestrator = Orchestrator(store, [SHIPPING])
+    orchestrator.start(SHIPPING, {}, saga_id="o-3", subject=SUBJECT)
+    with caplog.at_level("INFO", logger="eventcraft.sagas"):
+        orchestrator.run_pending()
+    logged = caplog.text
+    assert "step ship failed: CardDeclined" in logged
+    assert NAME not in logged
