@@ -1,5 +1,6 @@
 """eventstore: an append-only log of events in streams, with one global order."""
 
+from .arguments import redacted, scheme_of, without_password
 from .async_store import AsyncEventStore
 from .blocking import BlockingEventStore
 from .deletion import StreamDeletion
@@ -46,6 +47,7 @@ from .port import Backend
 from .postgres import PostgresTarget
 from .query import AppendCondition, Query, QueryItem, QueryResult
 from .snapshot import Snapshot
+from .sqlite_options import SQLiteTarget
 from .store import EventStore
 
 __all__ = [
@@ -83,6 +85,7 @@ __all__ = [
     "QueryResult",
     "RecordedEvent",
     "RetentionBusy",
+    "SQLiteTarget",
     "Snapshot",
     "StorePermissionDenied",
     "StoreUnavailable",
@@ -97,4 +100,7 @@ __all__ = [
     "category_of",
     "new_event_id",
     "recorded_at_text",
+    "redacted",
+    "scheme_of",
+    "without_password",
 ]

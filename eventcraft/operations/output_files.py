@@ -26,9 +26,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import IO, TypeVar
 
-from eventcraft.eventstore.arguments import scheme_of
+from eventcraft.eventstore import SQLiteTarget, scheme_of
 from eventcraft.eventstore.retention_sqlite import LOCK_SUFFIX
-from eventcraft.eventstore.sqlite_options import SQLiteTarget
 
 from .errors import InputError
 

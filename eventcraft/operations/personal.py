@@ -42,8 +42,8 @@ from eventcraft.eventstore import (
     KeyStore,
     RecordedEvent,
     StoreUnavailable,
+    redacted,
 )
-from eventcraft.eventstore.arguments import redacted
 from eventcraft.messaging import failed
 from eventcraft.projections import Database, parking
 from eventcraft.projections.log_start import event_at

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from eventcraft.eventstore.arguments import redacted, without_password
+from eventcraft.eventstore import redacted, without_password
 from eventcraft.projections import Definition, Fold, ProjectionError
 from eventcraft.projections.archive_layout import chain_break, span_of
 
@@ -213,8 +213,7 @@ def check_database(url: str) -> str:
         )
     if scheme == "sqlite":
         return f"sqlite:///{os.path.abspath(path)}" + (f"?{query}" if query else "")
-    from eventcraft.eventstore import UnsupportedStoreURL
-    from eventcraft.eventstore.postgres.connections import PostgresTarget
+    from eventcraft.eventstore import PostgresTarget, UnsupportedStoreURL
 
     try:
         PostgresTarget.from_url(url)

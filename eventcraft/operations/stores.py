@@ -13,11 +13,17 @@ import os
 import sqlite3
 from contextlib import closing
 
-from eventcraft.eventstore import EventStore, StoreUnavailable
-from eventcraft.eventstore.arguments import opening, redacted, scheme_of
-from eventcraft.eventstore.postgres.connections import ConnectionPool, PostgresTarget
+from eventcraft.eventstore import (
+    EventStore,
+    PostgresTarget,
+    SQLiteTarget,
+    StoreUnavailable,
+    redacted,
+    scheme_of,
+)
+from eventcraft.eventstore.arguments import opening
+from eventcraft.eventstore.postgres.connections import ConnectionPool
 from eventcraft.eventstore.schema import EVENTS
-from eventcraft.eventstore.sqlite_options import SQLiteTarget
 
 from .errors import NotFound
 

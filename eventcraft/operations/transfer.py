@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from eventcraft.eventstore import (
+    MAX_EVENT_BYTES,
     DuplicateEventId,
     EventStore,
     InvalidEvent,
@@ -32,7 +33,6 @@ from eventcraft.eventstore import (
     StreamTombstoned,
     WrongExpectedVersion,
 )
-from eventcraft.eventstore.encoding import MAX_EVENT_BYTES
 from eventcraft.eventstore.json_lines import with_placed
 
 from .errors import InputError, Problems
