@@ -4,7 +4,16 @@ from .arguments import redacted, scheme_of, without_password
 from .async_store import AsyncEventStore
 from .blocking import BlockingEventStore
 from .deletion import StreamDeletion
-from .encoding import MAX_EVENT_BYTES
+from .encoding import (
+    MAX_AFTER,
+    MAX_EVENT_BYTES,
+    MAX_INT,
+    check_events,
+    check_name,
+    check_new_name,
+    check_stream_id,
+    encode_object,
+)
 from .envelope import TEXT_MARK as SEALED_MARK
 from .errors import (
     AppendConditionFailed,
@@ -54,7 +63,9 @@ __all__ = [
     "ANY",
     "EVENT_VERSION",
     "FORGOTTEN",
+    "MAX_AFTER",
     "MAX_EVENT_BYTES",
+    "MAX_INT",
     "MAX_STREAM_VERSION",
     "NO_STREAM",
     "SEALED_MARK",
@@ -98,6 +109,11 @@ __all__ = [
     "UnsupportedStoreURL",
     "WrongExpectedVersion",
     "category_of",
+    "check_events",
+    "check_name",
+    "check_new_name",
+    "check_stream_id",
+    "encode_object",
     "new_event_id",
     "recorded_at_text",
     "redacted",

@@ -339,6 +339,14 @@ class PreparedBatch:
         return self.encoded(0, len(self._events))
 
 
+def check_events(
+    stream_id: str, events: Sequence[NewEvent], max_event_bytes: int = MAX_EVENT_BYTES
+) -> None:
+    """Make the store's checks of an append of `events` to `stream_id`, encoding
+    included, without a store; raises `InvalidEvent` on the first fault."""
+    PreparedBatch(stream_id, events, max_event_bytes).all()
+
+
 # tuple.__new__ straight from C: the named tuple's own __new__ is Python code.
 _new_prepared = tuple.__new__
 

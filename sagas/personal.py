@@ -24,8 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from eventcraft.eventstore import FORGOTTEN, InvalidEvent, Personal
-from eventcraft.eventstore.encoding import check_name, encode_object
+from eventcraft.eventstore import FORGOTTEN, InvalidEvent, Personal, check_name, encode_object
 from pydantic import BaseModel, ConfigDict, PrivateAttr, create_model
 
 SUBJECTS = "subjects"

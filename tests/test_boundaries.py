@@ -41,17 +41,12 @@ STILL_DEEP = frozenset(
     {
         "eventcraft/console/metrics.py: projections.telemetry",
         "eventcraft/console/metrics.py: sagas.telemetry",
-        "eventcraft/operations/import_file.py: eventstore.encoding.PreparedBatch",
-        "eventcraft/operations/import_file.py: eventstore.encoding.check_new_name",
-        "eventcraft/operations/import_file.py: eventstore.encoding.check_stream_id",
         "eventcraft/operations/log.py: projections.selection.narrowed",
         "eventcraft/operations/messaging.py: messaging.failed",
         "eventcraft/operations/messaging.py: messaging.relay_selection",
         "eventcraft/operations/messaging.py: messaging.relay_state",
         "eventcraft/operations/messaging.py: projections.checkpoint",
         "eventcraft/operations/messaging.py: projections.clock",
-        "eventcraft/operations/numbers.py: eventstore.encoding.MAX_AFTER",
-        "eventcraft/operations/numbers.py: eventstore.encoding.MAX_INT",
         "eventcraft/operations/output_files.py: eventstore.retention_sqlite.LOCK_SUFFIX",
         "eventcraft/operations/parallel_export.py: eventstore.json_lines.with_placed",
         "eventcraft/operations/personal.py: messaging.failed",
@@ -92,8 +87,6 @@ STILL_DEEP = frozenset(
         "projections/log_batches.py: eventstore.events.recorded_events",
         "projections/log_batches.py: eventstore.ids.uuids_from_ints",
         "projections/spark/jdbc.py: eventstore.schema",
-        "sagas/personal.py: eventstore.encoding.check_name",
-        "sagas/personal.py: eventstore.encoding.encode_object",
     }
 )
 

@@ -6,7 +6,7 @@ field, its stream id and type names the store takes for new ones; each stream's
 versions continue from one of its lines to the next, in file order (its first line
 may begin anywhere: an export `--after` cuts streams, and only the store knows what
 it holds before); and each append passes the store's own checks of a batch
-(`PreparedBatch`: ids, times, tags, and the JSON of data and metadata against the
+(`check_events`: ids, times, tags, and the JSON of data and metadata against the
 store's `max_event_bytes`), so that no rule is written twice. What only the store
 can find, an id it holds in another stream or another event at a version, is found
 as the import writes, which resumes when run again. A deletion line
@@ -29,8 +29,15 @@ from typing import IO, Any
 
 import orjson
 
-from eventcraft.eventstore import InvalidEvent, NewEvent, RecordedEvent, StreamDeletion
-from eventcraft.eventstore.encoding import PreparedBatch, check_new_name, check_stream_id
+from eventcraft.eventstore import (
+    InvalidEvent,
+    NewEvent,
+    RecordedEvent,
+    StreamDeletion,
+    check_events,
+    check_new_name,
+    check_stream_id,
+)
 
 from .documents import event_from_document
 from .errors import InputError, Problems
@@ -150,11 +157,11 @@ def _check_append(batch: Batch, max_event_bytes: int) -> None:
     import appends it; made here, before anything is written, to name the line."""
     stream_id = batch[0][1].stream_id
     try:
-        PreparedBatch(stream_id, new_events(batch), max_event_bytes).all()
+        check_events(stream_id, new_events(batch), max_event_bytes)
     except InvalidEvent as error:
         for number, event in batch:  # which line: each alone, as the store sees it
             try:
-                PreparedBatch(stream_id, new_events([(number, event)]), max_event_bytes).all()
+                check_events(stream_id, new_events([(number, event)]), max_event_bytes)
             except InvalidEvent as alone:
                 # The store names an event by its place in the append ("event 0 ('Placed')
                 # for stream 'order-1'"), which means nothing to the reader of a file.

@@ -3,7 +3,7 @@ every shell before any store sees them."""
 
 from __future__ import annotations
 
-from eventcraft.eventstore.encoding import MAX_AFTER, MAX_INT
+from eventcraft.eventstore import MAX_AFTER, MAX_INT
 
 from .errors import InputError
 
