@@ -14,14 +14,17 @@ from .errors import (
     UnknownSaga,
 )
 from .failures import Bug, Failure, StepFailure
-from .journal import stream_of
+from .index import CATEGORY as SAGA_CATEGORY
+from .index import SagaIndex
+from .journal import saga_of_stream, stream_of
 from .orchestrator import Orchestrator
 from .process_manager import ProcessManager, Route
 from .request_reply import request
 from .service import OrchestratorStatus
-from .state import InFlight, SagaState
+from .state import InFlight, SagaState, idempotency_key
 
 __all__ = [
+    "SAGA_CATEGORY",
     "Action",
     "AsyncOrchestrator",
     "Awaiting",
@@ -38,6 +41,7 @@ __all__ = [
     "Saga",
     "SagaDefinitionError",
     "SagaError",
+    "SagaIndex",
     "SagaNotFound",
     "SagaNotParked",
     "SagaState",
@@ -46,8 +50,10 @@ __all__ = [
     "StepFailure",
     "StepTimedOut",
     "UnknownSaga",
+    "idempotency_key",
     "request",
     "request_async",
+    "saga_of_stream",
     "stream_of",
     "wait_for",
 ]

@@ -14,6 +14,7 @@ from eventcraft.eventstore import EventStore
 from . import state as S
 
 CATEGORY = "saga"
+"""The category of every saga instance's stream (`saga-<name>:<saga id>`)."""
 _TRACKED = [
     S.STARTED,
     S.PARKED,
@@ -26,6 +27,9 @@ _TRACKED = [
 
 
 class SagaIndex:
+    """The instances of a store's sagas running, compensating or parked, kept up to
+    date by `refresh` from the transitions appended since the last."""
+
     def __init__(self, store: EventStore) -> None:
         self.store = store
         self.position = 0

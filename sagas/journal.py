@@ -25,7 +25,7 @@ def stream_of(name: str, saga_id: str) -> str:
     return f"{CATEGORY}-{name}:{saga_id}"
 
 
-def parsed(stream: str) -> tuple[str, str]:
+def saga_of_stream(stream: str) -> tuple[str, str]:
     """(saga name, saga id) of an instance's stream."""
     name, _, saga_id = stream.removeprefix(f"{CATEGORY}-").partition(":")
     return name, saga_id
@@ -103,7 +103,7 @@ class Journal:
         first = next(events, None)
         if first is None:
             return None
-        name, saga_id = parsed(stream)
+        name, saga_id = saga_of_stream(stream)
         current = SagaState(name=name, saga_id=saga_id, stream_id=stream)
         current.evolve(first)
         for event in events:

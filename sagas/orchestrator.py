@@ -46,10 +46,10 @@ from .errors import (
 )
 from .failures import Failure, StepFailure, type_name
 from .index import CATEGORY, SagaIndex
-from .journal import Journal, parsed, stream_of
+from .journal import Journal, saga_of_stream, stream_of
 from .personal import Part, check_subject, given_part, part_of
 from .service import OrchestratorStatus, StatusBoard, keep_running
-from .state import InFlight, SagaState, try_key
+from .state import InFlight, SagaState, idempotency_key
 
 log = logging.getLogger("eventcraft.sagas")
 
@@ -163,7 +163,7 @@ class Orchestrator:
         for stream in sorted(self._index.active):
             if not self._runs(stream):
                 continue  # another service's saga, in the same store
-            name, saga_id = parsed(stream)
+            name, saga_id = saga_of_stream(stream)
             if not self.advance(name, saga_id).finished:
                 remaining += 1
         return remaining
@@ -519,7 +519,7 @@ class Orchestrator:
             saga_id=current.saga_id,
             step=step.name,
             attempt=attempt,
-            idempotency_key=f"{current.stream_id}/{try_key(step.name, compensating)}",
+            idempotency_key=idempotency_key(current.stream_id, step.name, compensating),
             correlation_id=current.correlation_id,
             results=dict(current.results),
             compensating=compensating,
@@ -534,7 +534,7 @@ class Orchestrator:
         return saga
 
     def _runs(self, stream: str) -> bool:
-        return parsed(stream)[0] in self.sagas
+        return saga_of_stream(stream)[0] in self.sagas
 
 
 def _start_data(

@@ -228,3 +228,9 @@ _COMPENSATION = "/compensation"
 
 def try_key(step: str, compensating: bool) -> str:
     return step + _COMPENSATION if compensating else step
+
+
+def idempotency_key(stream_id: str, step: str, compensating: bool) -> str:
+    """The idempotency key every try of `step` (or of its compensation) of the instance
+    whose stream is `stream_id` is given (`StepContext.idempotency_key`)."""
+    return f"{stream_id}/{try_key(step, compensating)}"

@@ -39,7 +39,7 @@ from eventcraft.eventstore.retention import (
 )
 from eventcraft.projections.archive_files import ArchiveFiles
 from eventcraft.projections.archive_lock import ArchiveBusy, run_lock
-from eventcraft.sagas.index import CATEGORY as SAGAS
+from eventcraft.sagas import SAGA_CATEGORY
 
 from .errors import InputError, NotFound, Problems
 from .output_files import check_folder
@@ -226,13 +226,15 @@ def _check_rules(
         raise InputError(f"retention needs a SQLite or PostgreSQL store, not {store.url}")
     # A saga instance is its whole stream: cut from the start, a running one would resume
     # without the input it started with. Finished ones go as deleted streams do.
-    cuts = [f"a policy for {p.category!r}" for p in policies if p.category == SAGAS] + [
-        f"a truncation of {t.stream_id!r}" for t in truncations if category_of(t.stream_id) == SAGAS
+    cuts = [f"a policy for {p.category!r}" for p in policies if p.category == SAGA_CATEGORY] + [
+        f"a truncation of {t.stream_id!r}"
+        for t in truncations
+        if category_of(t.stream_id) == SAGA_CATEGORY
     ]
     if cuts:
         raise InputError(
             f"{cuts[0]}: saga instances rebuild their state from their whole stream, so "
-            f"retention never cuts the {SAGAS!r} category; delete a finished instance's "
+            f"retention never cuts the {SAGA_CATEGORY!r} category; delete a finished instance's "
             "stream (delete-stream) and the next run removes it"
         )
     for policy in policies:

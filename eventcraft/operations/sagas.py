@@ -16,11 +16,18 @@ from datetime import datetime
 from typing import Any
 
 from eventcraft.eventstore import EventStore, RecordedEvent
-from eventcraft.sagas import Bug, Orchestrator, SagaNotParked, SagaState, stream_of
+from eventcraft.sagas import (
+    SAGA_CATEGORY,
+    Bug,
+    Orchestrator,
+    SagaIndex,
+    SagaNotParked,
+    SagaState,
+    idempotency_key,
+    saga_of_stream,
+    stream_of,
+)
 from eventcraft.sagas import state as S
-from eventcraft.sagas.index import CATEGORY, SagaIndex
-from eventcraft.sagas.journal import parsed
-from eventcraft.sagas.state import try_key
 
 from ..app import App
 from .errors import InputError, NotFound, Problems
@@ -155,7 +162,7 @@ def _instances(
         # Streams sort by id: `name`'s instances are the range after its prefix.
         prefix = stream_of(name, "")
         after = max(after or "", prefix)
-    for info in store.list_streams(category=CATEGORY, after=after or None, limit=streams):
+    for info in store.list_streams(category=SAGA_CATEGORY, after=after or None, limit=streams):
         if not info.stream_id.startswith(prefix):
             return
         read = _read(store, info.stream_id)
@@ -171,7 +178,9 @@ def parked(
     # The sagas' own index of parked streams: only the page's instances are read.
     names = {saga.name for saga in app.sagas}
     streams = (
-        s for s in _parked_streams(store) if parsed(s)[0] in names and (after is None or s > after)
+        s
+        for s in _parked_streams(store)
+        if saga_of_stream(s)[0] in names and (after is None or s > after)
     )
     chosen = sorted(streams)[:limit]
     read = (_read(store, stream) for stream in chosen)
@@ -299,7 +308,7 @@ def _read(store: EventStore, stream: str) -> tuple[SagaState, list[RecordedEvent
     events = list(store.read_stream(stream))
     if not events:
         return None
-    name, saga_id = parsed(stream)
+    name, saga_id = saga_of_stream(stream)
     state = SagaState(name=name, saga_id=saga_id, stream_id=stream)
     for event in events:
         state.evolve(event)
@@ -335,7 +344,7 @@ def _transition(stream: str, event: RecordedEvent) -> Transition:
     compensating = _TRIES.get(event.type)
     key = None
     if compensating is not None and step is not None:
-        key = f"{stream}/{try_key(step, compensating)}"
+        key = idempotency_key(stream, step, compensating)
     return Transition(
         version=event.version,
         position=event.position,
