@@ -1,6 +1,7 @@
 """projections: read models kept from the global log, exactly once, live or rebuilt."""
 
 from .async_runner import AsyncProjectionRunner
+from .checkpoint import checkpoint_positions
 from .competing import PartitionedRunner, PartitionWorker
 from .database import Database
 from .definition import Definition
@@ -23,7 +24,8 @@ from .read_model import ReadModel
 from .rebuild import RebuildReport
 from .reducers import ReducerFold
 from .runner import ProjectionRunner
-from .status import LAG_COUNTED, Lag, ProjectionStatus, lag_of
+from .selection import narrowed
+from .status import LAG_COUNTED, Lag, ProjectionStatus, lag_of, never_run
 from .subscription import Subscription
 from .tracebacks import bare_traceback
 from .typed_event import EventDecoder, TypedEvent
@@ -62,6 +64,9 @@ __all__ = [
     "TypedEvent",
     "UnknownProjection",
     "bare_traceback",
+    "checkpoint_positions",
     "lag_of",
+    "narrowed",
+    "never_run",
     "partition_of",
 ]

@@ -6,11 +6,13 @@ the database's time (`clock.py`)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sqlalchemy as sa
 
 from . import clock
+from .database import Database
 from .schema import checkpoints as table
 
 
@@ -42,6 +44,17 @@ def read(connection: sa.Connection, name: str, *, lock: bool = False) -> Checkpo
 def read_many(connection: sa.Connection, names: list[str]) -> dict[str, Checkpoint]:
     rows = connection.execute(sa.select(table).where(table.c.name.in_(names)))
     return {row.name: Checkpoint(*row) for row in rows}
+
+
+def checkpoint_positions(database: Database, names: Sequence[str]) -> dict[str, int] | None:
+    """The position of each of the projections `names` that has a checkpoint in
+    `database`, by name; None if no runner has set the database up (it holds no
+    checkpoints). Reads only: nothing is created where nothing ran."""
+    with database.reading() as connection:
+        if not sa.inspect(connection).has_table(table.name):
+            return None
+        rows = read_many(connection, list(names)) if names else {}
+    return {name: row.position for name, row in sorted(rows.items())}
 
 
 def insert(connection: sa.Connection, name: str, generation: int) -> None:

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Literal
 
 from eventcraft.eventstore import EventStore, Query, QueryItem, RecordedEvent, category_of
-from eventcraft.projections.selection import narrowed
+from eventcraft.projections import narrowed
 
 from .errors import InputError, NotFound
 from .numbers import whole_number

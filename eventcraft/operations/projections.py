@@ -13,8 +13,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import sqlalchemy as sa
-
 from eventcraft.eventstore import EventStore, EventStoreError, RecordedEvent
 from eventcraft.projections import (
     Database,
@@ -28,9 +26,9 @@ from eventcraft.projections import (
     ProjectionStatus,
     ProjectionStopped,
     Subscription,
+    checkpoint_positions,
+    never_run,
 )
-from eventcraft.projections.schema import CHECKPOINTS
-from eventcraft.projections.status import never_run
 
 from ..app import App
 from .errors import InputError, NotFound, Problems
@@ -285,8 +283,7 @@ def _set_up(store: EventStore, app: App) -> bool:
     # projection: one opened only to look would write where nothing ran yet.
     database = Database.of(app.database, store)
     try:
-        with database.reading() as connection:
-            return sa.inspect(connection).has_table(CHECKPOINTS)
+        return checkpoint_positions(database, ()) is not None
     finally:
         database.close()
 

@@ -227,18 +227,11 @@ def projection_checkpoints(store: EventStore, app: App) -> dict[str, int]:
     """The position of each of the App's projections that has a checkpoint."""
     if not app.projections:
         return {}
-    import sqlalchemy as sa
-
-    from eventcraft.projections import Database
-    from eventcraft.projections.checkpoint import read_many
-    from eventcraft.projections.schema import checkpoints
+    from eventcraft.projections import Database, checkpoint_positions
 
     database = Database.of(app.database, store)
     try:
-        with database.reading() as connection:
-            if not sa.inspect(connection).has_table(checkpoints.name):
-                return {}  # no projection has run against this database yet
-            rows = read_many(connection, [d.name for d in app.projections])
-        return {name: row.position for name, row in sorted(rows.items())}
+        # None: no projection has run against this database yet.
+        return checkpoint_positions(database, [d.name for d in app.projections]) or {}
     finally:
         database.close()  # a memory store's database stays open with the store
