@@ -47,14 +47,16 @@ from .events import (
     category_of,
     recorded_at_text,
 )
+from .file_lock import file_lock
 from .ids import new_event_id
-from .json_lines import JsonLines
+from .json_lines import JsonLines, with_placed
 from .keys import KeyStore
 from .log_status import HeldPosition, LogStatus
 from .personal import FORGOTTEN, Personal
 from .port import Backend
 from .postgres import PostgresTarget
 from .query import AppendCondition, Query, QueryItem, QueryResult
+from .retention_sqlite import LOCK_SUFFIX as RETENTION_LOCK_SUFFIX
 from .snapshot import Snapshot
 from .sqlite_options import SQLiteTarget
 from .store import EventStore
@@ -68,6 +70,7 @@ __all__ = [
     "MAX_INT",
     "MAX_STREAM_VERSION",
     "NO_STREAM",
+    "RETENTION_LOCK_SUFFIX",
     "SEALED_MARK",
     "AppendCondition",
     "AppendConditionFailed",
@@ -114,9 +117,11 @@ __all__ = [
     "check_new_name",
     "check_stream_id",
     "encode_object",
+    "file_lock",
     "new_event_id",
     "recorded_at_text",
     "redacted",
     "scheme_of",
+    "with_placed",
     "without_password",
 ]

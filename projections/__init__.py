@@ -1,5 +1,9 @@
 """projections: read models kept from the global log, exactly once, live or rebuilt."""
 
+from .archive_layout import chain_break as archive_chain_break
+from .archive_layout import span_of as segment_span
+from .archive_lock import ArchiveBusy
+from .archive_lock import run_lock as archive_run_lock
 from .async_runner import AsyncProjectionRunner
 from .checkpoint import checkpoint_positions
 from .competing import PartitionedRunner, PartitionWorker
@@ -32,6 +36,7 @@ from .typed_event import EventDecoder, TypedEvent
 
 __all__ = [
     "LAG_COUNTED",
+    "ArchiveBusy",
     "AsyncProjectionRunner",
     "Database",
     "Definition",
@@ -63,10 +68,13 @@ __all__ = [
     "TableConflict",
     "TypedEvent",
     "UnknownProjection",
+    "archive_chain_break",
+    "archive_run_lock",
     "bare_traceback",
     "checkpoint_positions",
     "lag_of",
     "narrowed",
     "never_run",
     "partition_of",
+    "segment_span",
 ]

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from eventcraft.eventstore.file_lock import file_lock
+from eventcraft.eventstore import file_lock
 
 from .errors import ProjectionError
 

@@ -26,8 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import IO, TypeVar
 
-from eventcraft.eventstore import SQLiteTarget, scheme_of
-from eventcraft.eventstore.retention_sqlite import LOCK_SUFFIX
+from eventcraft.eventstore import RETENTION_LOCK_SUFFIX, SQLiteTarget, scheme_of
 
 from .errors import InputError
 
@@ -38,7 +37,7 @@ COMPANIONS = {
     "-wal": "write-ahead log",
     "-shm": "shared-memory index",
     "-journal": "rollback journal",
-    LOCK_SUFFIX: "retention lock",
+    RETENTION_LOCK_SUFFIX: "retention lock",
 }
 """What is added to a SQLite store's database path to name each of its files."""
 

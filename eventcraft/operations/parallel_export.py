@@ -18,8 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import IO
 
-from eventcraft.eventstore import EventStore
-from eventcraft.eventstore.json_lines import with_placed
+from eventcraft.eventstore import EventStore, with_placed
 
 SPAN = 50_000
 """Positions one worker exports at a time."""

@@ -37,8 +37,8 @@ from eventcraft.eventstore.retention import (
     rest,
     rules_text,
 )
+from eventcraft.projections import ArchiveBusy, archive_run_lock
 from eventcraft.projections.archive_files import ArchiveFiles
-from eventcraft.projections.archive_lock import ArchiveBusy, run_lock
 from eventcraft.sagas import SAGA_CATEGORY
 
 from .errors import InputError, NotFound, Problems
@@ -168,7 +168,7 @@ def apply(
         ) from None
     try:
         # The store's first, then the folder's, always in this order.
-        with store.retention.exclusive(), run_lock(files.path):
+        with store.retention.exclusive(), archive_run_lock(files.path):
             return _locked_apply(
                 store, policies, truncations, files, up_to, checkpoints, moment, pace
             )

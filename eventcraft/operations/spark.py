@@ -19,8 +19,13 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from eventcraft.eventstore import redacted, without_password
-from eventcraft.projections import Definition, Fold, ProjectionError
-from eventcraft.projections.archive_layout import chain_break, span_of
+from eventcraft.projections import (
+    Definition,
+    Fold,
+    ProjectionError,
+    archive_chain_break,
+    segment_span,
+)
 
 from .errors import InputError, NotFound, Problems
 from .output_files import check_folder
@@ -275,14 +280,14 @@ def _replay_archive(archive: str) -> list[tuple[int, int]] | None:
     segments = sorted(
         span
         for name in os.listdir(local)
-        if (span := span_of(name)) and os.path.exists(os.path.join(local, name, "_SUCCESS"))
+        if (span := segment_span(name)) and os.path.exists(os.path.join(local, name, "_SUCCESS"))
     )
     if not segments:
         raise InputError(
             f"the archive {local!r} holds no committed segment (from-N-to-M/ with _SUCCESS): "
             "export to it first with `eventcraft spark export`"
         )
-    broken = chain_break(segments)
+    broken = archive_chain_break(segments)
     if broken:
         raise InputError(f"the archive {local!r} is not one log: {broken}")
     return segments

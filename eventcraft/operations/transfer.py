@@ -32,8 +32,8 @@ from eventcraft.eventstore import (
     NewEvent,
     StreamTombstoned,
     WrongExpectedVersion,
+    with_placed,
 )
-from eventcraft.eventstore.json_lines import with_placed
 
 from .errors import InputError, Problems
 from .import_file import Batch, Deleted, Progress, Step, batches, checked, lines_of, new_events
