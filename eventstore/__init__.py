@@ -55,6 +55,7 @@ from .log_status import HeldPosition, LogStatus
 from .personal import FORGOTTEN, Personal
 from .port import Backend
 from .postgres import PostgresTarget
+from .presence import postgres_holds_store, sqlite_file_holds_store
 from .query import AppendCondition, Query, QueryItem, QueryResult
 from .retention_sqlite import LOCK_SUFFIX as RETENTION_LOCK_SUFFIX
 from .snapshot import Snapshot
@@ -119,9 +120,11 @@ __all__ = [
     "encode_object",
     "file_lock",
     "new_event_id",
+    "postgres_holds_store",
     "recorded_at_text",
     "redacted",
     "scheme_of",
+    "sqlite_file_holds_store",
     "with_placed",
     "without_password",
 ]

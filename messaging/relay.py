@@ -36,6 +36,7 @@ import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, Query, RecordedEvent
 from eventcraft.projections import (
     Database,
+    Partition,
     Subscription,
     checkpoint,
     clock,
@@ -43,7 +44,6 @@ from eventcraft.projections import (
     parking,
 )
 from eventcraft.projections import schema as checkpoint_schema
-from eventcraft.projections.partitions import Partition
 from eventcraft.projections.projector import read_batch
 
 from . import relay_selection, relay_state, telemetry
