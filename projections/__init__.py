@@ -20,7 +20,8 @@ from .errors import (
 )
 from .fold import Fold, State
 from .keys import StreamKey
-from .parking import ParkedEvent
+from .log_start import event_at
+from .parking import ParkedEvent, forget_parked_errors, parked_positions
 from .partitions import Partition, PartitionProjection, PartitionSubscription, partition_of
 from .policy import ErrorPolicy
 from .projection import Handler, Projection
@@ -28,6 +29,7 @@ from .read_model import ReadModel
 from .rebuild import RebuildReport
 from .reducers import ReducerFold
 from .runner import ProjectionRunner
+from .schema import PARKED as PARKED_TABLE
 from .selection import narrowed
 from .status import LAG_COUNTED, Lag, ProjectionStatus, lag_of, never_run
 from .subscription import Subscription
@@ -36,6 +38,7 @@ from .typed_event import EventDecoder, TypedEvent
 
 __all__ = [
     "LAG_COUNTED",
+    "PARKED_TABLE",
     "ArchiveBusy",
     "AsyncProjectionRunner",
     "Database",
@@ -72,9 +75,12 @@ __all__ = [
     "archive_run_lock",
     "bare_traceback",
     "checkpoint_positions",
+    "event_at",
+    "forget_parked_errors",
     "lag_of",
     "narrowed",
     "never_run",
+    "parked_positions",
     "partition_of",
     "segment_span",
 ]

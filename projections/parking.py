@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from eventcraft.eventstore import RecordedEvent
 
 from . import clock
+from .database import Database
 from .schema import PARKED, checkpoints
 from .schema import parked as table
 from .tracebacks import bare_traceback
@@ -184,6 +185,20 @@ def exists(connection: sa.Connection) -> bool:
 def positions(connection: sa.Connection) -> set[int]:
     """The positions of the events parked here, by any projection (defined now or not)."""
     return set(connection.scalars(sa.select(table.c.position).distinct()))
+
+
+def parked_positions(database: Database) -> set[int] | None:
+    """The positions of the events parked in `database` by any projection (defined now
+    or not); None if no projection ever ran there (it holds no error store)."""
+    with database.reading() as connection:
+        return positions(connection) if exists(connection) else None
+
+
+def forget_parked_errors(database: Database, at: Collection[int], replacement: str) -> int:
+    """`forget_errors` in a transaction of its own on `database`: `replacement` in place
+    of the message of every error parked at the positions `at`; how many changed."""
+    with database.transaction() as connection:
+        return forget_errors(connection, at, replacement)
 
 
 def forget_errors(connection: sa.Connection, at: Collection[int], replacement: str) -> int:

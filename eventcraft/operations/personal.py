@@ -45,9 +45,13 @@ from eventcraft.eventstore import (
     redacted,
 )
 from eventcraft.messaging import failed
-from eventcraft.projections import Database, parking
-from eventcraft.projections.log_start import event_at
-from eventcraft.projections.schema import PARKED as PARKED_TABLE
+from eventcraft.projections import (
+    PARKED_TABLE,
+    Database,
+    event_at,
+    forget_parked_errors,
+    parked_positions,
+)
 
 from .errors import InputError
 
@@ -183,10 +187,9 @@ def _parked(
 ) -> int | None:
     """Erase the error messages of the events parked here that hold `subject`'s sealed
     fields; None where no projection ever ran."""
-    with database.reading() as connection:
-        if not parking.exists(connection):
-            return None
-        positions = parking.positions(connection)
+    positions = parked_positions(database)
+    if positions is None:
+        return None
     if not positions or not key_ids:
         return 0
     events = sealed()
@@ -195,8 +198,7 @@ def _parked(
     theirs = {p for p in positions if _names(event_at(events, p), subject, key_ids)}
     if not theirs:
         return 0
-    with database.transaction() as connection:
-        return parking.forget_errors(connection, theirs, FORGOTTEN)
+    return forget_parked_errors(database, theirs, FORGOTTEN)
 
 
 def _failed(database: Database, subject: str) -> int | None:
