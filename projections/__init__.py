@@ -33,6 +33,7 @@ from .schema import PARKED as PARKED_TABLE
 from .selection import narrowed
 from .status import LAG_COUNTED, Lag, ProjectionStatus, lag_of, never_run
 from .subscription import Subscription
+from .telemetry import make_projection_gauges
 from .tracebacks import bare_traceback
 from .typed_event import EventDecoder, TypedEvent
 
@@ -78,6 +79,7 @@ __all__ = [
     "event_at",
     "forget_parked_errors",
     "lag_of",
+    "make_projection_gauges",
     "narrowed",
     "never_run",
     "parked_positions",

@@ -79,6 +79,13 @@ class _Instruments:
 SCOPED = store_telemetry.Scoped(SCOPE, _Instruments)
 
 
+def make_projection_gauges() -> None:
+    """Make the projections' observable gauges now, if a meter provider is set: a metrics
+    endpoint calls it before its first scrape, as gauges first made during a scrape
+    would wait for the lock the scrape holds."""
+    SCOPED.instruments()
+
+
 def watch(runner: ProjectionRunner) -> None:
     """Report `runner`'s projections' lag and error stores in the observable gauges."""
     _runners.add(runner)

@@ -22,6 +22,7 @@ from .process_manager import ProcessManager, Route
 from .request_reply import request
 from .service import OrchestratorStatus
 from .state import InFlight, SagaState, idempotency_key
+from .telemetry import make_saga_gauges
 
 __all__ = [
     "SAGA_CATEGORY",
@@ -51,6 +52,7 @@ __all__ = [
     "StepTimedOut",
     "UnknownSaga",
     "idempotency_key",
+    "make_saga_gauges",
     "request",
     "request_async",
     "saga_of_stream",

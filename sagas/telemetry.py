@@ -84,6 +84,13 @@ class _Instruments:
 SCOPED = store_telemetry.Scoped(SCOPE, _Instruments)
 
 
+def make_saga_gauges() -> None:
+    """Make the sagas' observable gauges now, if a meter provider is set: a metrics
+    endpoint calls it before its first scrape, as gauges first made during a scrape
+    would wait for the lock the scrape holds."""
+    SCOPED.instruments()
+
+
 def watch(index: SagaIndex) -> None:
     """Report the instances `index` knows of in the `eventcraft.saga.instances` gauge."""
     _indexes.add(index)

@@ -28,9 +28,8 @@ from starlette.routing import Route
 
 from eventcraft.eventstore import EventStore
 from eventcraft.eventstore import telemetry as store_telemetry
-from eventcraft.projections import LAG_COUNTED
-from eventcraft.projections import telemetry as projection_telemetry
-from eventcraft.sagas import telemetry as saga_telemetry
+from eventcraft.projections import LAG_COUNTED, make_projection_gauges
+from eventcraft.sagas import make_saga_gauges
 
 from ..app import App
 from ..operations import projections as projection_operations
@@ -101,8 +100,8 @@ class Metrics:
         # The packages' observable gauges are made now: made during a scrape (by the
         # runner a reading of the projections opens), they would wait for the lock
         # the scrape holds.
-        projection_telemetry.SCOPED.instruments()
-        saga_telemetry.SCOPED.instruments()
+        make_projection_gauges()
+        make_saga_gauges()
 
     def exposition(self) -> tuple[bytes, str]:
         """The metrics now, in Prometheus' text format, and its content type."""
