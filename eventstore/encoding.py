@@ -404,13 +404,8 @@ def _python_dump(model: BaseModel) -> object:
 
 def _first_unencodable(value: object, path: str) -> tuple[str, object] | None:
     """The path to the first value in a model's Python dump that JSON cannot carry."""
-    if isinstance(value, dict):
-        items: Any = value.items()
-    elif isinstance(value, list | tuple):
-        items = enumerate(value)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        items = ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
-    else:
+    items = _named_children(value)
+    if items is None:
         try:
             to_jsonable_python(value)
         except (PydanticSerializationError, UnicodeError):
@@ -493,18 +488,24 @@ def _first_non_finite(value: object, path: str) -> tuple[str, float] | None:
     """The path to the first NaN or infinity in `value`, and that number; for the message."""
     if isinstance(value, float):
         return None if _isfinite(value) else (path, value)
-    if isinstance(value, dict):
-        items: Any = value.items()
-    elif isinstance(value, list | tuple):
-        items = enumerate(value)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        items = ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
-    else:
+    items = _named_children(value)
+    if items is None:
         return None
     for key, item in items:
         found = _first_non_finite(item, f"{path}[{key!r}]")
         if found is not None:
             return found
+    return None
+
+
+def _named_children(value: object) -> Iterable[tuple[object, object]] | None:
+    """`_children` with each one's key, index or field name, for a message's path."""
+    if isinstance(value, dict):
+        return value.items()
+    if isinstance(value, list | tuple):
+        return enumerate(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
     return None
 
 
