@@ -11,13 +11,10 @@ event), and the archive.
 
 from __future__ import annotations
 
-import sqlite3
-import subprocess
 from datetime import timedelta
 from pathlib import Path
 
 import orjson
-import pyarrow.parquet as pq
 from eventcraft.eventstore import FORGOTTEN, EventStore
 from eventcraft.eventstore.retention import RetentionPolicy
 from eventcraft.messaging import DATA_SUBJECTS_HEADER, Inbox, IncomingMessage
@@ -26,7 +23,7 @@ from eventcraft.sagas import Orchestrator
 
 from eventcraft.operations import retention
 
-from ..conftest import PG_URL
+from ..plaintext import archive_text, database_text
 from . import forget_app
 from .conftest import Run
 from .forget_app import EMAIL, NAME, OTHER, PLAIN, SUBJECT, Profile, registered
@@ -79,39 +76,13 @@ def _seed(url: str, archive: Path) -> None:
         assert retention.apply(store, nothing, [], str(archive)).archived == 2 + 3 * 4
 
 
-def _database_text(url: str, folder: Path) -> bytes:
-    """Everything the database holds: SQLite's files after a checkpoint (freed pages
-    included), or PostgreSQL's dump of the store's schema (dead row versions are not in it)."""
-    if url.startswith("sqlite:"):
-        path = url.removeprefix("sqlite:///")
-        with sqlite3.connect(path) as connection:
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return b"".join(p.read_bytes() for p in folder.glob("events.db*"))
-    schema = url.rsplit("schema=", 1)[1]
-    dumped = subprocess.run(
-        ["pg_dump", "--schema", schema, PG_URL], check=True, capture_output=True
-    )
-    return dumped.stdout
-
-
-def _archive_text(archive: Path) -> bytes:
-    """The archive folder's files as stored, and each Parquet file's values as read."""
-    found = []
-    for path in sorted(archive.rglob("*")):
-        if path.is_file():
-            found.append(path.read_bytes())
-            if path.suffix == ".parquet":
-                found.append(repr(pq.read_table(path).to_pylist()).encode())
-    return b"".join(found)
-
-
 def test_a_forget_and_a_rebuild_leave_the_subjects_plaintext_nowhere(
     shared_store_url: str, tmp_path: Path, run: Run
 ) -> None:
     archive = tmp_path / "archive"
     _seed(shared_store_url, archive)
     store = ("--store", shared_store_url)
-    before = _database_text(shared_store_url, tmp_path)
+    before = database_text(shared_store_url, tmp_path)
     assert all(text.encode() in before for text in PLAIN)  # the scan sees what is there
 
     discarded = run(
@@ -123,8 +94,8 @@ def test_a_forget_and_a_rebuild_leave_the_subjects_plaintext_nowhere(
     rebuilt = run(*store, *APP, "projections", "rebuild", "customer-names", "--yes")
     assert rebuilt.code == 0, rebuilt.err
 
-    after = _database_text(shared_store_url, tmp_path)
-    archived = _archive_text(archive)
+    after = database_text(shared_store_url, tmp_path)
+    archived = archive_text(archive)
     for text in PLAIN:
         assert text.encode() not in after, f"{text!r} is still in the database"
         assert text.encode() not in archived, f"{text!r} is still in the archive"

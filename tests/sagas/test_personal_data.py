@@ -7,13 +7,10 @@ dump) nor in the Parquet archive of the saga's events, and the saga reads those 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
-import subprocess
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
-import pyarrow.parquet as pq
 import pytest
 from eventcraft.domain import DomainEvent, EventRegistry
 from eventcraft.eventstore import (
@@ -45,7 +42,7 @@ from eventcraft.app import App
 from eventcraft.operations import retention
 from eventcraft.operations import sagas as saga_operations
 
-from ..conftest import PG_URL
+from ..plaintext import archive_text, database_text
 
 SUBJECT = "customer-s7"
 NAME = "Ada Saga-Lovelace"
@@ -94,32 +91,6 @@ def _start(orchestrator: Orchestrator, saga: Saga = ONBOARDING) -> None:
     )
 
 
-def _database_text(url: str, folder: Path) -> bytes:
-    """Everything the database holds: SQLite's files after a checkpoint, or PostgreSQL's
-    dump of the store's schema."""
-    if url.startswith("sqlite:"):
-        path = url.removeprefix("sqlite:///")
-        with sqlite3.connect(path) as connection:
-            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return b"".join(p.read_bytes() for p in folder.glob("events.db*"))
-    schema = url.rsplit("schema=", 1)[1]
-    dumped = subprocess.run(
-        ["pg_dump", "--schema", schema, PG_URL], check=True, capture_output=True
-    )
-    return dumped.stdout
-
-
-def _archive_text(archive: Path) -> bytes:
-    """The archive folder's files as stored, and each Parquet file's values as read."""
-    found = []
-    for path in sorted(archive.rglob("*")):
-        if path.is_file():
-            found.append(path.read_bytes())
-            if path.suffix == ".parquet":
-                found.append(repr(pq.read_table(path).to_pylist()).encode())
-    return b"".join(found)
-
-
 def test_a_forgotten_subjects_saga_data_and_results_are_neither_in_the_database_nor_the_archive(
     shared_store_url: str, tmp_path: Path
 ) -> None:
@@ -144,8 +115,8 @@ def test_a_forgotten_subjects_saga_data_and_results_are_neither_in_the_database_
             "iban": FORGOTTEN,
         }
 
-    after = _database_text(shared_store_url, tmp_path)
-    archived = _archive_text(archive)
+    after = database_text(shared_store_url, tmp_path)
+    archived = archive_text(archive)
     assert b"o-visible-1" in after and b"o-visible-1" in archived  # the scans see the saga
     for text in PLAIN:
         assert text.encode() not in after, f"{text!r} is in the database"
@@ -361,7 +332,7 @@ def test_a_process_manager_given_the_registry_keeps_the_events_personal_fields_s
         forgotten = orchestrator.state("welcoming", SUBJECT)
         assert forgotten.data == {"name": FORGOTTEN, "email": FORGOTTEN}
         assert forgotten.results["confirmed"]["email"] == FORGOTTEN
-    after = _database_text(shared_store_url, tmp_path)
+    after = database_text(shared_store_url, tmp_path)
     assert b"welcoming" in after
     for text in PLAIN:
         assert text.encode() not in after, f"{text!r} is in the database"
@@ -463,8 +434,8 @@ def test_a_forgotten_subjects_name_quoted_by_a_failure_is_neither_in_the_databas
         assert f"step bill failed: Failure: {FORGOTTEN}" in notes  # failed, and compensated
         assert NAME not in repr(shown) and NAME not in repr(notes)
 
-    after = _database_text(shared_store_url, tmp_path)
-    archived = _archive_text(archive)
+    after = database_text(shared_store_url, tmp_path)
+    archived = archive_text(archive)
     assert b"o-visible-2" in after and b"o-visible-2" in archived  # the scans see the sagas
     assert b"CardDeclined" in after and b"RefundRefused" in after  # the types, in the clear
     assert NAME.encode() not in after, "the name is in the database"
