@@ -57,7 +57,7 @@ from .port import Backend
 from .postgres import PostgresTarget
 from .presence import postgres_holds_store, sqlite_file_holds_store
 from .query import AppendCondition, Query, QueryItem, QueryResult
-from .retention_sqlite import LOCK_SUFFIX as RETENTION_LOCK_SUFFIX
+from .retention_sqlite import RETENTION_LOCK_SUFFIX
 from .snapshot import Snapshot
 from .sqlite_options import SQLiteTarget
 from .store import EventStore

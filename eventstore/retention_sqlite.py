@@ -42,7 +42,7 @@ from .sqlite_transaction import immediate
 
 RUNS = "eventcraft_retention_runs"
 ACTIVE = "eventcraft_retention_active"
-LOCK_SUFFIX = ".retention.lock"
+RETENTION_LOCK_SUFFIX = ".retention.lock"
 """Added to the database file's path: the file whose lock is the store's retention lock."""
 
 T = TypeVar("T")
@@ -217,7 +217,7 @@ class SQLiteRetention(Retention):
 
     def exclusive(self) -> AbstractContextManager[None]:
         # Absolute: the message names the file whatever directory the reader is in.
-        path = Path(os.path.abspath(self.path) + LOCK_SUFFIX)
+        path = Path(os.path.abspath(self.path) + RETENTION_LOCK_SUFFIX)
 
         def busy(holder: str) -> RetentionBusy:
             return RetentionBusy(

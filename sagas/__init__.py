@@ -14,8 +14,7 @@ from .errors import (
     UnknownSaga,
 )
 from .failures import Bug, Failure, StepFailure
-from .index import CATEGORY as SAGA_CATEGORY
-from .index import SagaIndex
+from .index import SAGA_CATEGORY, SagaIndex
 from .journal import saga_of_stream, stream_of
 from .orchestrator import Orchestrator
 from .process_manager import ProcessManager, Route

@@ -13,7 +13,7 @@ from eventcraft.eventstore import EventStore
 
 from . import state as S
 
-CATEGORY = "saga"
+SAGA_CATEGORY = "saga"
 """The category of every saga instance's stream (`saga-<name>:<saga id>`)."""
 _TRACKED = [
     S.STARTED,
@@ -40,7 +40,9 @@ class SagaIndex:
 
     def refresh(self) -> None:
         """Take in the transitions appended since the last refresh."""
-        for event in self.store.read_all(after=self.position, categories=CATEGORY, types=_TRACKED):
+        for event in self.store.read_all(
+            after=self.position, categories=SAGA_CATEGORY, types=_TRACKED
+        ):
             self.position = event.position
             stream = event.stream_id
             if event.type in (S.STARTED, S.RETRIED, S.COMPENSATION_ORDERED):

@@ -15,19 +15,19 @@ import orjson
 from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent, WrongExpectedVersion
 
 from . import personal, telemetry
-from .index import CATEGORY
+from .index import SAGA_CATEGORY
 from .state import SagaState
 
 log = logging.getLogger("eventcraft.sagas")
 
 
 def stream_of(name: str, saga_id: str) -> str:
-    return f"{CATEGORY}-{name}:{saga_id}"
+    return f"{SAGA_CATEGORY}-{name}:{saga_id}"
 
 
 def saga_of_stream(stream: str) -> tuple[str, str]:
     """(saga name, saga id) of an instance's stream."""
-    name, _, saga_id = stream.removeprefix(f"{CATEGORY}-").partition(":")
+    name, _, saga_id = stream.removeprefix(f"{SAGA_CATEGORY}-").partition(":")
     return name, saga_id
 
 

@@ -45,7 +45,7 @@ from .errors import (
     UnknownSaga,
 )
 from .failures import Failure, StepFailure, type_name
-from .index import CATEGORY, SagaIndex
+from .index import SAGA_CATEGORY, SagaIndex
 from .journal import Journal, saga_of_stream, stream_of
 from .personal import Part, check_subject, given_part, part_of
 from .service import OrchestratorStatus, StatusBoard, keep_running
@@ -136,7 +136,7 @@ class Orchestrator:
 
     def instances(self) -> Iterator[SagaState]:
         """Every instance in the store, of any saga, in stream order."""
-        for info in self.store.list_streams(category=CATEGORY):
+        for info in self.store.list_streams(category=SAGA_CATEGORY):
             found = self._load(info.stream_id)
             if found is not None:
                 yield found

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from .context import StepContext
 from .errors import StepTimedOut
-from .index import CATEGORY, SagaIndex
+from .index import SAGA_CATEGORY, SagaIndex
 from .state import COMPENSATED, COMPLETED, FAILED, PARKED, RESOLVED, RETRIED, SagaState
 
 if TYPE_CHECKING:
@@ -261,7 +261,7 @@ def _instances(options: CallbackOptions) -> Iterable[Observation]:
     counts: Counter[tuple[str, str]] = Counter()
     for status, streams in by_status.items():
         for stream in streams:
-            name = stream.removeprefix(f"{CATEGORY}-").partition(":")[0]
+            name = stream.removeprefix(f"{SAGA_CATEGORY}-").partition(":")[0]
             counts[name, status] += 1
     return [
         Observation(count, {SAGA: name, "eventcraft.saga.status": status})
