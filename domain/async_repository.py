@@ -1,8 +1,11 @@
-"""`AsyncRepository`: `Repository` over an `AsyncEventStore`, awaited.
+"""`AsyncRepository`: load aggregates from their streams and save their new events.
 
-The decisions (which snapshot fits, what a save appends and expects, when a
-snapshot is due, how many lost races to retry) are `RepositoryRules`', the
-same as the sync repository's; only the calls of the store are awaited.
+Saving appends with the version the aggregate was loaded at, so two
+commands that raced on the same aggregate cannot both win: the second gets
+`WrongExpectedVersion`, and `execute` runs it again on the fresh state.
+What is decided (which snapshot fits, what a save appends and expects, when
+a snapshot is due, how many lost races to retry) is `RepositoryRules`',
+written once for the sync and async repositories.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import EllipsisType
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from eventcraft.eventstore import (
     AppendResult,
@@ -35,7 +38,7 @@ log = logging.getLogger("eventcraft.domain")
 
 
 class AsyncRepository(RepositoryRules[A]):
-    """Aggregates of one type, kept in an async event store."""
+    """Aggregates of one type, kept in an `AsyncEventStore`."""
 
     def __init__(
         self,
@@ -48,9 +51,11 @@ class AsyncRepository(RepositoryRules[A]):
         self.store = store
 
     async def load(self, aggregate_id: str, *, version: int | None = None) -> A:
-        """As `Repository.load`: with `version`, the aggregate as it was then.
+        """The aggregate rebuilt from its stream (after its snapshot, if one fits).
 
-        Raises `AggregateNotFound` when its stream holds no events.
+        With `version`, the aggregate as it was then: its first `version`
+        events (all of them if it has fewer). Raises `AggregateNotFound` when
+        its stream holds no events.
         """
         until = self._until(version)
         aggregate = self.aggregate_type(aggregate_id)
@@ -85,8 +90,14 @@ class AsyncRepository(RepositoryRules[A]):
         metadata: Mapping[str, Any] | None = None,
         idempotency_key: uuid.UUID | None = None,
     ) -> AppendResult | None:
-        """As `Repository.save`: raises `WrongExpectedVersion` if another save came first,
-        and is safe to send again after a lost answer. None when nothing was pending."""
+        """Append the aggregate's pending events, expecting its stored version.
+
+        Their metadata comes from the current `command_context` (else new
+        ids), updated by `metadata`. Raises `WrongExpectedVersion` if another
+        save came first; nothing is written then. Saving again after a lost
+        answer is safe: the events keep their ids. Returns None when there
+        was nothing to save.
+        """
         to_append = self._to_append(aggregate, metadata, idempotency_key)
         if to_append is None:
             return None
@@ -101,7 +112,13 @@ class AsyncRepository(RepositoryRules[A]):
     async def save_all(
         self, aggregates: Sequence[A], *, metadata: Mapping[str, Any] | None = None
     ) -> list[AppendResult | None]:
-        """As `Repository.save_all`: every aggregate's pending events, or none."""
+        """Save several aggregates at once: all of their pending events, or none.
+
+        Each expects its stored version; when one was saved by another
+        command meanwhile, `WrongExpectedVersion` names its stream and nothing
+        is written. Returns each aggregate's result, None for one with
+        nothing pending. Safe to send again after a lost answer, as `save`.
+        """
         saves = self._to_append_all(aggregates, metadata)
         if not saves:
             return [None] * len(aggregates)
@@ -113,46 +130,49 @@ class AsyncRepository(RepositoryRules[A]):
             await self._snapshot(aggregate)
         return answers
 
-    @overload
+    if TYPE_CHECKING:  # ASYNC
+
+        @overload
+        async def execute(
+            self,
+            aggregate_id: str,
+            command: Callable[[A], Awaitable[R]],
+            *,
+            create: bool = False,
+            attempts: int = 5,
+            idempotency_key: uuid.UUID | None = None,
+        ) -> R: ...
+
+        @overload
+        async def execute(
+            self,
+            aggregate_id: str,
+            command: Callable[[A], R],
+            *,
+            create: bool = False,
+            attempts: int = 5,
+            idempotency_key: uuid.UUID | None = None,
+        ) -> R: ...
+
     async def execute(
         self,
         aggregate_id: str,
-        command: Callable[[A], Awaitable[R]],
+        command: Callable[[A], R | Awaitable[R]],
         *,
         create: bool = False,
         attempts: int = 5,
         idempotency_key: uuid.UUID | None = None,
-    ) -> R: ...
+    ) -> R:
+        """Load, run `command` on the aggregate, save; again on a fresh load if a save raced.
 
-    @overload
-    async def execute(
-        self,
-        aggregate_id: str,
-        command: Callable[[A], R],
-        *,
-        create: bool = False,
-        attempts: int = 5,
-        idempotency_key: uuid.UUID | None = None,
-    ) -> R: ...
-
-    async def execute(
-        self,
-        aggregate_id: str,
-        command: Callable[[A], Any],
-        *,
-        create: bool = False,
-        attempts: int = 5,
-        idempotency_key: uuid.UUID | None = None,
-    ) -> Any:
-        """Load, run `command` on the aggregate (awaited if it is a coroutine), save; again
-        on a fresh load if a save raced.
-
+        A `command` that returns an awaitable (a coroutine function) is awaited.
         With `create`, a missing aggregate starts new instead of raising
         `AggregateNotFound`. After `attempts` lost races, the last
         `WrongExpectedVersion` is raised. Returns what `command` returned.
         With `idempotency_key` (a client's request id), the events' ids derive
-        from it: a request sent again stores nothing new (see `save`) and returns
-        what it returned the first time (see `Repository.execute`).
+        from it: a request sent again stores nothing new (see `save`), and its
+        command runs on the state it first ran on, so it returns what it
+        returned then instead of refusing what it already did.
         """
         check_attempts(attempts)
         taken = None
@@ -170,8 +190,9 @@ class AsyncRepository(RepositoryRules[A]):
                         raise
                     aggregate = self.aggregate_type(aggregate_id)
             outcome = command(aggregate)
-            if inspect.isawaitable(outcome):
-                outcome = await outcome
+            if True:  # ASYNC
+                if inspect.isawaitable(outcome):
+                    outcome = await outcome
             try:
                 await self.save(aggregate, idempotency_key=idempotency_key)
             except WrongExpectedVersion:
@@ -188,7 +209,8 @@ class AsyncRepository(RepositoryRules[A]):
         return await self.load(aggregate_id, version=taken.version - 1)
 
     async def _snapshot(self, aggregate: A) -> None:
-        # The events are saved: a snapshot that fails costs only speed.
+        # The events are saved: a snapshot that fails costs only speed, so
+        # it must not turn a successful save into an error.
         try:
             await self.store.save_snapshot(aggregate.stream_id, **self._snapshot_of(aggregate))
         except EventStoreError as error:

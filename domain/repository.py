@@ -1,8 +1,13 @@
+# Generated from domain/async_repository.py by scripts/async_to_sync.py: do not edit.
+# Edit domain/async_repository.py, then run `make generate`.
 """`Repository`: load aggregates from their streams and save their new events.
 
 Saving appends with the version the aggregate was loaded at, so two
 commands that raced on the same aggregate cannot both win: the second gets
 `WrongExpectedVersion`, and `execute` runs it again on the fresh state.
+What is decided (which snapshot fits, what a save appends and expects, when
+a snapshot is due, how many lost races to retry) is `RepositoryRules`',
+written once for the sync and async repositories.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ log = logging.getLogger("eventcraft.domain")
 
 
 class Repository(RepositoryRules[A]):
-    """Aggregates of one type, kept in an event store."""
+    """Aggregates of one type, kept in an `EventStore`."""
 
     def __init__(
         self,
@@ -59,12 +64,12 @@ class Repository(RepositoryRules[A]):
         state, version = aggregate.state, 0
         with telemetry.loading(cls.category, aggregate.stream_id) as load:
             if self.snapshot_every is not None:
-                state, version = self._start_from(
-                    aggregate, self._fitting(self.store.load_snapshot(aggregate.stream_id), until)
-                )
+                snapshot = self.store.load_snapshot(aggregate.stream_id)
+                state, version = self._start_from(aggregate, self._fitting(snapshot, until))
                 load.snapshot(version)
             decode, stream_id = cls.registry.decode_encoded, aggregate.stream_id
-            for stored in self.store.read_stream_encoded(stream_id, from_version=version + 1):
+            reading = self.store.read_stream_encoded(stream_id, from_version=version + 1)
+            for stored in reading:
                 if stored.version > until:
                     break
                 state = evolve(state, decode(stored, stream_id))
@@ -76,7 +81,8 @@ class Repository(RepositoryRules[A]):
         return aggregate
 
     def exists(self, aggregate_id: str) -> bool:
-        return self.store.stream_version(self.aggregate_type.stream_id_of(aggregate_id)) > 0
+        stream_id = self.aggregate_type.stream_id_of(aggregate_id)
+        return self.store.stream_version(stream_id) > 0
 
     def save(
         self,

@@ -108,7 +108,13 @@ RENAMES: Mapping[str, str] = {
     "AsyncRepository": "Repository",
 }
 
-PAIRS: Sequence[Pair] = ()
+PAIRS: Sequence[Pair] = (
+    Pair(
+        "domain/async_repository.py",
+        "domain/repository.py",
+        text={"A `command` that returns an awaitable (a coroutine function) is awaited.": ""},
+    ),
+)
 
 HEADER = (
     "# Generated from {source} by scripts/async_to_sync.py: do not edit.\n"
