@@ -1,8 +1,24 @@
-"""`AsyncDecisions`: `Decisions` over an `AsyncEventStore`, awaited.
+"""`AsyncDecisions`: read the state a rule needs, decide, and append on the read's condition.
 
-What is read, how it is folded, what is appended and when a lost race is
-tried again are `DecisionRules`', the same as the sync face's; only the
-store's calls are awaited, and a decide function may be a coroutine.
+::
+
+    decisions = AsyncDecisions(store, registry)
+
+    def subscribe(decision: Decision) -> StudentSubscribed:
+        if decision["subscribed"] >= decision["capacity"]:
+            raise CourseFull(course_id)
+        return StudentSubscribed(student_id=student_id, course_id=course_id)
+
+    await decisions.execute(
+        {"capacity": course_capacity(course_id), "subscribed": subscriptions(course_id)},
+        subscribe,
+        stream_id=f"course-{course_id}",
+    )
+
+A decision that lost its race (an event matching its query was stored
+after its read) is read and decided again, up to `attempts` times; then
+`DecisionConflict`. What is decided and how is `DecisionRules`', written
+once for the sync and async faces.
 """
 
 from __future__ import annotations
@@ -20,14 +36,14 @@ from .repository_rules import check_attempts, taken_before
 
 
 class AsyncDecisions(DecisionRules):
-    """Decisions made on the events of an async `store` whose classes `registry` holds."""
+    """Decisions made on the events of `store` whose classes `registry` holds."""
 
     def __init__(self, store: AsyncEventStore, registry: EventRegistry) -> None:
         super().__init__(registry)
         self.store = store
 
     async def read(self, projections: Mapping[str, DecisionProjection[Any]]) -> Decision:
-        """As `Decisions.read`."""
+        """Each projection's state, folded from one read of the OR of their queries."""
         plan = self.plan(projections)
         return self.fold(plan, await self.store.read_query(plan.query))
 
@@ -40,7 +56,9 @@ class AsyncDecisions(DecisionRules):
         metadata: Mapping[str, Any] | None = None,
         idempotency_key: uuid.UUID | None = None,
     ) -> AppendResult | None:
-        """As `Decisions.append`."""
+        """Append what was `decided` to `stream_id`, unless an event matching the
+        decision's query was stored since its read: then `AppendConditionFailed`, and
+        nothing is written. None when nothing was decided."""
         events = self.to_append(decided, metadata, idempotency_key)
         if not events:
             return None
@@ -56,7 +74,17 @@ class AsyncDecisions(DecisionRules):
         metadata: Mapping[str, Any] | None = None,
         idempotency_key: uuid.UUID | None = None,
     ) -> AppendResult | None:
-        """As `Decisions.execute`; `decide` is awaited if it returns an awaitable."""
+        """Read, `decide`, append to `stream_id` on the read's condition; again from a fresh
+        read when the condition failed, `attempts` times in all (then `DecisionConflict`).
+
+        `decide` is awaited if it returns an awaitable.
+        `decide` raises (a `DomainError`) to refuse, and nothing is written;
+        it may run several times, so it must act only through what it returns.
+        With `idempotency_key` (a client's request id) the events' ids derive
+        from it, as with `AsyncRepository.execute`: a request sent again is decided
+        on what it was first decided on, and answered with the first append's
+        result. Returns the append's result, None when nothing was decided.
+        """
         check_attempts(attempts)
         plan = self.plan(projections)
         taken = None
@@ -64,8 +92,10 @@ class AsyncDecisions(DecisionRules):
             taken = taken_before(await self.store.read_event(idempotency_key), stream_id)
         for attempt in range(1, attempts + 1):
             decision = self.fold(plan, await self.store.read_query(plan.query), taken=taken)
-            outcome = decide(decision)
-            decided = await outcome if inspect.isawaitable(outcome) else outcome
+            decided = decide(decision)
+            if True:  # ASYNC
+                if inspect.isawaitable(decided):
+                    decided = await decided
             try:
                 return await self.append(
                     decision,

@@ -1,4 +1,6 @@
-"""`Decisions`: read the state a rule needs, decide, append on the condition of what was read.
+# Generated from domain/async_decisions.py by scripts/async_to_sync.py: do not edit.
+# Edit domain/async_decisions.py, then run `make generate`.
+"""`Decisions`: read the state a rule needs, decide, and append on the read's condition.
 
 ::
 
@@ -17,8 +19,8 @@
 
 A decision that lost its race (an event matching its query was stored
 after its read) is read and decided again, up to `attempts` times; then
-`DecisionConflict`. What is decided and how is `DecisionRules`', shared
-with `AsyncDecisions`.
+`DecisionConflict`. What is decided and how is `DecisionRules`', written
+once for the sync and async faces.
 """
 
 from __future__ import annotations
@@ -79,8 +81,8 @@ class Decisions(DecisionRules):
         `decide` raises (a `DomainError`) to refuse, and nothing is written;
         it may run several times, so it must act only through what it returns.
         With `idempotency_key` (a client's request id) the events' ids derive
-        from it, as with `Repository.execute`: a request sent again is decided on
-        what it was first decided on, and answered with the first append's
+        from it, as with `Repository.execute`: a request sent again is decided
+        on what it was first decided on, and answered with the first append's
         result. Returns the append's result, None when nothing was decided.
         """
         check_attempts(attempts)
@@ -90,11 +92,12 @@ class Decisions(DecisionRules):
             taken = taken_before(self.store.read_event(idempotency_key), stream_id)
         for attempt in range(1, attempts + 1):
             decision = self.fold(plan, self.store.read_query(plan.query), taken=taken)
+            decided = decide(decision)
             try:
                 return self.append(
                     decision,
                     stream_id,
-                    decide(decision),
+                    decided,
                     metadata=metadata,
                     idempotency_key=idempotency_key,
                 )

@@ -114,6 +114,14 @@ PAIRS: Sequence[Pair] = (
         "domain/repository.py",
         text={"A `command` that returns an awaitable (a coroutine function) is awaited.": ""},
     ),
+    Pair(
+        "domain/async_decisions.py",
+        "domain/decisions.py",
+        text={
+            "await decisions.execute(": "decisions.execute(",
+            "`decide` is awaited if it returns an awaitable.": "",
+        },
+    ),
 )
 
 HEADER = (
