@@ -7,7 +7,7 @@ from .aggregate import Aggregate, command
 from .async_decisions import AsyncDecisions
 from .async_repository import AsyncRepository
 from .context import CommandContext, caused_by, command_context, current_context
-from .decision import Decision, DecisionProjection
+from .decision_rules import Decision, DecisionProjection
 from .decisions import Decisions
 from .errors import (
     AggregateNotFound,

@@ -30,7 +30,7 @@ from typing import Any
 
 from eventcraft.eventstore import AppendConditionFailed, AppendResult, AsyncEventStore
 
-from .decision import Decided, Decision, DecisionProjection, DecisionRules, conflict
+from .decision_rules import Decided, Decision, DecisionProjection, DecisionRules, conflict
 from .registry import EventRegistry
 from .repository_rules import check_attempts, taken_before
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from eventcraft.eventstore import AppendConditionFailed, AppendResult, EventStore
 
-from .decision import Decided, Decision, DecisionProjection, DecisionRules, conflict
+from .decision_rules import Decided, Decision, DecisionProjection, DecisionRules, conflict
 from .registry import EventRegistry
 from .repository_rules import check_attempts, taken_before
 
