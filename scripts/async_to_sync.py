@@ -225,7 +225,7 @@ def _resolve_markers(source: str, path: str) -> str:
     """`source` with each `# ASYNC` block replaced by the branch the sync module keeps."""
     while True:
         tree = ast.parse(source, path)
-        lines = source.splitlines(keepends=True)
+        lines = _lines(source)
         comments = {
             token.start[0]
             for token in _tokens(source)
@@ -294,7 +294,11 @@ def _tokens(source: str) -> list[tokenize.TokenInfo]:
     return list(tokenize.generate_tokens(io.StringIO(source).readline))
 
 
-Token = tokenize.TokenInfo
+def _lines(source: str) -> list[str]:
+    """The lines as tokenize and ast count them (`str.splitlines` also splits at \\f)."""
+    return io.StringIO(source).readlines()
+
+
 Edit = tuple[int, int, str]
 """Replace the source's characters from the first offset to the second with the text."""
 SKIP = {tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT}
@@ -308,7 +312,7 @@ class _Source:
         self.text = text
         self.tokens = _tokens(text)
         self.starts = [0]
-        for line in text.splitlines(keepends=True):
+        for line in _lines(text):
             self.starts.append(self.starts[-1] + len(line))
 
     def at(self, position: tuple[int, int]) -> int:

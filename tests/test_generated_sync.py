@@ -273,3 +273,8 @@ def test_a_toy_pair_is_written_with_its_header_and_then_checked(tmp_path: Path) 
     assert stale == pair
     assert "-        total = 1\n+        total = 0\n" in diff
     assert async_to_sync.main(["--check"], [pair], tmp_path) == 1
+
+
+def test_a_form_feed_or_line_separator_in_a_string_shifts_no_edit() -> None:
+    source = 'x = "a\x0cb\u2028c"\nawait AsyncEventStore.open()\n'
+    assert convert(source) == 'x = "a\x0cb\u2028c"\nEventStore.open()\n'
