@@ -14,7 +14,9 @@ from typing import Any
 
 import orjson
 import psycopg
-from eventcraft.eventstore import EventStore, NewEvent, schema
+from eventcraft.eventstore import EventStore, NewEvent
+from eventcraft.eventstore.postgres.schema import ddl
+from eventcraft.eventstore.sql import schema
 from psycopg.types.json import set_json_loads
 
 PG = os.environ.get("EVENTCRAFT_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")
@@ -122,7 +124,7 @@ class Raw(Contender):
         set_json_loads(orjson.loads, self.conn)
         exists = self.conn.execute("SELECT to_regclass(%s)", (schema.EVENTS,)).fetchone()
         if exists and exists[0] is None:
-            for statement in schema.ddl("postgresql"):
+            for statement in ddl():
                 if statement.lstrip().startswith(("CREATE TABLE", "CREATE INDEX", "CREATE SEQ")):
                     self.conn.execute(statement.encode())
             self.conn.execute(

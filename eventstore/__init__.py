@@ -1,7 +1,8 @@
 """eventstore: an append-only log of events in streams, with one global order."""
 
-from .arguments import redacted, scheme_of, without_password
+from .arguments import redacted, without_password
 from .async_store import AsyncEventStore
+from .backends import BackendKind, register_backend, scheme_of
 from .blocking import BlockingEventStore
 from .deletion import StreamDeletion
 from .encoding import (
@@ -14,7 +15,6 @@ from .encoding import (
     check_stream_id,
     encode_object,
 )
-from .envelope import TEXT_MARK as SEALED_MARK
 from .errors import (
     AppendConditionFailed,
     AppendOutcomeUnknown,
@@ -50,16 +50,17 @@ from .events import (
 from .file_lock import file_lock
 from .ids import new_event_id
 from .json_lines import JsonLines, with_placed
-from .keys import KeyStore
 from .log_status import HeldPosition, LogStatus
-from .personal import FORGOTTEN, Personal
+from .personal.envelope import TEXT_MARK as SEALED_MARK
+from .personal.fields import FORGOTTEN, Personal
+from .personal.keys import KeyStore
 from .port import Backend
 from .postgres import PostgresTarget
 from .presence import postgres_holds_store, sqlite_file_holds_store
 from .query import AppendCondition, Query, QueryItem, QueryResult
-from .retention_sqlite import RETENTION_LOCK_SUFFIX
 from .snapshot import Snapshot
-from .sqlite_options import SQLiteTarget
+from .sqlite.options import SQLiteTarget
+from .sqlite.retention import RETENTION_LOCK_SUFFIX
 from .store import EventStore
 
 __all__ = [
@@ -79,6 +80,7 @@ __all__ = [
     "AppendResult",
     "AsyncEventStore",
     "Backend",
+    "BackendKind",
     "BlockingEventStore",
     "DuplicateEventId",
     "EncodedEvent",
@@ -123,6 +125,7 @@ __all__ = [
     "postgres_holds_store",
     "recorded_at_text",
     "redacted",
+    "register_backend",
     "scheme_of",
     "sqlite_file_holds_store",
     "with_placed",

@@ -258,24 +258,6 @@ def names(what: str, given: Sequence[str] | str | None) -> tuple[str, ...] | Non
     return tuple(check_name(what, name) for name in given)
 
 
-def scheme_of(url: object) -> str:
-    """The backend a store URL names ("memory", "sqlite" or "postgresql"), or raise."""
-    if not isinstance(url, str):
-        raise UnsupportedStoreURL(f"a store URL must be a str, not {type(url).__name__}")
-    if "\x00" in url:
-        raise UnsupportedStoreURL(
-            f"a store URL must not contain a NUL character: {redacted(url)!r}"
-        )
-    scheme = url.split(":", 1)[0].lower() if "://" in url else ""
-    if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
-        return "postgresql"
-    if scheme in ("memory", "sqlite"):
-        return scheme
-    raise UnsupportedStoreURL(
-        f"no backend for {redacted(url)!r}: use sqlite:///PATH, postgresql://... or memory://"
-    )
-
-
 def url_options(url: str, backend: str, takes: Sequence[str]) -> dict[str, str]:
     """The options in `url`'s query; raises `UnsupportedStoreURL` for one the `backend`
     does not take, naming those it takes (a misspelt option would otherwise do nothing)."""

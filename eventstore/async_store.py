@@ -12,7 +12,6 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
-from functools import partial
 from types import TracebackType
 from typing import Any
 
@@ -21,6 +20,7 @@ from pydantic import BaseModel
 from . import arguments, json_lines, telemetry
 from .arguments import ManyAppend
 from .async_port import AsyncBackend
+from .backends import async_backend_for, retention_for
 from .deletion import StreamDeletion, of_categories
 from .encoding import MAX_EVENT_BYTES, check_max_event_bytes
 from .events import (
@@ -34,11 +34,11 @@ from .events import (
     StreamInfo,
 )
 from .json_lines import JsonLines
-from .keys import KeyStore
 from .log_status import LogStatus
+from .personal.keys import KeyStore
+from .personal.sealing import Shredder
 from .query import AppendCondition, Query, QueryResult
-from .retention import Retention, retention_for
-from .shredding import Shredder
+from .retention import Retention
 from .snapshot import Snapshot
 
 SUBSCRIPTION_WAIT = 5.0
@@ -398,29 +398,6 @@ class AsyncEventStore:
 
     def __repr__(self) -> str:
         return f"AsyncEventStore.open({arguments.redacted(self.url)!r})"
-
-
-async def async_backend_for(
-    url: str, *, group_commit: bool = True, create_folders: bool = False
-) -> AsyncBackend:
-    """A new async backend for the store at `url`."""
-    from .async_threaded import ThreadedBackend
-
-    scheme = arguments.scheme_of(url)
-    if scheme == "memory":
-        from .memory import MemoryBackend
-
-        return ThreadedBackend(MemoryBackend.from_url(url), in_place=True)
-    if scheme == "sqlite":
-        from .sqlite import SQLiteBackend
-
-        sqlite = partial(
-            SQLiteBackend.from_url, url, group_commit=group_commit, create_folders=create_folders
-        )
-        return ThreadedBackend(await asyncio.to_thread(sqlite))
-    from .postgres.async_backend import AsyncPostgresBackend
-
-    return await AsyncPostgresBackend.open(url, group_commit=group_commit)
 
 
 async def _each(events: list[RecordedEvent]) -> AsyncIterator[RecordedEvent]:

@@ -1,6 +1,6 @@
 """`file_lock`: an exclusive lock on a file, taken without waiting, that names its holder.
 
-The store's retention lock on SQLite (`retention_sqlite.py`) and an archive's
+The store's retention lock on SQLite (`sqlite/retention.py`) and an archive's
 (`projections/archive_lock.py`) are this lock on a file of their own.
 """
 

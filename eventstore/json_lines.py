@@ -34,8 +34,8 @@ from typing import NamedTuple
 import orjson
 
 from .deletion import StreamDeletion
-from .envelope import TEXT_MARK
 from .events import EncodedRecord, recorded_at_text
+from .personal.envelope import TEXT_MARK
 
 CHUNK = 10_000
 """Most lines in one chunk made from records (`chunks_of`)."""

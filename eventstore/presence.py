@@ -13,7 +13,7 @@ from contextlib import closing
 from .arguments import opening
 from .errors import StoreUnavailable
 from .postgres.connections import ConnectionPool, PostgresTarget
-from .schema import EVENTS
+from .sql.schema import EVENTS
 
 
 def postgres_holds_store(url: str, target: PostgresTarget) -> bool:

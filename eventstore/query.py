@@ -8,7 +8,7 @@ fails, writing nothing, when an event matching its query was stored after
 the position it names: the position up to which the decision read.
 
 Every backend decides matches by the same rule; `QueryItem.matches` is the
-rule in Python (memory, tests), `schema_tags.py` (PostgreSQL) and `sqlite_query.py`
+rule in Python (memory, tests), `postgres/tag_functions.py` (PostgreSQL) and `sqlite/query.py`
 write it in SQL.
 """
 

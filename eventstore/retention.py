@@ -221,19 +221,3 @@ def rest(started: float, pace: float) -> None:
     """After work begun at `started` (perf_counter), rest so that work is `pace` of the time."""
     if pace < 1:
         time.sleep((time.perf_counter() - started) * (1 / pace - 1))
-
-
-def retention_for(url: str) -> Retention:
-    """The retention of the store at `url`: its own connection, opened when first used."""
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
-    if scheme == "sqlite":
-        path = url[len("sqlite:///") :].split("?", 1)[0]
-        if path and path != ":memory:":
-            from .retention_sqlite import SQLiteRetention
-
-            return SQLiteRetention(path)
-    if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
-        from .retention_postgres import PostgresRetention
-
-        return PostgresRetention(url)
-    return NoRetention()

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from . import arguments, json_lines, telemetry
 from .arguments import ManyAppend
+from .backends import backend_for, retention_for
 from .deletion import StreamDeletion, of_categories
 from .encoding import MAX_EVENT_BYTES, check_max_event_bytes
 from .events import (
@@ -25,12 +26,12 @@ from .events import (
     StreamInfo,
 )
 from .json_lines import JsonLines
-from .keys import KeyStore
 from .log_status import LogStatus
+from .personal.keys import KeyStore
+from .personal.sealing import Shredder
 from .port import Backend
 from .query import AppendCondition, Query, QueryResult
-from .retention import Retention, retention_for
-from .shredding import Shredder
+from .retention import Retention
 from .snapshot import Snapshot
 
 
@@ -426,7 +427,7 @@ class EventStore:
         their replacement (`FORGOTTEN` unless the field names another).
 
         The key is erased from the key store's database files (see
-        `keys_sql.py`); other processes stop opening the fields once their
+        `sqlite/key_table.py`); other processes stop opening the fields once their
         cached copy of the key expires (`KeyStore.cache_seconds`). Returns how
         many keys were erased: 0 if the subject had none, or was forgotten.
         """
@@ -451,19 +452,3 @@ class EventStore:
 
     def __repr__(self) -> str:
         return f"EventStore.open({arguments.redacted(self.url)!r})"
-
-
-def backend_for(url: str, *, group_commit: bool = True, create_folders: bool = False) -> Backend:
-    """A new synchronous backend for the store at `url`."""
-    scheme = arguments.scheme_of(url)
-    if scheme == "memory":
-        from .memory import MemoryBackend
-
-        return MemoryBackend.from_url(url)
-    if scheme == "sqlite":
-        from .sqlite import SQLiteBackend
-
-        return SQLiteBackend.from_url(url, group_commit=group_commit, create_folders=create_folders)
-    from .postgres import PostgresBackend
-
-    return PostgresBackend.from_url(url, group_commit=group_commit)

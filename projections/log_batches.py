@@ -80,7 +80,7 @@ def encoded_batch(records: Sequence[EncodedRecord]) -> pa.RecordBatch:
 def events_of(batch: pa.RecordBatch) -> Iterator[RecordedEvent]:
     """The batch's rows as the events the store would return."""
     column = batch.column
-    # Column by column, each walked in C, as the store builds a page (sqlite_rows.py), and
+    # Column by column, each walked in C, as the store builds a page (sqlite/rows.py), and
     # with the cycle collector paused, for the same reason (eventstore/collector.py).
     with collector_paused():
         micros = column("recorded_at").cast(_MICROS).cast(pa.int64()).to_pylist()

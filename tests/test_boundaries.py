@@ -69,7 +69,7 @@ STILL_DEEP = frozenset(
         "projections/log_batches.py: eventstore.events.made_once_each",
         "projections/log_batches.py: eventstore.events.recorded_events",
         "projections/log_batches.py: eventstore.ids.uuids_from_ints",
-        "projections/spark/jdbc.py: eventstore.schema",
+        "projections/spark/jdbc.py: eventstore.sql.schema",
     }
 )
 

@@ -5,9 +5,9 @@ An append is one round trip: a call of the `eventcraft_append` function
 positions and inserts the events in one transaction, followed by a NOTIFY
 for waiting readers (`wire.py` says how, and why not inside it). A batch of
 more than `PART` events goes in parts, in one transaction. Appends from
-threads waiting at once are written together (`grouping.py`) as one call of
+threads waiting at once are written together (`group_commit.py`) as one call of
 `eventcraft_append_group`, each member in a subtransaction of its own; what
-a refused member comes to is decided by `group.py`, as on the async store.
+a refused member comes to is decided by `append_group.py`, as on the async store.
 """
 
 from __future__ import annotations
@@ -22,12 +22,11 @@ from ..arguments import AppendCall
 from ..encoding import PreparedBatch
 from ..errors import EventStoreError, StoreUnavailable
 from ..events import AppendResult
-from ..grouping import GroupCommit, interrupted_append
+from ..group_commit import GroupCommit, interrupted_append
 from ..idempotency import StoredId
 from . import privileges
 from . import statements as sql
-from .connections import ConnectionPool
-from .group import (
+from .append_group import (
     Answer,
     Member,
     Refusal,
@@ -43,6 +42,7 @@ from .group import (
     settled,
     stored_ids_param,
 )
+from .connections import ConnectionPool
 from .statements import ANY_TRIES, PART, batch_json
 from .tag_locks import group_locks, plain
 from .wire import GROUP_CALL, append_and_notify, append_in_parts, finish_outstanding

@@ -5,7 +5,7 @@ round trip plus, in Python, the work of psycopg's async machinery and of the
 event loop for every statement; each commit costs a flush of the server's
 log. With a hundred tasks appending at once, both add up. So appends queue
 here, and a sender task sends what is queued as one call of the group
-function (`group.py`): one transaction, one commit, each member still
+function (`append_group.py`): one transaction, one commit, each member still
 committed or refused alone. A second sender (`grouping.MOST_GROUPS`, as on
 the sync store) starts only while more are queued than one group takes, or a
 conditional append is queued (`group.hurried`: its read grows stale while it
@@ -35,8 +35,8 @@ import psycopg
 from psycopg import pq
 from psycopg.errors import error_from_result
 
-from ..grouping import MOST_GROUPS, MOST_MEMBERS, another_group_goes
-from .group import (
+from ..group_commit import MOST_GROUPS, MOST_MEMBERS, another_group_goes
+from .append_group import (
     Answer,
     Member,
     events_json,

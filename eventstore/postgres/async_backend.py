@@ -26,12 +26,11 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.abc import Buffer
 
-from .. import deletion_postgres, json_lines
+from .. import json_lines
 from ..arguments import AppendCall
 from ..async_port import AsyncBackend
 from ..collector import collector_paused
 from ..deletion import StreamDeletion
-from ..deletion_sql import placed_parameters
 from ..encoding import PreparedBatch
 from ..errors import EventStoreError, StoreUnavailable
 from ..events import (
@@ -49,16 +48,17 @@ from ..log_status import LogStatus
 from ..paging import paged_async
 from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
-from . import copy_out, privileges
+from ..sql.deletion import placed_parameters
+from . import copy_out, deletion, privileges
 from . import query_reads as reads
 from . import statements as sql
+from .append_group import Member, Refusal, lost_races, refusal_of, settled, stored_ids_param
 from .async_appends import AppendQueue
 from .async_connections import AsyncConnectionPool
 from .async_listener import AsyncListener
 from .backend import create_schema
 from .connections import ConnectionPool, PostgresTarget
-from .group import Member, Refusal, lost_races, refusal_of, settled, stored_ids_param
-from .head import database_now_async, log_status_async, safe_head_async
+from .high_water import database_now_async, log_status_async, safe_head_async
 from .statements import ANY_TRIES, PAGE, PART
 from .tag_locks import plain
 from .wire import APPEND, notify_statement
@@ -403,20 +403,18 @@ class AsyncPostgresBackend(AsyncBackend):
         async def delete(conn: Conn) -> StreamDeletion | None:
             try:
                 if deleted_at is None:
-                    row = await (await conn.execute(deletion_postgres.DELETE, params)).fetchone()
+                    row = await (await conn.execute(deletion.DELETE, params)).fetchone()
                 else:
                     async with conn.transaction():
-                        await conn.execute(deletion_postgres.DELETE, params)
-                        cursor = await conn.execute(
-                            deletion_postgres.DELETED_AT, (deleted_at, stream_id)
-                        )
+                        await conn.execute(deletion.DELETE, params)
+                        cursor = await conn.execute(deletion.DELETED_AT, (deleted_at, stream_id))
                         row = await cursor.fetchone()
             except psycopg.DatabaseError as error:
-                refused = deletion_postgres.refusal(error, stream_id, expected)
+                refused = deletion.refusal(error, stream_id, expected)
                 if refused is None:
                     raise
                 raise refused from error
-            return deletion_postgres.deletion(row)
+            return deletion.deletion(row)
 
         deleted = await self._with_connection(delete, privileges.DELETING)
         assert deleted is not None
@@ -424,15 +422,15 @@ class AsyncPostgresBackend(AsyncBackend):
 
     async def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
         async def find(conn: Conn) -> StreamDeletion | None:
-            cursor = await conn.execute(deletion_postgres.DELETION, (stream_id,))
-            return deletion_postgres.deletion(await cursor.fetchone())
+            cursor = await conn.execute(deletion.DELETION, (stream_id,))
+            return deletion.deletion(await cursor.fetchone())
 
         return await self._with_connection(find)
 
     async def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
         async def find(conn: Conn) -> list[tuple[int, StreamDeletion]]:
-            cursor = await conn.execute(deletion_postgres.PLACED, placed_parameters(after, until))
-            return deletion_postgres.placed(await cursor.fetchall())
+            cursor = await conn.execute(deletion.PLACED, placed_parameters(after, until))
+            return deletion.placed(await cursor.fetchall())
 
         return await self._with_connection(find)
 

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 import psycopg
 
-from ..schema import NOTIFY_CHANNEL
+from ..sql.schema import NOTIFY_CHANNEL
 from .connections import PostgresTarget
 from .listener import _RECONNECT_PAUSE, RECHECK
 

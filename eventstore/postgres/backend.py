@@ -1,7 +1,7 @@
 """The production backend: PostgreSQL through psycopg 3.
 
 Appends, alone or grouped, are `appends.py`'s. Readers follow the ordering
-rule explained in `schema.py`; `head.py` is that rule in SQL.
+rule explained in `schema.py`; `high_water.py` is that rule in SQL.
 """
 
 from __future__ import annotations
@@ -15,18 +15,10 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.abc import Buffer
 
-from .. import (
-    deletion_postgres,
-    json_lines,
-    keyed_indexes,
-    keys_postgres_layout,
-    schema,
-    schema_tags,
-)
+from .. import json_lines
 from ..arguments import AppendCall
 from ..collector import collector_paused
 from ..deletion import StreamDeletion
-from ..deletion_sql import placed_parameters
 from ..encoding import PreparedBatch
 from ..errors import (
     StoreUnavailable,
@@ -46,12 +38,15 @@ from ..paging import paged
 from ..port import Backend
 from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
-from . import copy_out, privileges
+from ..sql import schema
+from ..sql.deletion import placed_parameters
+from . import copy_out, deletion, key_table_layout, keyed_indexes, privileges, tag_functions
 from . import query_reads as reads
+from . import schema as postgres_schema
 from . import statements as sql
 from .appends import Appends
 from .connections import ConnectionPool, PostgresTarget
-from .head import database_now, log_status, safe_head
+from .high_water import database_now, log_status, safe_head
 from .listener import Listener
 from .statements import PAGE, PART, batch_json
 from .wire import (
@@ -70,7 +65,7 @@ def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> Non
 
     The key table of personal data is made with them, empty: the role that makes the
     store's tables (the migration role) owns it, and the application's role seals with
-    INSERT on it (`keys_postgres_layout.py`).
+    INSERT on it (`key_table_layout.py`).
 
     A store already at this release's layout is only looked at, in the catalog: a role
     that may not create anything (one that only reads) opens it. A role that may not
@@ -79,8 +74,8 @@ def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> Non
     try:
         if (
             _schema_exists(conn, schema_name)
-            and not schema.ddl("postgresql", _existing(conn))
-            and keys_postgres_layout.made(conn)
+            and not postgres_schema.ddl(_existing(conn))
+            and key_table_layout.made(conn)
         ):
             return
         with conn.transaction():
@@ -95,10 +90,10 @@ def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> Non
                         psycopg.sql.Identifier(str(schema_name))
                     )
                 )
-            for statement in schema.ddl("postgresql", _existing(conn)):
+            for statement in postgres_schema.ddl(_existing(conn)):
                 conn.execute(statement.encode())
-            if not keys_postgres_layout.made(conn):
-                keys_postgres_layout.create(conn, schema_name)
+            if not key_table_layout.made(conn):
+                key_table_layout.create(conn, schema_name)
     except (psycopg.errors.InsufficientPrivilege, psycopg.errors.InvalidSchemaName) as error:
         # InvalidSchemaName: a schema the role may not use is not in its search path.
         try:
@@ -118,7 +113,7 @@ def _schema_exists(conn: psycopg.Connection[Any], schema_name: str | None) -> bo
 
 
 def _existing(conn: psycopg.Connection[Any]) -> frozenset[str]:
-    """What the database holds of the store's layout, as `schema.ddl` takes it: catalog
+    """What the database holds of the store's layout, as `postgres_schema.ddl` takes it: catalog
     lookups, which need no privilege (a table in a schema the role may not use is not
     found)."""
     return frozenset(
@@ -153,7 +148,7 @@ def _existing(conn: psycopg.Connection[Any]) -> frozenset[str]:
                 schema.EVENTS,
                 schema.PLANS_KEPT,
                 schema.QUERY_IN_ONE,
-                f"%{schema_tags.LATERAL_MARK}%",
+                f"%{tag_functions.LATERAL_MARK}%",
             ),
         )
     )
@@ -378,19 +373,17 @@ class PostgresBackend(Backend):
         def delete(conn: psycopg.Connection[Any]) -> StreamDeletion | None:
             try:
                 if deleted_at is None:
-                    row = conn.execute(deletion_postgres.DELETE, params).fetchone()
+                    row = conn.execute(deletion.DELETE, params).fetchone()
                 else:
                     with conn.transaction():
-                        conn.execute(deletion_postgres.DELETE, params)
-                        row = conn.execute(
-                            deletion_postgres.DELETED_AT, (deleted_at, stream_id)
-                        ).fetchone()
+                        conn.execute(deletion.DELETE, params)
+                        row = conn.execute(deletion.DELETED_AT, (deleted_at, stream_id)).fetchone()
             except psycopg.DatabaseError as error:
-                refused = deletion_postgres.refusal(error, stream_id, expected)
+                refused = deletion.refusal(error, stream_id, expected)
                 if refused is None:
                     raise
                 raise refused from error
-            return deletion_postgres.deletion(row)
+            return deletion.deletion(row)
 
         deleted = self._with_connection(delete, privileges.DELETING)
         assert deleted is not None
@@ -398,16 +391,14 @@ class PostgresBackend(Backend):
 
     def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
         def find(conn: psycopg.Connection[Any]) -> StreamDeletion | None:
-            return deletion_postgres.deletion(
-                conn.execute(deletion_postgres.DELETION, (stream_id,)).fetchone()
-            )
+            return deletion.deletion(conn.execute(deletion.DELETION, (stream_id,)).fetchone())
 
         return self._with_connection(find)
 
     def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
         def find(conn: psycopg.Connection[Any]) -> list[tuple[int, StreamDeletion]]:
-            return deletion_postgres.placed(
-                conn.execute(deletion_postgres.PLACED, placed_parameters(after, until)).fetchall()
+            return deletion.placed(
+                conn.execute(deletion.PLACED, placed_parameters(after, until)).fetchall()
             )
 
         return self._with_connection(find)

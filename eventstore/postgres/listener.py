@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from ..schema import NOTIFY_CHANNEL
+from ..sql.schema import NOTIFY_CHANNEL
 from .connections import ConnectionPool
 
 RECHECK = 0.5

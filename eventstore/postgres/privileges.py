@@ -23,9 +23,9 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from ..deletion_sql import DELETED_STREAMS
 from ..errors import EventStoreError, StorePermissionDenied
-from ..schema import EVENTS, POSITION_SEQUENCE, SNAPSHOTS, STREAMS, TABLES, TAGS
+from ..sql.deletion import DELETED_STREAMS
+from ..sql.schema import EVENTS, POSITION_SEQUENCE, SNAPSHOTS, STREAMS, TABLES, TAGS
 from .connections import ConnectionPool, PostgresTarget
 from .statements import store_error
 

@@ -1,7 +1,7 @@
 """Reads by query on PostgreSQL: what the sync and async backends share.
 
 A query whose items all have tags is read under the tag locks a condition on
-it would take (`eventcraft_read_locked`, `schema_tags.py` says why): its first
+it would take (`eventcraft_read_locked`, `postgres/tag_functions.py` says why): its first
 page and its head come in one statement, the head at the top of the log
 whatever other writers are doing, so a decision needs one round trip to read
 and one to append. The rest of a long read, and a query with an item without

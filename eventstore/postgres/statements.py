@@ -15,7 +15,7 @@ import orjson
 import psycopg
 from psycopg.abc import Buffer
 
-from .. import deletion_sql, events, json_lines, schema, stream_listing
+from .. import events, json_lines
 from ..encoding import PreparedEvent
 from ..errors import AppendOutcomeUnknown, EventStoreError
 from ..events import (
@@ -27,8 +27,9 @@ from ..events import (
     RecordedEvent,
     StreamState,
 )
-from ..keyed_indexes import matches
 from ..query import Query
+from ..sql import deletion, schema, stream_listing
+from .keyed_indexes import matches
 
 PAGE = 2000
 """Rows a read fetches in one statement."""
@@ -53,11 +54,11 @@ orjson each, where psycopg's jsonb loader would add a Python call per value. Emp
 metadata, most events', comes as NULL: the server spent more writing out `{}` than
 comparing (0.2 ms of a 1,000-event page)."""
 
-_DELETED = deletion_sql.deleted_version("%(stream)s")
+_DELETED = deletion.deleted_version("%(stream)s")
 """A stream read shows its versions above this: those of a deleted stream are hidden."""
 STORED_IDS = f"SELECT id, stream_id, version, position FROM {E} WHERE id = ANY(%s)"
 EVENT_BY_ID = f"SELECT {COLUMNS} FROM {E} WHERE id = %s"
-STREAM_VERSION = deletion_sql.stream_version("%s")
+STREAM_VERSION = deletion.stream_version("%s")
 # Saves only if the stream has reached the version; returns the stream's
 # version, so the caller can tell a refusal from an older snapshot kept.
 SAVE_SNAPSHOT = f"""
@@ -77,7 +78,7 @@ SELECT version FROM stream
 """
 LOAD_SNAPSHOT = f"""
 SELECT stream_id, version, type, schema_version, data, recorded_at
-FROM {schema.SNAPSHOTS} WHERE stream_id = %s AND {deletion_sql.SNAPSHOT_SHOWN}
+FROM {schema.SNAPSHOTS} WHERE stream_id = %s AND {deletion.SNAPSHOT_SHOWN}
 """
 READ_STREAM_FORWARDS = (
     f"SELECT {COLUMNS} FROM {E} WHERE stream_id = %(stream)s AND version > {_DELETED} "
@@ -98,7 +99,7 @@ READ_QUERY = (
     f"JOIN {E} ON position = q.p ORDER BY position"
 )
 """A page of `read_query`: the events matching `query` (`group.query_json`) in
-(`start`, `last`]; schema_tags.py has the rule in SQL."""
+(`start`, `last`]; postgres/tag_functions.py has the rule in SQL."""
 LAST_VERSION = 1 << 62
 """Where a backwards read without `from_version` starts."""
 

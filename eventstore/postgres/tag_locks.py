@@ -1,4 +1,4 @@
-"""The tag locks a group of appends takes before anything else (`schema_tags.py` says why
+"""The tag locks a group of appends takes before anything else (`postgres/tag_functions.py` says why
 they make a conditional append correct, and why unrelated writers never wait).
 
 An append that writes tagged events takes its tags' locks shared; an append

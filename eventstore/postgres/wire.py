@@ -33,7 +33,7 @@ import psycopg.sql
 from psycopg import pq
 from psycopg.errors import error_from_result
 
-from ..schema import APPEND_AT_ANY, APPEND_GROUP, NOTIFY_CHANNEL
+from ..sql.schema import APPEND_AT_ANY, APPEND_GROUP, NOTIFY_CHANNEL
 
 T = TypeVar("T")
 

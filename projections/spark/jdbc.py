@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
-from eventcraft.eventstore import schema
+from eventcraft.eventstore.sql import schema
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from eventcraft.eventstore import ANY, AppendCondition, NewEvent, Query, QueryItem
 from eventcraft.eventstore.arguments import append_call
-from eventcraft.eventstore.grouping import MOST_MEMBERS
+from eventcraft.eventstore.group_commit import MOST_MEMBERS
 from eventcraft.eventstore.postgres.async_appends import AppendQueue
 
 

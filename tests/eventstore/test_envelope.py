@@ -16,9 +16,9 @@ from eventcraft.eventstore import (
     Personal,
     UnreadablePersonalData,
 )
-from eventcraft.eventstore.envelope import MARK, opened, seal
-from eventcraft.eventstore.keys import MemoryKeyTable
-from eventcraft.eventstore.personal import personal_fields
+from eventcraft.eventstore.personal.envelope import MARK, opened, seal
+from eventcraft.eventstore.personal.fields import personal_fields
+from eventcraft.eventstore.personal.key_table import MemoryKeyTable
 from pydantic import BaseModel
 
 

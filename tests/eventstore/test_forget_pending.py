@@ -19,7 +19,7 @@ from eventcraft.eventstore import (
     Personal,
     StoreUnavailable,
 )
-from eventcraft.eventstore.keys_postgres import PostgresKeyTable
+from eventcraft.eventstore.postgres.key_table import PostgresKeyTable
 from pydantic import BaseModel
 
 from ..waiting import until

@@ -141,7 +141,7 @@ def test_postgres_data_directory_and_dump_keep_no_plaintext_and_no_forgotten_key
     _checkpoint(own_server)
     for needle in [*_plaintexts("c1"), *_plaintexts("c2")]:
         assert not _found_in(files(), needle), needle
-    # The write-ahead log keeps the key until its segment is recycled (see keys_sql.py).
+    # The write-ahead log keeps the key until its segment is recycled (see sqlite/key_table.py).
     assert not _found_in(files(wal=False), keys["c1"])
     assert _found_in(files(wal=False), keys["c2"])
     dump = _pg_dump(own_server)

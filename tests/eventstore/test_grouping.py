@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from functools import partial
 
 import pytest
-from eventcraft.eventstore.grouping import GroupCommit
+from eventcraft.eventstore.group_commit import GroupCommit
 
 from ..waiting import until
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from eventcraft.eventstore import ANY, NewEvent
 from eventcraft.eventstore.arguments import AppendCall, append_call
-from eventcraft.eventstore.postgres.group import lock_order, restored
+from eventcraft.eventstore.postgres.append_group import lock_order, restored
 
 
 def _member(*streams: str) -> tuple[AppendCall, ...]:

@@ -21,15 +21,9 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import pytest
 import sqlalchemy as sa
-from eventcraft.eventstore import (
-    NO_STREAM,
-    DuplicateEventId,
-    EventStore,
-    NewEvent,
-    schema,
-    schema_appends,
-)
-from eventcraft.eventstore.postgres import PostgresTarget, head
+from eventcraft.eventstore import NO_STREAM, DuplicateEventId, EventStore, NewEvent
+from eventcraft.eventstore.postgres import PostgresTarget, append_functions, high_water
+from eventcraft.eventstore.sql import schema
 from eventcraft.projections import Projection, ProjectionRunner
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
@@ -71,6 +65,11 @@ def _xid_held(conninfo: str, *statements: str) -> Iterator[psycopg.Connection[An
 @contextmanager
 def _xid_in_another_database() -> Iterator[None]:
     with psycopg.connect(PG_URL, autocommit=True) as admin:
+        # One database for the server, made by whichever pytest-xdist worker comes first:
+        # the lock (held until this connection closes) keeps two from making it at once.
+        admin.execute(
+            "SELECT pg_advisory_lock(hashtext('eventcraft-tests'), hashtext(%s))", (OTHER_DATABASE,)
+        )
         if not admin.execute(
             "SELECT 1 FROM pg_database WHERE datname = %s", (OTHER_DATABASE,)
         ).fetchone():
@@ -136,7 +135,7 @@ def test_a_long_transaction_holds_no_reader_back_however_much_is_appended_since(
     own database, while more is appended than the high-water mark walks in one statement:
     the mark stopped one walk past the transaction's start, and waiting readers slept."""
     with EventStore.open(pg_url) as store, _xid_held(PG_URL):
-        for n in range(head.WALK // 1_000 + 1):
+        for n in range(high_water.WALK // 1_000 + 1):
             store.append(f"busy-{n}", [NewEvent("Busy", {"n": i}) for i in range(1_000)])
         _readers_pass_the_gap(store, pg_url, reader, waiting_api)
         assert store.log_status().held is None
@@ -259,8 +258,8 @@ def test_the_store_behaves_like_its_model_with_short_walks_past_a_long_transacti
     past the coarse rule's horizon; with walks of two rows, nearly every read stops at a
     walk's end, among the gaps that refused appends leave, and hands over to the precise
     rule. What the store returns must still be the model's log, whole and in order."""
-    monkeypatch.setattr(head, "_COARSE", head.statements(2)[0])
-    monkeypatch.setattr(head, "_PRECISE", head.statements(2)[1])
+    monkeypatch.setattr(high_water, "_COARSE", high_water.statements(2)[0])
+    monkeypatch.setattr(high_water, "_PRECISE", high_water.statements(2)[1])
     with _xid_held(PG_URL):
         _runs_like_its_model()
 
@@ -297,8 +296,8 @@ def test_a_store_made_by_the_previous_release_gets_the_append_that_takes_the_loc
     take its in-flight appends for strangers and pass their gaps."""
     target = PostgresTarget.from_url(pg_url)
     lock = f"PERFORM pg_advisory_xact_lock_shared({schema.LOG_LOCK_KEY});"
-    previous = schema_appends.APPEND.replace(lock, "")
-    assert previous != schema_appends.APPEND
+    previous = append_functions.APPEND.replace(lock, "")
+    assert previous != append_functions.APPEND
     with EventStore.open(pg_url) as store:
         store.append("early-1", [NewEvent("Early", {})])
     with psycopg.connect(target.conninfo, options=target.options(), autocommit=True) as conn:

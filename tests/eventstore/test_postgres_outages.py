@@ -16,9 +16,9 @@ from eventcraft.eventstore import (
     EventStore,
     NewEvent,
     StoreUnavailable,
-    schema,
 )
 from eventcraft.eventstore.postgres import PostgresTarget
+from eventcraft.eventstore.sql import schema
 
 from ..postgres_server import PostgresServer, postgres_server
 

@@ -10,6 +10,7 @@ transaction elsewhere keeps past the horizon.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -17,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import psycopg
 import pytest
 from eventcraft.eventstore import EventStore, NewEvent
-from eventcraft.eventstore.postgres import head, statements
+from eventcraft.eventstore.postgres import high_water, statements
 
 from ..conftest import PG_URL
 
@@ -32,7 +33,7 @@ def big_log() -> Iterator[str]:
     from ..conftest import _need_postgres
 
     _need_postgres()
-    schema = "t_read_plans"
+    schema = f"t_read_plans_{uuid.uuid4().hex[:8]}"  # each pytest-xdist worker its own
     url = f"{PG_URL}?schema={schema}"
     with psycopg.connect(PG_URL, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
@@ -127,7 +128,7 @@ def test_the_high_water_mark_walks_the_rows_past_a_long_transaction_once(pg_url:
         long_transaction.execute("SELECT pg_current_xact_id()")  # holds the horizon
         for n in range(3):
             store.append(f"after-{n}", [NewEvent("Counted", {"n": i}) for i in range(100)])
-        plan = _explained(pg_url, head._COARSE, {"after": 0})
+        plan = _explained(pg_url, high_water._COARSE, {"after": 0})
         assert store.high_water_mark() == 301
         long_transaction.rollback()
     assert _walked(plan["Plan"]) == 300, plan
@@ -148,16 +149,16 @@ def test_a_read_behind_a_long_transaction_pays_a_bounded_walk(pg_url: str) -> No
     rule, which that transaction does not hold back, finds the mark at the top."""
     # Ten walks' worth: on a log of a few thousand rows the planner may rightly read the
     # table whole rather than walk an index, which is no walk to bound.
-    past = 10 * head.WALK
+    past = 10 * high_water.WALK
     with EventStore.open(pg_url) as store, psycopg.connect(PG_URL) as long_transaction:
         store.append("before-1", [NewEvent("Counted", {"n": 0})])
         long_transaction.execute("SELECT pg_current_xact_id()")  # holds the horizon
         for n in range(past // 1_000):
             store.append(f"after-{n}", [NewEvent("Counted", {"n": i}) for i in range(1_000)])
         for after in (0, past // 2):
-            coarse = _explained(pg_url, head._COARSE, {"after": after})
-            precise = _explained(pg_url, head._PRECISE, {"after": after})
-            assert _events_read(coarse["Plan"]) <= 2 * head.WALK + 2, coarse
+            coarse = _explained(pg_url, high_water._COARSE, {"after": after})
+            precise = _explained(pg_url, high_water._PRECISE, {"after": after})
+            assert _events_read(coarse["Plan"]) <= 2 * high_water.WALK + 2, coarse
             assert _events_read(precise["Plan"]) <= 3, precise
             assert store.high_water_mark() == past + 1
             assert len(list(store.read_all(after=after))) == past + 1 - after
@@ -174,7 +175,7 @@ def test_the_high_water_mark_of_a_new_log_costs_a_few_pages_whatever_its_size(
         for n in range(50):
             store.append(f"s-{n}", [NewEvent("Counted", {"n": i}) for i in range(100)])
     for after in (0, 4990):
-        plan = _explained(pg_url, head._COARSE, {"after": after})
+        plan = _explained(pg_url, high_water._COARSE, {"after": after})
         assert _buffers(plan) < 20, plan
     whole = _explained(pg_url, "SELECT count(*) FROM eventcraft_events", {})
     assert _buffers(whole) > 50  # read whole, as before, the log would fail the test

@@ -19,7 +19,7 @@ from eventcraft.eventstore import (
     NewEvent,
     StreamFull,
 )
-from eventcraft.eventstore.schema import APPEND_GROUP, EVENTS, POSITION_SEQUENCE
+from eventcraft.eventstore.sql.schema import APPEND_GROUP, EVENTS, POSITION_SEQUENCE
 
 from ..conftest import PG_URL
 

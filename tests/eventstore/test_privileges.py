@@ -24,7 +24,7 @@ from eventcraft.eventstore import (
     StorePermissionDenied,
     StoreUnavailable,
 )
-from eventcraft.eventstore.keys_postgres import PostgresKeyTable
+from eventcraft.eventstore.postgres.key_table import PostgresKeyTable
 from psycopg import sql
 from pydantic import BaseModel
 
@@ -318,7 +318,7 @@ def test_a_rewrite_postgresql_skipped_for_want_of_privilege_leaves_the_erasure_p
         conn.execute(
             sql.SQL("GRANT UPDATE ON {} TO {}").format(table, sql.Identifier(roles.writer))
         )
-        # A forget cut short before its rewrite, as `keys_postgres.py` marks it.
+        # A forget cut short before its rewrite, as `postgres/key_table.py` marks it.
         conn.execute(
             sql.SQL(
                 "UPDATE {} SET material = NULL, forgotten_at = now(), "

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eventcraft.eventstore import EventStore, NewEvent, UnsupportedStoreURL, schema
-from eventcraft.eventstore import sqlite_statements as sql
+from eventcraft.eventstore import EventStore, NewEvent, UnsupportedStoreURL
+from eventcraft.eventstore.sql import schema
+from eventcraft.eventstore.sqlite import statements as sql
 
 
 def test_sqlite_stores_each_id_in_16_bytes(tmp_path: Path) -> None:

@@ -25,8 +25,8 @@ from eventcraft.eventstore import (
     NewEvent,
     Query,
     QueryItem,
-    schema,
 )
+from eventcraft.eventstore.sql import schema
 
 from ..conftest import PG_URL, _need_postgres
 from .previous_release.make_stores import APPENDS, SCHEMA, SNAPSHOT

@@ -59,7 +59,7 @@ def test_a_run_into_another_folder_while_one_runs_on_the_store_is_refused(
 def test_a_run_whose_lock_session_ended_removes_nothing(pg_url: str, tmp_path: Path) -> None:
     """The session holding the store's lock ends mid-run (a restart, a cut connection):
     another run could take the lock then, so this one must not remove beside it."""
-    from eventcraft.eventstore.retention_postgres import RUN_LOCK_TAG
+    from eventcraft.eventstore.postgres.retention import RUN_LOCK_TAG
 
     from .retention_workers import apply_held_while_archiving
 
