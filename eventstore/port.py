@@ -1,3 +1,5 @@
+# Generated from eventstore/async_port.py by scripts/async_to_sync.py: do not edit.
+# Edit eventstore/async_port.py, then run `make generate`.
 """The port every backend implements: a handful of methods, arguments checked.
 
 `EventStore` checks and encodes the caller's input, then calls these; a
@@ -123,7 +125,8 @@ class Backend(abc.ABC):
         if limit == 0:
             return 0
         count = 0
-        for event in self.read_all(after=after, limit=limit, categories=categories, types=types):
+        events = self.read_all(after=after, limit=limit, categories=categories, types=types)
+        for event in events:
             if until is not None and event.position > until:
                 break
             count += 1
@@ -170,9 +173,8 @@ class Backend(abc.ABC):
         This default writes the lines of `read_all_encoded`'s records; a
         backend that can copy its rows as text makes them straight from that.
         """
-        return chunks_of(
-            self.read_all_encoded(after=after, until=until, categories=categories, types=None)
-        )
+        records = self.read_all_encoded(after=after, until=until, categories=categories, types=None)
+        return chunks_of(records)
 
     @abc.abstractmethod
     def high_water_mark(self) -> int:
@@ -183,8 +185,10 @@ class Backend(abc.ABC):
 
         This scans the log; a backend with an index on ids looks it up instead.
         """
-        events = self.read_all(after=0, limit=None, categories=None, types=None)
-        return next((event for event in events if event.id == event_id), None)
+        for event in self.read_all(after=0, limit=None, categories=None, types=None):
+            if event.id == event_id:
+                return event
+        return None
 
     def now(self) -> datetime:
         """The database's time, as it stamps `recorded_at`: for an in-process database
