@@ -103,9 +103,11 @@ RENAMES: Mapping[str, str] = {
     "AsyncCursor": "Cursor",
     "AsyncTransaction": "Transaction",
     # Ours.
+    "AsyncBackend": "Backend",
     "AsyncDecisions": "Decisions",
     "AsyncEventStore": "EventStore",
     "AsyncRepository": "Repository",
+    "async_port": "port",
 }
 
 PAIRS: Sequence[Pair] = (
@@ -120,6 +122,19 @@ PAIRS: Sequence[Pair] = (
         text={
             "await decisions.execute(": "decisions.execute(",
             "`decide` is awaited if it returns an awaitable.": "",
+        },
+    ),
+    Pair(
+        "eventstore/async_port.py",
+        "eventstore/port.py",
+        text={
+            "every async backend": "every backend",
+            "Reads return async iterators that fetch page by page.": "",
+            "Storage for one async event store, used from the event loop it was opened on.": (
+                "Storage for one event store. Safe to share between threads."
+            ),
+            "Sleep until the high-water mark": "Block until the high-water mark",
+            "Release connections and threads.": "Release connections.",
         },
     ),
 )
