@@ -17,13 +17,25 @@ Reads look at each event once (a dict lookup, or a substring search of its
 JSON text) and fetch the keys of the events that hold an envelope a chunk
 at a time, so that a read of many subjects asks the key store once a chunk,
 and a store without personal data never opens its key store at all.
+
+Each operation is written once, for both faces, as steps (`Steps`): a
+generator that does the work, sealing and opening (CPU work alone), and
+yields each call it needs made on the key store, the only input and output
+there is, to be sent back its answer. The sync face makes those calls at
+once (`_run`); the async face makes them in a thread (`_run_async`), so
+that the event loop goes on meanwhile. The key store is synchronous: its
+table is read through each backend's sync connections (SQLite's,
+psycopg's) and its cache is shared by a store's threads under a lock; an
+async key table per backend would double that code for a call that a read
+makes at most once a chunk, and that the cache mostly answers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Generator, Iterator, Mapping
 from itertools import chain, islice
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -51,10 +63,19 @@ class _Read(Protocol):
 
 
 T = TypeVar("T", bound=_Read)
+R = TypeVar("R")
+
+Steps = Generator[Callable[[], Any], Any, R]
+"""An operation written once for both faces: it yields each call it needs made on the key
+store (a function of no arguments), is sent back what the call returned, and returns its
+result. `_run` and `_run_async` make the calls."""
 
 
 class Shredder:
-    """Seals and opens one store's personal fields with the keys of `keys`."""
+    """Seals and opens one store's personal fields with the keys of `keys`.
+
+    Each operation has a sync face and an async one (`*_async`) over the same steps:
+    the async face asks the key store from a thread."""
 
     def __init__(self, keys: KeyStore | str, *, sealed: bool = False) -> None:
         self._keys = keys
@@ -78,143 +99,174 @@ class Shredder:
     def seal_batch(self, batch: PreparedBatch) -> None:
         """Seal the personal fields of `batch`'s events, keys made for new subjects; refuse
         envelopes given that this store could not open."""
-        plans, given = _plans(batch)
-        if given:
-            _check_opens(given, self.keys.opening(_given_ids(given)), self.keys.url)
-        if plans:
-            data = _data_of(batch, plans)  # refused before a key is made
-            _apply(batch, plans, data, self.keys.sealing(_subjects(plans)))
+        _run(self._seal_batch(batch))
 
     async def seal_batch_async(self, batch: PreparedBatch) -> None:
-        plans, given = _plans(batch)
-        if given:
-            ciphers = await asyncio.to_thread(self.keys.opening, _given_ids(given))
-            _check_opens(given, ciphers, self.keys.url)
-        if plans:
-            data = _data_of(batch, plans)  # refused before a key is made
-            keys = await asyncio.to_thread(self.keys.sealing, _subjects(plans))
-            _apply(batch, plans, data, keys)
+        await _run_async(self._seal_batch(batch))
 
     def seal_snapshot(
         self, stream_id: str, data: dict[str, Any] | BaseModel
     ) -> dict[str, Any] | BaseModel:
         """`data` with its personal fields sealed; subjects default to `stream_id`."""
-        given = _given_snapshot(stream_id, data)
-        if given:
-            _check_opens(given, self.keys.opening(_given_ids(given)), self.keys.url)
-        groups = _groups(data, stream_id, lambda: f"snapshot of stream {stream_id!r}")
-        if not groups:
-            return data
-        assert isinstance(data, BaseModel)
-        dumped = model_data(data, f"snapshot of stream {stream_id!r}: data")
-        return seal(dumped, groups, self.keys.sealing(list(groups)))
+        return _run(self._seal_snapshot(stream_id, data))
 
     async def seal_snapshot_async(
         self, stream_id: str, data: dict[str, Any] | BaseModel
     ) -> dict[str, Any] | BaseModel:
-        given = _given_snapshot(stream_id, data)
-        if given:
-            ciphers = await asyncio.to_thread(self.keys.opening, _given_ids(given))
-            _check_opens(given, ciphers, self.keys.url)
-        groups = _groups(data, stream_id, lambda: f"snapshot of stream {stream_id!r}")
-        if not groups:
-            return data
-        assert isinstance(data, BaseModel)
-        dumped = model_data(data, f"snapshot of stream {stream_id!r}: data")
-        keys = await asyncio.to_thread(self.keys.sealing, list(groups))
-        return seal(dumped, groups, keys)
+        return await _run_async(self._seal_snapshot(stream_id, data))
 
     def forget(self, subject: str) -> int:
         """Delete `subject`'s key; how many keys were erased (0: none, or forgotten)."""
-        return self.keys.forget(subject)
+        return _run(self._forget(subject))
 
     async def forget_async(self, subject: str) -> int:
-        check_name("subject", subject)
-        return await asyncio.to_thread(self.keys.forget, subject)
+        return await _run_async(self._forget(subject))
 
     # --- reading -------------------------------------------------------------
 
     def opened(self, events: Iterator[RecordedEvent]) -> Iterator[RecordedEvent]:
         return events if self.sealed else self._opened(events, _RECORDED)
 
+    def opened_async(self, events: AsyncIterator[RecordedEvent]) -> AsyncIterator[RecordedEvent]:
+        return events if self.sealed else self._opened_async(events, _RECORDED)
+
     def opened_encoded(
         self, stream_id: str, events: Iterator[EncodedEvent]
     ) -> Iterator[EncodedEvent]:
         return events if self.sealed else self._opened(events, _encoded_kind(stream_id))
-
-    def opened_records(self, records: Iterator[EncodedRecord]) -> Iterator[EncodedRecord]:
-        return records if self.sealed else self._opened(records, _RECORD)
-
-    def opened_event(self, event: RecordedEvent | None) -> RecordedEvent | None:
-        if event is None or self.sealed or MARK not in event.data:
-            return event
-        sealed, wanted = _RECORDED.sealed([event])
-        return _RECORDED.opened([event], sealed, self.keys.opening(wanted))[0]
-
-    def opened_snapshot(self, snapshot: Snapshot | None) -> Snapshot | None:
-        if snapshot is None or self.sealed or MARK not in snapshot.data:
-            return snapshot
-        return _opened_snapshot(snapshot, self.keys.opening(_snapshot_ids(snapshot)))
-
-    def _opened(self, items: Iterator[T], kind: _Kind[T]) -> Iterator[T]:
-        # Iterated in C, chunk by chunk: a plain event costs one membership test and
-        # no Python frame, which a generator here would add to every event.
-        chunks = iter(functools.partial(_take, items), [])
-        return chain.from_iterable(map(functools.partial(self._chunk_opened, kind), chunks))
-
-    def _chunk_opened(self, kind: _Kind[T], chunk: list[T]) -> list[T]:
-        if not kind.any_marked(chunk):
-            return chunk
-        sealed, wanted = kind.sealed(chunk)
-        return kind.opened(chunk, sealed, self.keys.opening(wanted)) if sealed else chunk
-
-    # --- reading, async --------------------------------------------------------
-
-    def opened_async(self, events: AsyncIterator[RecordedEvent]) -> AsyncIterator[RecordedEvent]:
-        return events if self.sealed else self._opened_async(events, _RECORDED)
 
     def opened_encoded_async(
         self, stream_id: str, events: AsyncIterator[EncodedEvent]
     ) -> AsyncIterator[EncodedEvent]:
         return events if self.sealed else self._opened_async(events, _encoded_kind(stream_id))
 
+    def opened_records(self, records: Iterator[EncodedRecord]) -> Iterator[EncodedRecord]:
+        return records if self.sealed else self._opened(records, _RECORD)
+
     def opened_records_async(
         self, records: AsyncIterator[EncodedRecord]
     ) -> AsyncIterator[EncodedRecord]:
         return records if self.sealed else self._opened_async(records, _RECORD)
 
+    def opened_event(self, event: RecordedEvent | None) -> RecordedEvent | None:
+        return _run(self._open_one(_RECORDED, event))
+
     async def opened_event_async(self, event: RecordedEvent | None) -> RecordedEvent | None:
-        if event is None or self.sealed or MARK not in event.data:
-            return event
-        sealed, wanted = _RECORDED.sealed([event])
-        ciphers = await asyncio.to_thread(self.keys.opening, wanted)
-        return _RECORDED.opened([event], sealed, ciphers)[0]
+        return await _run_async(self._open_one(_RECORDED, event))
+
+    def opened_snapshot(self, snapshot: Snapshot | None) -> Snapshot | None:
+        return _run(self._open_one(_SNAPSHOT, snapshot))
 
     async def opened_snapshot_async(self, snapshot: Snapshot | None) -> Snapshot | None:
-        if snapshot is None or self.sealed or MARK not in snapshot.data:
-            return snapshot
-        ciphers = await asyncio.to_thread(self.keys.opening, _snapshot_ids(snapshot))
-        return _opened_snapshot(snapshot, ciphers)
+        return await _run_async(self._open_one(_SNAPSHOT, snapshot))
+
+    def _opened(self, items: Iterator[T], kind: _Kind[T]) -> Iterator[T]:
+        # Iterated in C, chunk by chunk: a plain event costs one membership test and
+        # no Python frame, which a generator here would add to every event.
+        chunks = iter(functools.partial(_take, items), [])
+        return chain.from_iterable(
+            map(_run, map(functools.partial(self._open_chunk, kind), chunks))
+        )
 
     async def _opened_async(self, items: AsyncIterator[T], kind: _Kind[T]) -> AsyncIterator[T]:
         chunk: list[T] = []
         async for item in items:
             chunk.append(item)
             if len(chunk) == CHUNK:
-                for ready in await self._chunk_opened_async(kind, chunk):
+                for ready in await _run_async(self._open_chunk(kind, chunk)):
                     yield ready
                 chunk = []
-        for ready in await self._chunk_opened_async(kind, chunk):
+        for ready in await _run_async(self._open_chunk(kind, chunk)):
             yield ready
 
-    async def _chunk_opened_async(self, kind: _Kind[T], chunk: list[T]) -> list[T]:
+    # --- the steps of each operation, for both faces --------------------------
+
+    def _seal_batch(self, batch: PreparedBatch) -> Steps[None]:
+        plans, given = _plans(batch)
+        if given:
+            yield from self._check_given(given)
+        if plans:
+            data = _data_of(batch, plans)  # refused before a key is made
+            _apply(batch, plans, data, (yield from self._sealing(_subjects(plans))))
+
+    def _seal_snapshot(
+        self, stream_id: str, data: dict[str, Any] | BaseModel
+    ) -> Steps[dict[str, Any] | BaseModel]:
+        given = _given_snapshot(stream_id, data)
+        if given:
+            yield from self._check_given(given)
+        groups = _groups(data, stream_id, lambda: f"snapshot of stream {stream_id!r}")
+        if not groups:
+            return data
+        assert isinstance(data, BaseModel)
+        dumped = model_data(data, f"snapshot of stream {stream_id!r}: data")
+        return seal(dumped, groups, (yield from self._sealing(list(groups))))
+
+    def _forget(self, subject: str) -> Steps[int]:
+        check_name("subject", subject)  # before the key store is opened
+        erased: int = yield functools.partial(self.keys.forget, subject)
+        return erased
+
+    def _open_one(self, kind: _Kind[T], item: T | None) -> Steps[T | None]:
+        if item is None or self.sealed:
+            return item
+        return (yield from self._open_chunk(kind, [item]))[0]
+
+    def _open_chunk(self, kind: _Kind[T], chunk: list[T]) -> Steps[list[T]]:
         if not kind.any_marked(chunk):
             return chunk
         sealed, wanted = kind.sealed(chunk)
         if not sealed:
             return chunk
-        # The key store's table is read by a thread: the loop goes on meanwhile.
-        return kind.opened(chunk, sealed, await asyncio.to_thread(self.keys.opening, wanted))
+        return kind.opened(chunk, sealed, (yield from self._opening(wanted)))
+
+    def _check_given(self, given: list[_Given]) -> Steps[None]:
+        """Refuse given envelopes that a reader of this store could not open: each is opened
+        here as a reader would (a forgotten key's fields read as their replacement)."""
+        ciphers = yield from self._opening(_given_ids(given))
+        for where, data in given:
+            try:
+                opened(data, ciphers, lambda: where)  # noqa: B023 - called before the next turn
+            except UnreadablePersonalData as error:
+                raise InvalidEvent(
+                    f"{where}: data[{MARK!r}] is kept for sealed personal fields, and holds one "
+                    f"sealed with key {error.key_id} that {error.reason} (key store "
+                    f"{self.keys.url}): no reader could read the event. Store such a payload "
+                    "under another key"
+                ) from error
+
+    def _opening(self, wanted: Collection[str]) -> Steps[dict[str, AESGCM | None]]:
+        """`KeyStore.opening`: the ciphers of the key ids `wanted`."""
+        ciphers: dict[str, AESGCM | None] = yield functools.partial(self.keys.opening, wanted)
+        return ciphers
+
+    def _sealing(self, subjects: Collection[str]) -> Steps[dict[str, tuple[str, AESGCM]]]:
+        """`KeyStore.sealing`: the live key of each subject, made where there is none."""
+        keys: dict[str, tuple[str, AESGCM]] = yield functools.partial(self.keys.sealing, subjects)
+        return keys
+
+
+def _run(steps: Steps[R]) -> R:
+    """What `steps` return, each key store call made on this thread: the sync face."""
+    try:
+        call = next(steps)
+        while True:  # a key store call raises no StopIteration
+            call = steps.send(call())
+    except StopIteration as done:
+        result: R = done.value
+        return result
+
+
+async def _run_async(steps: Steps[R]) -> R:
+    """What `steps` return, each key store call made in a thread (the key store is
+    synchronous): the async face, whose event loop goes on meanwhile."""
+    try:
+        call = next(steps)
+        while True:
+            call = steps.send(await asyncio.to_thread(call))
+    except StopIteration as done:
+        result: R = done.value
+        return result
 
 
 _Plan = tuple[int, NewEvent, dict[str, list[PersonalField]]]
@@ -253,20 +305,6 @@ def _given_snapshot(stream_id: str, data: dict[str, Any] | BaseModel) -> list[_G
 def _given_ids(given: list[_Given]) -> set[str]:
     # Checked whole already (`check`): `key_ids` will not need to say where.
     return {key_id for _, data in given for key_id in key_ids(data, str)}
-
-
-def _check_opens(given: list[_Given], ciphers: Mapping[str, AESGCM | None], keys: str) -> None:
-    """Refuse given envelopes that a reader of this store could not open: each is opened
-    here as a reader would (a forgotten key's fields read as their replacement)."""
-    for where, data in given:
-        try:
-            opened(data, ciphers, lambda: where)  # noqa: B023 - called before the next turn
-        except UnreadablePersonalData as error:
-            raise InvalidEvent(
-                f"{where}: data[{MARK!r}] is kept for sealed personal fields, and holds one "
-                f"sealed with key {error.key_id} that {error.reason} (key store {keys}): "
-                "no reader could read the event. Store such a payload under another key"
-            ) from error
 
 
 def _subjects(plans: list[_Plan]) -> set[str]:
@@ -357,7 +395,10 @@ class _Kind(Generic[T]):
         return sealed, wanted
 
     def opened(
-        self, chunk: list[T], sealed: dict[int, dict[str, Any]], ciphers: dict[str, Any]
+        self,
+        chunk: list[T],
+        sealed: dict[int, dict[str, Any]],
+        ciphers: Mapping[str, AESGCM | None],
     ) -> list[T]:
         result = list(chunk)
         for index, data in sealed.items():
@@ -408,17 +449,9 @@ _RECORD: _Kind[EncodedRecord] = _Kind(
 )
 
 
-def _snapshot_ids(snapshot: Snapshot) -> list[str]:
-    return key_ids(snapshot.data, lambda: f"the snapshot of stream {snapshot.stream_id!r}")
-
-
-def _opened_snapshot(snapshot: Snapshot, ciphers: dict[str, Any]) -> Snapshot:
-    data = opened(snapshot.data, ciphers, lambda: f"the snapshot of stream {snapshot.stream_id!r}")
-    return Snapshot(
-        snapshot.stream_id,
-        snapshot.version,
-        snapshot.type,
-        snapshot.schema_version,
-        data,
-        snapshot.recorded_at,
-    )
+_SNAPSHOT: _Kind[Snapshot] = _Kind(
+    MARK,
+    lambda snapshot: snapshot.data,
+    lambda snapshot: f"the snapshot of stream {snapshot.stream_id!r}",
+    lambda snapshot, data: dataclasses.replace(snapshot, data=data),
+)
