@@ -1,19 +1,20 @@
-"""`AsyncEventStore`: `EventStore`'s twin for code that runs on an event loop.
+"""`AsyncEventStore`: the one object callers hold, whatever the backend.
 
-The same methods with the same arguments, awaited; reads are async
-iterators. Arguments are checked by the functions `EventStore` calls
-(`arguments.py`), events encoded by the same `PreparedBatch`, and the SQL and
-its answers are those of the sync backends: only the waiting differs.
+For code that runs on an event loop: the methods of the sync store, with the
+same arguments, awaited; reads are async iterators. Arguments are checked by
+the same functions (`arguments.py`), events encoded by the same
+`PreparedBatch`, and the SQL and its answers are those of the sync backends:
+only the waiting differs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -41,15 +42,16 @@ from .query import AppendCondition, Query, QueryResult
 from .retention import Retention
 from .snapshot import Snapshot
 
-SUBSCRIPTION_WAIT = 5.0
-"""Longest a subscription sleeps between two looks at the log, in seconds; it wakes at
-once on an append (NOTIFY on PostgreSQL, polling elsewhere)."""
+if True:  # ASYNC
+    SUBSCRIPTION_WAIT = 5.0
+    """Longest a subscription sleeps between two looks at the log, in seconds; it wakes at
+    once on an append (NOTIFY on PostgreSQL, polling elsewhere)."""
 
 
 class AsyncEventStore:
     """An append-only log of events in streams, with one global order, for asyncio.
 
-    Open it with a URL, as `EventStore`, and await it::
+    Open it with a URL, as the sync store, and await it::
 
         store = await AsyncEventStore.open("postgresql://user@host:5432/db")
         async with store:
@@ -89,11 +91,22 @@ class AsyncEventStore:
     ) -> AsyncEventStore:
         """The store at `url`; raises `StoreUnavailable` if its database cannot be opened.
 
-        `group_commit` as for `EventStore.open`: appends from tasks waiting at
-        the same moment share one transaction and one commit. `keys` and
-        `sealed` as for `EventStore.open`; the key store is asked from a thread.
-        A SQLite store's missing folder raises `StoreUnavailable` unless
-        `create_folders`, as for `EventStore.open`.
+        An event whose data and metadata take more than `max_event_bytes` of
+        JSON together is refused (`InvalidEvent`); the default is 4 MiB.
+
+        With `group_commit` (the default), appends from tasks waiting at the
+        same moment share one transaction and one commit, each still all or
+        nothing with its own version check; a lone caller's append goes at once.
+
+        Fields marked `Personal` are sealed with keys of the key store `keys`:
+        a `KeyStore`, or the URL of one; by default the table `eventcraft_keys`
+        in the store's own database. With `sealed`, reads hand those fields over
+        sealed, as stored: for copies of the log that must stay erasable.
+        The key store is asked from a thread.
+
+        A SQLite store's file is made if it is missing, in a folder that is
+        there: a missing folder raises `StoreUnavailable` naming it, unless
+        `create_folders` asks for it to be made.
         """
         check_max_event_bytes(max_event_bytes)
         with arguments.opening(url):
@@ -110,8 +123,17 @@ class AsyncEventStore:
         *,
         condition: AppendCondition | None = None,
     ) -> AppendResult:
-        """As `EventStore.append`: atomic, checked against `expected_version` and `condition`,
-        safe to retry."""
+        """Append `events` to `stream_id` atomically, if the stream is at `expected_version`.
+
+        Raises `WrongExpectedVersion` (nothing written) when it is not. Sending
+        the same batch again (same event ids) writes nothing and returns the
+        first result, so a caller may retry until it gets an answer.
+
+        With a `condition`, raises `AppendConditionFailed` (nothing written) when
+        an event matching its query was stored after its position: the check of
+        a decision made on `read_query`'s result. Only writers of matching events
+        wait for each other.
+        """
         traced = telemetry.appending(stream_id, events, expected_version)
         if traced is None:
             call = arguments.append_call(
@@ -127,43 +149,20 @@ class AsyncEventStore:
             return traced.done(await self._backend.append(*call))
 
     async def append_many(self, appends: Sequence[ManyAppend]) -> list[AppendResult]:
-        """As `EventStore.append_many`: every append or none, each with its own version check
-        and condition."""
+        """Append to several streams atomically: every append or none.
+
+        `appends` are `(stream_id, events, expected_version)` tuples, or
+        `(stream_id, events, expected_version, condition)`, each stream at most
+        once. Each append checks its own version and condition, against the store
+        as it was before the call; when one is refused, `WrongExpectedVersion`
+        (or `AppendConditionFailed`) names its stream and nothing is written.
+        Sending the same call again (same event ids) writes nothing and
+        returns the first results. Returns each append's result, in order.
+        """
         calls = arguments.append_many_call(appends, self.max_event_bytes)
         for call in calls:
             await self._shredder.seal_batch_async(call.batch)
         return await self._backend.append_many(calls)
-
-    async def count_events(
-        self,
-        after: int = 0,
-        until: int | None = None,
-        *,
-        categories: Sequence[str] | str | None = None,
-        types: Sequence[str] | str | None = None,
-        limit: int | None = None,
-    ) -> int:
-        """As `EventStore.count_events`: how many events `read_all` brings, at most `limit`."""
-        call = arguments.read_all_call(after, limit, categories, types)
-        last = arguments.until_call(until)
-        return await self._backend.count_events(
-            after=call.after,
-            until=last,
-            categories=call.categories,
-            types=call.types,
-            limit=call.limit,
-        )
-
-    async def read_query(
-        self, query: Query, after: int = 0, limit: int | None = None
-    ) -> QueryResult:
-        """As `EventStore.read_query`: the events matching `query` after `after`, and the
-        position the read covered."""
-        query, after, limit = arguments.read_query_call(query, after, limit)
-        telemetry.count_read("query")
-        found = await self._backend.read_query(query, after=after, limit=limit)
-        events = [event async for event in self._shredder.opened_async(_each(found.events))]
-        return QueryResult(events, found.head)
 
     def read_stream(
         self,
@@ -172,7 +171,9 @@ class AsyncEventStore:
         backwards: bool = False,
         limit: int | None = None,
     ) -> AsyncIterator[RecordedEvent]:
-        """As `EventStore.read_stream`; the arguments are checked before anything is awaited."""
+        """The events of one stream, from `from_version` (inclusive) on, or back from it.
+
+        The arguments are checked at the call, before anything is read."""
         stream_id, from_version, limit = arguments.read_stream_call(stream_id, from_version, limit)
         telemetry.count_read("stream")
         return self._shredder.opened_async(
@@ -184,7 +185,12 @@ class AsyncEventStore:
     def read_stream_encoded(
         self, stream_id: str, from_version: int | None = None
     ) -> AsyncIterator[EncodedEvent]:
-        """As `EventStore.read_stream_encoded`."""
+        """The events of one stream from `from_version` (inclusive) on, as stored.
+
+        Only their versions, types, data left as JSON text and the metadata's
+        `EVENT_VERSION`: for a reader that decodes the JSON into its own types
+        at once, such as `model_validate_json`, this costs half of `read_stream`.
+        """
         stream_id, start = arguments.read_stream_encoded_call(stream_id, from_version)
         telemetry.count_read("stream_encoded")
         return self._shredder.opened_encoded_async(
@@ -199,7 +205,12 @@ class AsyncEventStore:
         categories: Sequence[str] | str | None = None,
         types: Sequence[str] | str | None = None,
     ) -> AsyncIterator[RecordedEvent]:
-        """As `EventStore.read_all`: position order, up to the high-water mark."""
+        """Events of every stream with position > `after`, in position order.
+
+        Stops at the high-water mark: a reader that tails this, passing the
+        last position it saw, sees every committed event once, in order.
+        `categories` and `types` narrow it to some streams or event types.
+        """
         call = arguments.read_all_call(after, limit, categories, types)
         telemetry.count_read("all")
         return self._shredder.opened_async(
@@ -207,6 +218,53 @@ class AsyncEventStore:
                 after=call.after, limit=call.limit, categories=call.categories, types=call.types
             )
         )
+
+    async def count_events(
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        categories: Sequence[str] | str | None = None,
+        types: Sequence[str] | str | None = None,
+        limit: int | None = None,
+    ) -> int:
+        """How many events `read_all(after, categories=, types=)` brings up to `until`
+        (inclusive; None for the high-water mark), counting at most `limit`.
+
+        Counted in the store's indexes, nothing read: the cost grows with the events
+        counted, which `limit` bounds (a count that reaches it says "at least").
+        """
+        call = arguments.read_all_call(after, limit, categories, types)
+        last = arguments.until_call(until)
+        return await self._backend.count_events(
+            after=call.after,
+            until=last,
+            categories=call.categories,
+            types=call.types,
+            limit=call.limit,
+        )
+
+    async def read_query(
+        self, query: Query, after: int = 0, limit: int | None = None
+    ) -> QueryResult:
+        """The events matching `query` with position > `after`, in position order, and the
+        position the read covered: `head`, the `after` of the `AppendCondition` for a
+        decision made on these events.
+
+        Every matching event up to `head` is in the result, and none can be stored
+        there later. `head` is the high-water mark, or on PostgreSQL, for a query whose
+        items all have tags, the top of the log as the read found it (the read waits
+        for writers of its tags; docs/ARCHITECTURE.md); with `limit`, the position of
+        the `limit`-th event when the read stopped there.
+        """
+        query, after, limit = arguments.read_query_call(query, after, limit)
+        telemetry.count_read("query")
+        found = await self._backend.read_query(query, after=after, limit=limit)
+        if True:  # ASYNC
+            events = [event async for event in self._shredder.opened_async(_each(found.events))]
+        else:
+            events = list(self._shredder.opened(iter(found.events)))
+        return QueryResult(events, found.head)
 
     def read_all_encoded(
         self,
@@ -216,7 +274,12 @@ class AsyncEventStore:
         categories: Sequence[str] | str | None = None,
         types: Sequence[str] | str | None = None,
     ) -> AsyncIterator[EncodedRecord]:
-        """As `EventStore.read_all_encoded`: every field as stored, nothing decoded."""
+        """`read_all` from `after` to `until` (inclusive; None for the high-water mark), each
+        event as an `EncodedRecord`: its fields as stored, nothing decoded.
+
+        For readers that write events out again (an export, a download): it
+        costs a fraction of `read_all`.
+        """
         call = arguments.read_all_call(after, None, categories, types)
         last = arguments.until_call(until)
         telemetry.count_read("all_encoded")
@@ -226,79 +289,106 @@ class AsyncEventStore:
             )
         )
 
-    async def read_all_json(
+    def read_all_json(
         self,
         after: int = 0,
         until: int | None = None,
         *,
         categories: Sequence[str] | str | None = None,
     ) -> AsyncIterator[JsonLines]:
-        """As `EventStore.read_all_json`: the log as JSON lines, thousands at a time."""
+        """`read_all_encoded` as JSON lines, thousands at a time: each event one JSON object
+        with every field, keys sorted, `data` and `metadata` as stored (`json_lines.py`).
+
+        What an export writes: on PostgreSQL the lines are made straight from
+        the copied rows, at a fraction of the cost of anything that builds an
+        object per event.
+        """
         call = arguments.read_all_call(after, None, categories, None)
         last = arguments.until_call(until)
         telemetry.count_read("all_json")
         chunks = self._backend.read_all_json(
             after=call.after, until=last, categories=call.categories
         )
+        return chunks if self._shredder.sealed else self._opened_json(chunks)
+
+    async def _opened_json(self, chunks: AsyncIterator[JsonLines]) -> AsyncIterator[JsonLines]:
         async for chunk in chunks:
-            if self._shredder.sealed or not json_lines.holds_sealed(chunk):
-                yield chunk
-            else:  # the key store is synchronous: off the event loop
-                yield await asyncio.to_thread(
-                    json_lines.opened, chunk, self._shredder.opened_records
-                )
+            if json_lines.holds_sealed(chunk):
+                if True:  # ASYNC
+                    # The key store is synchronous: off the event loop.
+                    chunk = await asyncio.to_thread(
+                        json_lines.opened, chunk, self._shredder.opened_records
+                    )
+                else:
+                    chunk = json_lines.opened(chunk, self._shredder.opened_records)
+            yield chunk
 
-    def subscribe(
-        self,
-        after: int = 0,
-        *,
-        categories: Sequence[str] | str | None = None,
-        types: Sequence[str] | str | None = None,
-    ) -> AsyncIterator[RecordedEvent]:
-        """Every event past `after`, in position order, then each new one as it commits.
+    def open_events(self, events: Iterable[RecordedEvent]) -> AsyncIterator[RecordedEvent]:
+        """`events` read elsewhere as stored (from the archive), their personal fields opened
+        as this store's own reads open them."""
+        return self._shredder.opened_async(_each(events))
 
-        Never ends by itself (break out of it, or cancel its task); never
-        skips an event, whatever order concurrent appends commit in, since it
-        only ever reads up to the high-water mark.
-        """
-        call = arguments.read_all_call(after, None, categories, types)
-        return self._tail(call)
+    if True:  # ASYNC
 
-    async def _tail(self, call: arguments.ReadAllCall) -> AsyncIterator[RecordedEvent]:
-        position = call.after
-        while True:
-            # Every event up to this mark is readable now, those filtered out too:
-            # once they are read, the subscription can wait beyond it.
-            mark = await self._backend.high_water_mark()
-            async for event in self._shredder.opened_async(
-                self._backend.read_all(
-                    after=position, limit=None, categories=call.categories, types=call.types
-                )
-            ):
-                position = event.position
-                yield event
-            position = max(position, mark)
-            await self._backend.wait_for_events(position, SUBSCRIPTION_WAIT)
+        def subscribe(
+            self,
+            after: int = 0,
+            *,
+            categories: Sequence[str] | str | None = None,
+            types: Sequence[str] | str | None = None,
+        ) -> AsyncIterator[RecordedEvent]:
+            """Every event past `after`, in position order, then each new one as it commits.
+
+            Never ends by itself (break out of it, or cancel its task); never
+            skips an event, whatever order concurrent appends commit in, since it
+            only ever reads up to the high-water mark.
+            """
+            call = arguments.read_all_call(after, None, categories, types)
+            return self._tail(call)
+
+        async def _tail(self, call: arguments.ReadAllCall) -> AsyncIterator[RecordedEvent]:
+            position = call.after
+            while True:
+                # Every event up to this mark is readable now, those filtered out too:
+                # once they are read, the subscription can wait beyond it.
+                mark = await self._backend.high_water_mark()
+                async for event in self._shredder.opened_async(
+                    self._backend.read_all(
+                        after=position, limit=None, categories=call.categories, types=call.types
+                    )
+                ):
+                    position = event.position
+                    yield event
+                position = max(position, mark)
+                await self._backend.wait_for_events(position, SUBSCRIPTION_WAIT)
 
     async def high_water_mark(self) -> int:
         """The position up to which the log is complete: no event can appear below it."""
         return await self._backend.high_water_mark()
 
     async def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
-        """The event stored with `event_id`, or None."""
-        event = await self._backend.read_event(arguments.event_id_call(event_id))
-        return await self._shredder.opened_event_async(event)
+        """The event stored with `event_id`, or None if no event has that id."""
+        return await self._shredder.opened_event_async(
+            await self._backend.read_event(arguments.event_id_call(event_id))
+        )
 
     async def now(self) -> datetime:
-        """As `EventStore.now`."""
+        """The database's time (UTC), as it stamps `recorded_at`: what a lease recorded in an
+        event is timed by, so that processes whose clocks differ agree on when it ends."""
         return await self._backend.now()
 
     async def log_status(self) -> LogStatus:
-        """As `EventStore.log_status`."""
+        """The log's head, its high-water mark, and the append in flight that holds readers
+        between the two, if any (PostgreSQL only: elsewhere they are always equal)."""
         return await self._backend.log_status()
 
     async def wait_for_events(self, after: int, timeout: float) -> bool:
-        """Sleep until an event beyond position `after` can be read; False on `timeout`."""
+        """Sleep until an event beyond position `after` can be read; False on `timeout`.
+
+        PostgreSQL wakes on NOTIFY from the appending transaction; SQLite
+        polls with a short back-off. Either way a True answer means
+        `read_all(after=after)` has something to return.
+        """
         return await self._backend.wait_for_events(*arguments.wait_call(after, timeout))
 
     async def stream_version(self, stream_id: str) -> int:
@@ -321,15 +411,22 @@ class AsyncEventStore:
         data: dict[str, Any] | BaseModel,
         schema_version: int = 1,
     ) -> None:
-        """As `EventStore.save_snapshot`."""
+        """Keep `data` as the state of `stream_id` at `version`, outside the log.
+
+        Only the newest snapshot of a stream is kept: an older one than that
+        stored is ignored. A version the stream has not reached is refused
+        (`InvalidEvent`).
+        """
         data = await self._shredder.seal_snapshot_async(arguments.stream_id_call(stream_id), data)
-        prepared = arguments.snapshot_call(stream_id, version, type, data, schema_version)
-        await self._backend.save_snapshot(prepared)
+        await self._backend.save_snapshot(
+            arguments.snapshot_call(stream_id, version, type, data, schema_version)
+        )
 
     async def load_snapshot(self, stream_id: str) -> Snapshot | None:
         """The newest snapshot of `stream_id`, or None."""
-        snapshot = await self._backend.load_snapshot(arguments.stream_id_call(stream_id))
-        return await self._shredder.opened_snapshot_async(snapshot)
+        return await self._shredder.opened_snapshot_async(
+            await self._backend.load_snapshot(arguments.stream_id_call(stream_id))
+        )
 
     async def delete_stream(
         self,
@@ -339,13 +436,22 @@ class AsyncEventStore:
         tombstone: bool = False,
         deleted_at: datetime | None = None,
     ) -> StreamDeletion:
-        """As `EventStore.delete_stream`."""
+        """Delete `stream_id` if it is at `expected_version`: reads no longer show it, the
+        global log keeps its events until retention removes them (archived first).
+
+        An append brings a deleted stream back, its versions going on after the last
+        one deleted; with `tombstone`, the stream can never be written again
+        (`StreamTombstoned`). Raises `WrongExpectedVersion` (nothing deleted) when the
+        stream is not at `expected_version`. `deleted_at` (timezone-aware) is the time the
+        deletion keeps instead of now: an import gives the original's, as it gives events
+        their `recorded_at`. See `eventstore/deletion.py`.
+        """
         return await self._backend.delete_stream(
             *arguments.delete_stream_call(stream_id, expected_version, tombstone, deleted_at)
         )
 
     async def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
-        """As `EventStore.stream_deletion`."""
+        """How `stream_id` was deleted, None if it never was."""
         return await self._backend.stream_deletion(arguments.stream_id_call(stream_id))
 
     async def placed_deletions(
@@ -355,28 +461,50 @@ class AsyncEventStore:
         *,
         categories: Sequence[str] | str | None = None,
     ) -> list[tuple[int, StreamDeletion]]:
-        """As `EventStore.placed_deletions`."""
+        """The streams (of `categories`, if given) deleted at an event with a position
+        after `after` (up to `until`), as (that event's position, the deletion), in
+        position order: where a copy of the log must delete them (an export writes each
+        after that event's line).
+
+        One query, however many streams the log holds. A stream deleted (or
+        tombstoned) before its first event stands before every event, at position
+        0: listed when `after` is 0."""
         after, last, names = arguments.placed_call(after, until, categories)
         return of_categories(await self._backend.placed_deletions(after, last), names)
 
     @property
     def retention(self) -> Retention:
-        """As `EventStore.retention`; its calls block: run them in a thread."""
+        """The store's retention: its runs, and removing events by rules (`retention.py`).
+        `eventcraft.operations.retention` archives the log first, then removes.
+        Its calls block: run them in a thread."""
         if self._retention is None:
             self._retention = retention_for(self.url)
         return self._retention
 
     async def low_water_mark(self) -> int:
-        """As `EventStore.low_water_mark`."""
-        return await asyncio.to_thread(self.retention.low_water_mark)
+        """Where the log in the store begins to be whole: 0 until retention removed events.
+        Every event at or below it is in the archive the last run names
+        (`retention.runs()`), and only some are in the store; above it, all are."""
+        if True:  # ASYNC
+            return await asyncio.to_thread(self.retention.low_water_mark)
+        else:
+            return self.retention.low_water_mark()
 
     @property
     def keys(self) -> KeyStore:
-        """As `EventStore.keys`; its calls block: run them in a thread."""
+        """The key store personal fields are sealed with (opened when first used).
+        Its calls block: run them in a thread."""
         return self._shredder.keys
 
     async def forget(self, subject: str) -> int:
-        """As `EventStore.forget`: `subject`'s key deleted, its fields read as replaced."""
+        """Delete `subject`'s key: from now on every reader sees its personal fields as
+        their replacement (`FORGOTTEN` unless the field names another).
+
+        The key is erased from the key store's database files (see
+        `sqlite/key_table.py`); other processes stop opening the fields once their
+        cached copy of the key expires (`KeyStore.cache_seconds`). Returns how
+        many keys were erased: 0 if the subject had none, or was forgotten.
+        """
         return await self._shredder.forget_async(subject)
 
     async def close(self) -> None:
@@ -400,6 +528,12 @@ class AsyncEventStore:
         return f"AsyncEventStore.open({arguments.redacted(self.url)!r})"
 
 
-async def _each(events: list[RecordedEvent]) -> AsyncIterator[RecordedEvent]:
-    for event in events:
-        yield event
+if True:  # ASYNC
+    T = TypeVar("T")
+
+    async def _each(events: Iterable[T]) -> AsyncIterator[T]:
+        for event in events:
+            yield event
+
+else:
+    _each = iter

@@ -20,39 +20,60 @@ code: `EventStore` is that.
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
-import uuid
-from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
-from datetime import datetime
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from pydantic import BaseModel
-
-from .arguments import ManyAppend
 from .async_store import AsyncEventStore
-from .deletion import StreamDeletion
 from .encoding import MAX_EVENT_BYTES
-from .events import (
-    ANY,
-    AppendResult,
-    EncodedEvent,
-    EncodedRecord,
-    ExpectedVersion,
-    NewEvent,
-    RecordedEvent,
-    StreamInfo,
-)
-from .json_lines import JsonLines
-from .log_status import LogStatus
-from .query import AppendCondition, Query, QueryResult
-from .snapshot import Snapshot
 
 T = TypeVar("T")
+P = ParamSpec("P")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _awaited(
+    method: Callable[Concatenate[AsyncEventStore, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[BlockingEventStore, P], T]:
+    """The async store's `method` as a blocking one: its coroutine run on the face's loop."""
+    name = method.__name__
+
+    def call(self: BlockingEventStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        coroutine: Coroutine[Any, Any, T] = getattr(self.store, name)(*args, **kwargs)
+        return self._wait(coroutine)
+
+    return _named(call, method)
+
+
+def _drained(
+    method: Callable[Concatenate[AsyncEventStore, P], AsyncIterator[T]],
+) -> Callable[Concatenate[BlockingEventStore, P], Iterator[T]]:
+    """The async store's read `method` as a blocking one: all it reads, read on the loop."""
+    name = method.__name__
+
+    def call(self: BlockingEventStore, /, *args: P.args, **kwargs: P.kwargs) -> Iterator[T]:
+        items: AsyncIterator[T] = getattr(self.store, name)(*args, **kwargs)
+        return self._drain(items)
+
+    return _named(call, method)
+
+
+def _named(call: F, method: Callable[..., Any]) -> F:
+    """`call`, named and documented as the async store's `method` (whose signature it has)."""
+    call.__qualname__ = f"BlockingEventStore.{method.__name__}"
+    functools.update_wrapper(call, method, assigned=("__name__", "__doc__"), updated=())
+    return call
 
 
 class BlockingEventStore:
-    """`EventStore`'s methods, run by an `AsyncEventStore` on a private loop."""
+    """`EventStore`'s methods, run by an `AsyncEventStore` on a private loop.
+
+    Each is the async store's method of the same name (same arguments, same
+    docstring), its coroutine waited for; a read is read to its end on the
+    loop, then handed over.
+    """
 
     def __init__(
         self,
@@ -112,155 +133,30 @@ class BlockingEventStore:
 
         return iter(self._wait(collect()))
 
-    def append(
-        self,
-        stream_id: str,
-        events: Sequence[NewEvent],
-        expected_version: ExpectedVersion = ANY,
-        *,
-        condition: AppendCondition | None = None,
-    ) -> AppendResult:
-        return self._wait(
-            self.store.append(stream_id, events, expected_version, condition=condition)
-        )
-
-    def append_many(self, appends: Sequence[ManyAppend]) -> list[AppendResult]:
-        return self._wait(self.store.append_many(appends))
-
-    def count_events(
-        self,
-        after: int = 0,
-        until: int | None = None,
-        *,
-        categories: Sequence[str] | str | None = None,
-        types: Sequence[str] | str | None = None,
-        limit: int | None = None,
-    ) -> int:
-        return self._wait(
-            self.store.count_events(after, until, categories=categories, types=types, limit=limit)
-        )
-
-    def read_query(self, query: Query, after: int = 0, limit: int | None = None) -> QueryResult:
-        return self._wait(self.store.read_query(query, after, limit))
-
-    def read_stream(
-        self,
-        stream_id: str,
-        from_version: int | None = None,
-        backwards: bool = False,
-        limit: int | None = None,
-    ) -> Iterator[RecordedEvent]:
-        return self._drain(self.store.read_stream(stream_id, from_version, backwards, limit))
-
-    def read_stream_encoded(
-        self, stream_id: str, from_version: int | None = None
-    ) -> Iterator[EncodedEvent]:
-        return self._drain(self.store.read_stream_encoded(stream_id, from_version))
-
-    def read_all(
-        self,
-        after: int = 0,
-        limit: int | None = None,
-        *,
-        categories: Sequence[str] | str | None = None,
-        types: Sequence[str] | str | None = None,
-    ) -> Iterator[RecordedEvent]:
-        return self._drain(self.store.read_all(after, limit, categories=categories, types=types))
-
-    def read_all_encoded(
-        self,
-        after: int = 0,
-        until: int | None = None,
-        *,
-        categories: Sequence[str] | str | None = None,
-        types: Sequence[str] | str | None = None,
-    ) -> Iterator[EncodedRecord]:
-        return self._drain(
-            self.store.read_all_encoded(after, until, categories=categories, types=types)
-        )
-
-    def read_all_json(
-        self,
-        after: int = 0,
-        until: int | None = None,
-        *,
-        categories: Sequence[str] | str | None = None,
-    ) -> Iterator[JsonLines]:
-        return self._drain(self.store.read_all_json(after, until, categories=categories))
-
-    def high_water_mark(self) -> int:
-        return self._wait(self.store.high_water_mark())
-
-    def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
-        return self._wait(self.store.read_event(event_id))
-
-    def now(self) -> datetime:
-        """As `EventStore.now`."""
-        return self._wait(self.store.now())
-
-    def log_status(self) -> LogStatus:
-        return self._wait(self.store.log_status())
-
-    def wait_for_events(self, after: int, timeout: float) -> bool:
-        return self._wait(self.store.wait_for_events(after, timeout))
-
-    def stream_version(self, stream_id: str) -> int:
-        return self._wait(self.store.stream_version(stream_id))
-
-    def list_streams(
-        self, category: str | None = None, after: str | None = None, limit: int | None = None
-    ) -> Iterator[StreamInfo]:
-        return self._drain(self.store.list_streams(category, after, limit))
-
-    def save_snapshot(
-        self,
-        stream_id: str,
-        *,
-        version: int,
-        type: str,
-        data: dict[str, Any] | BaseModel,
-        schema_version: int = 1,
-    ) -> None:
-        self._wait(
-            self.store.save_snapshot(
-                stream_id, version=version, type=type, data=data, schema_version=schema_version
-            )
-        )
-
-    def load_snapshot(self, stream_id: str) -> Snapshot | None:
-        return self._wait(self.store.load_snapshot(stream_id))
-
-    def delete_stream(
-        self,
-        stream_id: str,
-        expected_version: ExpectedVersion = ANY,
-        *,
-        tombstone: bool = False,
-        deleted_at: datetime | None = None,
-    ) -> StreamDeletion:
-        return self._wait(
-            self.store.delete_stream(
-                stream_id, expected_version, tombstone=tombstone, deleted_at=deleted_at
-            )
-        )
-
-    def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
-        return self._wait(self.store.stream_deletion(stream_id))
-
-    def placed_deletions(
-        self,
-        after: int = 0,
-        until: int | None = None,
-        *,
-        categories: Sequence[str] | str | None = None,
-    ) -> list[tuple[int, StreamDeletion]]:
-        return self._wait(self.store.placed_deletions(after, until, categories=categories))
-
-    def forget(self, subject: str) -> int:
-        return self._wait(self.store.forget(subject))
-
-    def low_water_mark(self) -> int:
-        return self._wait(self.store.low_water_mark())
+    append = _awaited(AsyncEventStore.append)
+    append_many = _awaited(AsyncEventStore.append_many)
+    read_stream = _drained(AsyncEventStore.read_stream)
+    read_stream_encoded = _drained(AsyncEventStore.read_stream_encoded)
+    read_all = _drained(AsyncEventStore.read_all)
+    count_events = _awaited(AsyncEventStore.count_events)
+    read_query = _awaited(AsyncEventStore.read_query)
+    read_all_encoded = _drained(AsyncEventStore.read_all_encoded)
+    read_all_json = _drained(AsyncEventStore.read_all_json)
+    open_events = _drained(AsyncEventStore.open_events)
+    high_water_mark = _awaited(AsyncEventStore.high_water_mark)
+    read_event = _awaited(AsyncEventStore.read_event)
+    now = _awaited(AsyncEventStore.now)
+    log_status = _awaited(AsyncEventStore.log_status)
+    wait_for_events = _awaited(AsyncEventStore.wait_for_events)
+    stream_version = _awaited(AsyncEventStore.stream_version)
+    list_streams = _drained(AsyncEventStore.list_streams)
+    save_snapshot = _awaited(AsyncEventStore.save_snapshot)
+    load_snapshot = _awaited(AsyncEventStore.load_snapshot)
+    delete_stream = _awaited(AsyncEventStore.delete_stream)
+    stream_deletion = _awaited(AsyncEventStore.stream_deletion)
+    placed_deletions = _awaited(AsyncEventStore.placed_deletions)
+    low_water_mark = _awaited(AsyncEventStore.low_water_mark)
+    forget = _awaited(AsyncEventStore.forget)
 
     def close(self) -> None:
         """Close the store and stop the private loop; a face `over` a caller's store

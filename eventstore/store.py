@@ -1,3 +1,5 @@
+# Generated from eventstore/async_store.py by scripts/async_to_sync.py: do not edit.
+# Edit eventstore/async_store.py, then run `make generate`.
 """`EventStore`: the one object callers hold, whatever the backend."""
 
 from __future__ import annotations
@@ -154,7 +156,9 @@ class EventStore:
         backwards: bool = False,
         limit: int | None = None,
     ) -> Iterator[RecordedEvent]:
-        """The events of one stream, from `from_version` (inclusive) on, or back from it."""
+        """The events of one stream, from `from_version` (inclusive) on, or back from it.
+
+        The arguments are checked at the call, before anything is read."""
         stream_id, from_version, limit = arguments.read_stream_call(stream_id, from_version, limit)
         telemetry.count_read("stream")
         return self._shredder.opened(
@@ -239,7 +243,8 @@ class EventStore:
         query, after, limit = arguments.read_query_call(query, after, limit)
         telemetry.count_read("query")
         found = self._backend.read_query(query, after=after, limit=limit)
-        return QueryResult(list(self._shredder.opened(iter(found.events))), found.head)
+        events = list(self._shredder.opened(iter(found.events)))
+        return QueryResult(events, found.head)
 
     def read_all_encoded(
         self,
@@ -284,14 +289,18 @@ class EventStore:
         chunks = self._backend.read_all_json(
             after=call.after, until=last, categories=call.categories
         )
-        if self._shredder.sealed:
-            return chunks
-        return (json_lines.opened(chunk, self._shredder.opened_records) for chunk in chunks)
+        return chunks if self._shredder.sealed else self._opened_json(chunks)
+
+    def _opened_json(self, chunks: Iterator[JsonLines]) -> Iterator[JsonLines]:
+        for chunk in chunks:
+            if json_lines.holds_sealed(chunk):
+                chunk = json_lines.opened(chunk, self._shredder.opened_records)
+            yield chunk
 
     def open_events(self, events: Iterable[RecordedEvent]) -> Iterator[RecordedEvent]:
         """`events` read elsewhere as stored (from the archive), their personal fields opened
         as this store's own reads open them."""
-        return self._shredder.opened(iter(events))
+        return self._shredder.opened(_each(events))
 
     def high_water_mark(self) -> int:
         """The position up to which the log is complete: no event can appear below it."""
@@ -452,3 +461,6 @@ class EventStore:
 
     def __repr__(self) -> str:
         return f"EventStore.open({arguments.redacted(self.url)!r})"
+
+
+_each = iter

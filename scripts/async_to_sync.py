@@ -137,6 +137,52 @@ PAIRS: Sequence[Pair] = (
             "Release connections and threads.": "Release connections.",
         },
     ),
+    Pair(
+        "eventstore/async_store.py",
+        "eventstore/store.py",
+        names={
+            "async_backend_for": "backend_for",
+            "forget_async": "forget",
+            "opened_async": "opened",
+            "opened_encoded_async": "opened_encoded",
+            "opened_event_async": "opened_event",
+            "opened_records_async": "opened_records",
+            "opened_snapshot_async": "opened_snapshot",
+            "seal_batch_async": "seal_batch",
+            "seal_snapshot_async": "seal_snapshot",
+        },
+        text={
+            "\n\nFor code that runs on an event loop: the methods of the sync store, with the\n"
+            "same arguments, awaited; reads are async iterators. Arguments are checked by\n"
+            "the same functions (`arguments.py`), events encoded by the same\n"
+            "`PreparedBatch`, and the SQL and its answers are those of the sync backends:\n"
+            "only the waiting differs.\n": "",
+            "with one global order, for asyncio.": "with one global order.",
+            "Open it with a URL, as the sync store, and await it::\n"
+            "\n"
+            '        store = await AsyncEventStore.open("postgresql://user@host:5432/db")\n'
+            "        async with store:\n"
+            '            await store.append("order-1", [NewEvent("Placed", {})])\n'
+            '            async for event in store.read_stream("order-1"):\n'
+            "                ...\n"
+            "\n"
+            "    Use it from the event loop it was opened on; share it between that loop's"
+            " tasks.": (
+                "Open it with a URL::\n"
+                "\n"
+                '        EventStore.open("sqlite:///events.db")          # a file, relative path\n'
+                '        EventStore.open("sqlite:////var/lib/app/events.db")\n'
+                '        EventStore.open("postgresql://user@host:5432/db?schema=orders")\n'
+                '        EventStore.open("memory://")\n'
+                "\n"
+                "    Safe to share between threads; open one per process."
+            ),
+            "appends from tasks waiting at the": "appends from threads waiting at the",
+            "The key store is asked from a thread.": "",
+            "Sleep until an event": "Block until an event",
+            "\n        Its calls block: run them in a thread.": "",
+        },
+    ),
 )
 
 HEADER = (

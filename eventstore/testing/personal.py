@@ -7,6 +7,7 @@ every read again: never sealed, never an error.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Annotated, Any
 
@@ -228,6 +229,25 @@ class PersonalConformance:
         store.forget("c1")
         store.append("copy-c1", [NewEvent("Registered", sealed)])  # reads as forgotten
         assert [e.data["name"] for e in store.read_stream("copy-c1")] == [FORGOTTEN] * 2
+
+    def test_events_read_elsewhere_as_stored_are_opened_as_the_store_reads_them(
+        self, store: EventStore
+    ) -> None:
+        """`open_events`: what an archive holds (sealed) reads as the store's own reads."""
+        registered = Registered(customer_id="c1", name="Ada", age=36, plan="pro")
+        store.append("customer-c1", [NewEvent("Registered", registered)])
+        store.append("order-1", [NewEvent("Placed", {"total": 3})])
+        clear, plain = store.read_all()
+        # The blocking face over an `AsyncEventStore` (this suite's async run) shows its keys.
+        keys = getattr(store, "store", store).keys.sealing(["c1"])
+        sealed = seal(
+            registered.model_dump(mode="json"), {"c1": [*personal_fields(Registered)]}, keys
+        )
+        archived = [dataclasses.replace(clear, data=sealed), plain]
+        assert list(store.open_events(archived)) == [clear, plain]
+        assert list(store.open_events([])) == []
+        store.forget("c1")
+        assert [e.data.get("name") for e in store.open_events(archived)] == [FORGOTTEN, None]
 
     def test_forget_refuses_a_subject_that_is_no_name(self, store: EventStore) -> None:
         for subject in ("", "a\x00b", 7):
