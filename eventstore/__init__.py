@@ -49,6 +49,7 @@ from .events import (
 )
 from .file_lock import file_lock
 from .ids import new_event_id
+from .import_file import BadImportLine, ImportStopped
 from .json_lines import JsonLines, with_placed
 from .log_status import HeldPosition, LogStatus
 from .personal.envelope import TEXT_MARK as SEALED_MARK
@@ -62,6 +63,15 @@ from .snapshot import Snapshot
 from .sqlite.options import SQLiteTarget
 from .sqlite.retention import RETENTION_LOCK_SUFFIX
 from .store import EventStore
+from .transfer import (
+    ExportReport,
+    ImportReport,
+    checked_import,
+    export_lines,
+    export_log,
+    import_log,
+)
+from .verification import LogProblem, LogVerification, verify_log
 
 __all__ = [
     "ANY",
@@ -81,6 +91,7 @@ __all__ = [
     "AsyncEventStore",
     "Backend",
     "BackendKind",
+    "BadImportLine",
     "BlockingEventStore",
     "DuplicateEventId",
     "EncodedEvent",
@@ -88,11 +99,16 @@ __all__ = [
     "EventStore",
     "EventStoreError",
     "ExpectedVersion",
+    "ExportReport",
     "HeldPosition",
+    "ImportReport",
+    "ImportStopped",
     "InvalidEvent",
     "JsonLines",
     "KeyStore",
+    "LogProblem",
     "LogStatus",
+    "LogVerification",
     "NewEvent",
     "Personal",
     "PoolExhausted",
@@ -119,8 +135,12 @@ __all__ = [
     "check_name",
     "check_new_name",
     "check_stream_id",
+    "checked_import",
     "encode_object",
+    "export_lines",
+    "export_log",
     "file_lock",
+    "import_log",
     "new_event_id",
     "postgres_holds_store",
     "recorded_at_text",
@@ -128,6 +148,7 @@ __all__ = [
     "register_backend",
     "scheme_of",
     "sqlite_file_holds_store",
+    "verify_log",
     "with_placed",
     "without_password",
 ]

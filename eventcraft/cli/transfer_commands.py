@@ -10,9 +10,9 @@ from typing import IO
 
 import click
 
-from eventcraft.eventstore import EventStore
+from eventcraft.eventstore import EventStore, ImportReport
 
-from ..operations import import_file, output_files, transfer
+from ..operations import output_files, transfer
 from ..operations import verify as verification
 from ..operations.errors import InputError, NotFound, Problems
 from ..operations.numbers import MAX_AFTER, MAX_INT
@@ -144,10 +144,10 @@ def import_(source: str, yes: bool, no_check: bool, as_json: bool) -> None:
         lines = stack.enter_context(
             transfer.import_input(file, check=not no_check, checking=bars[0])
         )
-        if import_file.nothing_in(lines):
+        if transfer.nothing_in(lines):
             made = "" if store is not None else "; no store was made"
             named = "standard input" if source == "-" else source
-            _imported(transfer.ImportReport(0, 0, 0, 0), as_json, f"{named} holds no events{made}")
+            _imported(ImportReport(0, 0, 0, 0), as_json, f"{named} holds no events{made}")
             return
         if store is None:
             store = context.store(create=True)
@@ -155,7 +155,7 @@ def import_(source: str, yes: bool, no_check: bool, as_json: bool) -> None:
     _imported(report, as_json)
 
 
-def _imported(report: transfer.ImportReport, as_json: bool, nothing: str = "") -> None:
+def _imported(report: ImportReport, as_json: bool, nothing: str = "") -> None:
     """What an import did; `nothing` says why it had nothing to do, if it had not."""
     if as_json:
         emit_json(report)

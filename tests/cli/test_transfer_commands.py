@@ -109,7 +109,7 @@ def test_export_piped_into_import_through_the_real_entry_point(
 def test_an_export_shared_among_worker_processes_is_the_same_file(
     known_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from eventcraft.operations import parallel_export
+    from eventcraft.eventstore import parallel_export
 
     monkeypatch.setattr(parallel_export, "SPAN", 2)  # three ranges for six events, and a gap
     with EventStore.open(known_url) as store:

@@ -4,14 +4,17 @@ appends and deletions the import makes, and checked whole before anything is wri
 The check asks nothing of the store. Every line parses into an event with every
 field, its stream id and type names the store takes for new ones; each stream's
 versions continue from one of its lines to the next, in file order (its first line
-may begin anywhere: an export `--after` cuts streams, and only the store knows what
-it holds before); and each append passes the store's own checks of a batch
+may begin anywhere: an export after a position cuts streams, and only the store knows
+what it holds before); and each append passes the store's own checks of a batch
 (`check_events`: ids, times, tags, and the JSON of data and metadata against the
 store's `max_event_bytes`), so that no rule is written twice. What only the store
 can find, an id it holds in another stream or another event at a version, is found
 as the import writes, which resumes when run again. A deletion line
-(`eventstore/json_lines.py`) follows its stream's line at the version it deleted,
+(`json_lines.py`) follows its stream's line at the version it deleted,
 and no line of a stream follows its tombstone.
+
+A line at fault is a `BadImportLine` naming it; what stops an import where only the
+store could tell is an `ImportStopped`.
 
 The check keeps each stream's last version: its memory grows with the streams of a
 file, not with its events. A source that cannot be read twice (a pipe, standard
@@ -21,6 +24,7 @@ input) is copied to a temporary file as it is checked, and the import reads the 
 from __future__ import annotations
 
 import tempfile
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -29,18 +33,25 @@ from typing import IO, Any
 
 import orjson
 
-from eventcraft.eventstore import (
-    InvalidEvent,
-    NewEvent,
-    RecordedEvent,
-    StreamDeletion,
-    check_events,
-    check_new_name,
-    check_stream_id,
-)
+from .deletion import StreamDeletion
+from .encoding import check_events, check_new_name, check_stream_id
+from .errors import EventStoreError, InvalidEvent
+from .events import NewEvent, RecordedEvent
 
-from .documents import event_from_document
-from .errors import InputError, Problems
+
+class BadImportLine(InvalidEvent):
+    """A line of the file an import reads that the store cannot take: malformed, out of
+    its stream's order, or an event the store refuses. Its message names the line; found
+    by the check before anything is written, it says nothing was imported."""
+
+
+class ImportStopped(EventStoreError):
+    """An import stopped by what only the store can find (an id it holds in another
+    stream, another event at a version, a stream it tombstoned or deleted otherwise than
+    the file), or by the temporary copy of a source that cannot be read twice (then
+    nothing was imported). The lines before the one it names were imported; the import
+    run again resumes after them."""
+
 
 BATCH = 5_000
 """Most events of one stream an import appends at once (PostgreSQL sends a large batch
@@ -63,6 +74,7 @@ Step = Batch | Deleted
 """What an import does next: an append, or a deletion."""
 
 Progress = Callable[[int], None]
+"""Told how far a long task has come (bytes, positions), now and then."""
 
 _TYPES_REMEMBERED = 10_000
 """Most event types whose check a read remembers: a file has a few, repeated."""
@@ -71,7 +83,7 @@ _TYPES_REMEMBERED = 10_000
 @contextmanager
 def checked(source: IO[bytes], *, max_event_bytes: int, progress: Progress) -> Iterator[IO[bytes]]:
     """`source` checked whole, then ready to be read again from where it was handed over;
-    `InputError` naming the first line at fault, before the caller has written anything.
+    `BadImportLine` naming the first line at fault, before the caller has written anything.
 
     A source that cannot be read twice is copied to a temporary file as it is
     checked, and the copy is what is handed back (and removed afterwards).
@@ -87,12 +99,12 @@ def checked(source: IO[bytes], *, max_event_bytes: int, progress: Progress) -> I
         try:
             spool = stack.enter_context(tempfile.TemporaryFile(prefix="eventcraft-import-"))
         except OSError as error:
-            raise Problems(_cannot_copy(error)) from None
+            raise ImportStopped(_cannot_copy(error)) from None
         _check(_copied(source, spool), max_event_bytes, progress)
         try:
             spool.seek(0)  # writes what is buffered first
         except OSError as error:
-            raise Problems(_cannot_copy(error)) from None
+            raise ImportStopped(_cannot_copy(error)) from None
         yield spool
 
 
@@ -108,14 +120,14 @@ def _check(lines: Iterable[bytes], max_event_bytes: int, progress: Progress) -> 
                 continue
             number, first = batch[0]
             if first.stream_id in tombstones:
-                raise InputError(
+                raise BadImportLine(
                     f"line {number}: {first.stream_id!r} version {first.version} comes after "
                     f"the line that tombstoned it (line {tombstones[first.stream_id]}): a "
                     "tombstoned stream is never written again"
                 )
             before = streams.get(first.stream_id)
             if before is not None and first.version != before[0] + 1:
-                raise InputError(
+                raise BadImportLine(
                     f"line {number}: {first.stream_id!r} version {first.version} does not "
                     f"follow version {before[0]} (line {before[1]}): a stream's lines must "
                     "go one version at a time"
@@ -124,8 +136,8 @@ def _check(lines: Iterable[bytes], max_event_bytes: int, progress: Progress) -> 
             last_line, last = batch[-1]
             streams[first.stream_id] = (last.version, last_line)
             progress(read)
-    except InputError as error:
-        raise InputError(f"{error}; nothing was imported") from None
+    except BadImportLine as error:
+        raise BadImportLine(f"{error}; nothing was imported") from None
     progress(read)
 
 
@@ -137,13 +149,13 @@ def _check_deletion(
     deletion = deleted.deletion
     stream_id = deletion.stream_id
     if stream_id in tombstones:
-        raise InputError(
+        raise BadImportLine(
             f"line {deleted.line}: {stream_id!r} is deleted again after the line that "
             f"tombstoned it (line {tombstones[stream_id]})"
         )
     before = streams.get(stream_id)
     if before is not None and deletion.version != before[0]:
-        raise InputError(
+        raise BadImportLine(
             f"line {deleted.line}: the deletion of {stream_id!r} at version {deletion.version} "
             f"does not follow its line at that version (its line before, {before[1]}, is "
             f"version {before[0]}): a deletion follows its stream's event at the version deleted"
@@ -170,8 +182,8 @@ def _check_append(batch: Batch, max_event_bytes: int) -> None:
                     f"{stream_id!r} version {event.version}",
                     1,
                 )
-                raise InputError(f"line {number}: {said}") from None
-        raise InputError(f"{lines_of(batch)}: {error}") from None  # the batch as a whole
+                raise BadImportLine(f"line {number}: {said}") from None
+        raise BadImportLine(f"{lines_of(batch)}: {error}") from None  # the batch as a whole
 
 
 def _copied(source: Iterable[bytes], spool: IO[bytes]) -> Iterator[bytes]:
@@ -180,7 +192,7 @@ def _copied(source: Iterable[bytes], spool: IO[bytes]) -> Iterator[bytes]:
         try:
             spool.write(line)
         except OSError as error:
-            raise Problems(_cannot_copy(error)) from None
+            raise ImportStopped(_cannot_copy(error)) from None
         yield line
 
 
@@ -197,7 +209,7 @@ def batches(lines: Iterable[bytes]) -> Iterator[tuple[Step, int]]:
     far: events of one stream, each one version after the last, up to BATCH; a deletion
     between the batches before and after it.
 
-    At a malformed line the batch before it comes first, then the `InputError`, so
+    At a malformed line the batch before it comes first, then the `BadImportLine`, so
     that a check sees every line before the first fault.
     """
     read = 0
@@ -227,7 +239,7 @@ def batches(lines: Iterable[bytes]) -> Iterator[tuple[Step, int]]:
                     yield batch, read
                     batch = []
             batch.append((number, event))
-    except InputError:
+    except BadImportLine:
         if batch:
             yield batch, read
         raise
@@ -239,7 +251,7 @@ def read_export(
     lines: Iterable[bytes],
 ) -> Iterator[tuple[int, RecordedEvent | StreamDeletion]]:
     """The events and deletions of an export's lines, each with its line number;
-    `InputError` at the first malformed line, naming it. Blank lines are passed over."""
+    `BadImportLine` at the first malformed line, naming it. Blank lines are passed over."""
     # The names the store would refuse, refused here where the line is known: a stream id
     # once for a run of its lines, a type once.
     stream_id = ""
@@ -254,7 +266,7 @@ def read_export(
             if "deletion" in document:
                 yield number, _deletion(document)
                 continue
-            event = event_from_document(document)
+            event = _event(document)
             if event.stream_id != stream_id:
                 stream_id = check_stream_id(event.stream_id)
             if event.type not in types:
@@ -263,9 +275,11 @@ def read_export(
                     types.add(event.type)
         except orjson.JSONDecodeError as error:
             column = _column(line, error)
-            raise InputError(f"line {number}: not JSON: {error.msg} at column {column}") from None
+            raise BadImportLine(
+                f"line {number}: not JSON: {error.msg} at column {column}"
+            ) from None
         except ValueError as error:
-            raise InputError(f"line {number}: {error}") from None
+            raise BadImportLine(f"line {number}: {error}") from None
         yield number, event
 
 
@@ -274,20 +288,6 @@ def _column(line: bytes, error: orjson.JSONDecodeError) -> int:
     its own, and one that ends early ends after the line's last character, not its newline."""
     shown = line.rstrip(b"\r\n").decode("utf-8", "replace")
     return min(error.pos, len(shown)) + 1
-
-
-def nothing_in(source: IO[bytes]) -> bool:
-    """Whether `source` holds no line but blank ones, from where it stands (and is left).
-    A source that cannot go back (a pipe) is looked at only as far as its first byte: a
-    pipe of blank lines holds something."""
-    if source.seekable():
-        start = source.tell()
-        try:
-            return all(not line.strip() for line in source)  # up to the first that is not
-        finally:
-            source.seek(start)
-    peek: Callable[[int], bytes] | None = getattr(source, "peek", None)
-    return peek is not None and peek(1) == b""
 
 
 def _deletion(document: Mapping[str, Any]) -> StreamDeletion:
@@ -327,3 +327,61 @@ def lines_of(batch: Batch) -> str:
     """`line N`, or `lines N to M`: where in the file `batch` is."""
     first, last = batch[0][0], batch[-1][0]
     return f"line {first}" if first == last else f"lines {first} to {last}"
+
+
+FIELDS = ("position", "id", "stream_id", "version", "type", "recorded_at", "data", "metadata")
+"""The fields every document holds, in the order a document lists them; `tags` follows,
+and a document without it (an export of a release before tags) has none."""
+
+
+def _event(document: Mapping[str, Any]) -> RecordedEvent:
+    """The event a document describes; `ValueError` naming the field that is wrong."""
+    missing = [name for name in FIELDS if name not in document]
+    if missing:
+        raise ValueError(f"missing {', '.join(missing)}")
+    try:
+        event = RecordedEvent(
+            id=uuid.UUID(document["id"]),
+            stream_id=_text(document, "stream_id"),
+            version=_count(document, "version"),
+            position=_count(document, "position"),
+            type=_text(document, "type"),
+            data=_object(document, "data"),
+            metadata=_object(document, "metadata"),
+            recorded_at=datetime.fromisoformat(document["recorded_at"]),
+            tags=_tags(document),
+        )
+    except (TypeError, AttributeError) as error:
+        raise ValueError(str(error)) from error
+    if event.recorded_at.tzinfo is None:
+        raise ValueError("recorded_at has no time zone")
+    return event
+
+
+def _text(document: Mapping[str, Any], name: str) -> str:
+    value = document[name]
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string, not {value!r}")
+    return value
+
+
+def _tags(document: Mapping[str, Any]) -> tuple[str, ...]:
+    """The document's tags, sorted, each once (the store checks each as it appends them)."""
+    value = document.get("tags", [])
+    if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
+        raise ValueError(f"tags must be a list of strings, not {value!r:.80}")
+    return tuple(sorted(set(value)))
+
+
+def _count(document: Mapping[str, Any], name: str) -> int:
+    value = document[name]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a whole number from 1, not {value!r}")
+    return value
+
+
+def _object(document: Mapping[str, Any], name: str) -> dict[str, Any]:
+    value = document[name]
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a JSON object, not {value!r}")
+    return value

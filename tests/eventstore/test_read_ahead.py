@@ -6,8 +6,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-
-from eventcraft.operations.read_ahead import read_ahead
+from eventcraft.eventstore.read_ahead import read_ahead
 
 
 def test_items_come_in_order_made_on_another_thread() -> None:

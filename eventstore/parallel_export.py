@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import IO
 
-from eventcraft.eventstore import EventStore, with_placed
+from .json_lines import with_placed
+from .store import EventStore
 
 SPAN = 50_000
 """Positions one worker exports at a time."""
