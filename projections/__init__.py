@@ -19,7 +19,7 @@ from .errors import (
     UnknownProjection,
 )
 from .fold import Fold, State
-from .keys import StreamKey
+from .fold_keys import StreamKey
 from .log_start import event_at
 from .parking import ParkedEvent, forget_parked_errors, parked_positions
 from .partitions import Partition, PartitionProjection, PartitionSubscription, partition_of

@@ -25,7 +25,7 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from ..keys import StreamKey
+from ..fold_keys import StreamKey
 from ..reducers import (
     BOOLEAN,
     FLOAT,

@@ -28,7 +28,7 @@ from ..database import Database, engine_for
 from ..definition import note_failure
 from ..errors import DefinitionError
 from ..fold import Fold, State, normal_key
-from ..keys import StreamKey
+from ..fold_keys import StreamKey
 from ..typed_event import EventDecoder, TypedEvent
 from .rows import events_of, probes_of
 

@@ -35,7 +35,7 @@ from .. import telemetry
 from ..definition import Definition
 from ..errors import DefinitionError, ProjectionError
 from ..fold import Fold
-from ..keys import StreamKey
+from ..fold_keys import StreamKey
 from ..reducers import ReducerFold
 from ..runner import ProjectionRunner
 from ..swap import new_generation, swap_in

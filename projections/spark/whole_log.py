@@ -13,7 +13,7 @@ from eventcraft.eventstore import EventStore
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..keys import StreamKey
+from ..fold_keys import StreamKey
 from ..log_start import archive_below
 from .archive import Archive
 from .jdbc import JDBC, MOST_KEYED_TASKS, read_jdbc_by_key, read_path
