@@ -42,9 +42,9 @@ from eventcraft.projections import (
     clock,
     lag_of,
     parking,
+    read_batch,
 )
 from eventcraft.projections import schema as checkpoint_schema
-from eventcraft.projections.projector import read_batch
 
 from . import relay_selection, relay_state, telemetry
 from .errors import BrokerUnavailable, MessageRefused, MessagingConfigError

@@ -29,8 +29,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 
-from eventcraft.projections import Database, checkpoint, clock
-from eventcraft.projections.keeping import kept_alive
+from eventcraft.projections import Database, checkpoint, clock, kept_alive
 
 log = logging.getLogger("eventcraft.messaging")
 

@@ -20,11 +20,13 @@ from .errors import (
 )
 from .fold import Fold, State
 from .fold_keys import StreamKey
+from .keeping import kept_alive
 from .log_start import event_at
 from .parking import ParkedEvent, forget_parked_errors, parked_positions
 from .partitions import Partition, PartitionProjection, PartitionSubscription, partition_of
 from .policy import ErrorPolicy
 from .projection import Handler, Projection
+from .projector import read_batch
 from .read_model import ReadModel
 from .rebuild import RebuildReport
 from .reducers import ReducerFold
@@ -78,11 +80,13 @@ __all__ = [
     "checkpoint_positions",
     "event_at",
     "forget_parked_errors",
+    "kept_alive",
     "lag_of",
     "make_projection_gauges",
     "narrowed",
     "never_run",
     "parked_positions",
     "partition_of",
+    "read_batch",
     "segment_span",
 ]

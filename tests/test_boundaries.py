@@ -58,11 +58,9 @@ STILL_DEEP = frozenset(
         "messaging/relay.py: projections.checkpoint",
         "messaging/relay.py: projections.clock",
         "messaging/relay.py: projections.parking",
-        "messaging/relay.py: projections.projector.read_batch",
         "messaging/relay.py: projections.schema",
         "messaging/relay_lease.py: projections.checkpoint",
         "messaging/relay_lease.py: projections.clock",
-        "messaging/relay_lease.py: projections.keeping.kept_alive",
         # The Arrow batches of the log are built beside the store's own record builders,
         # for speed; the Spark JDBC reader reads the store's tables by SQL.
         "projections/log_batches.py: eventstore.collector.collector_paused",
