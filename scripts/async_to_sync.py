@@ -137,6 +137,7 @@ PAIRS: Sequence[Pair] = (
             "Release connections and threads.": "Release connections.",
         },
     ),
+    Pair("eventstore/postgres/async_connections.py", "eventstore/postgres/connections.py"),
     Pair(
         "eventstore/async_store.py",
         "eventstore/store.py",

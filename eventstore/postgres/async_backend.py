@@ -57,10 +57,11 @@ from .async_appends import AppendQueue
 from .async_connections import AsyncConnectionPool
 from .async_listener import AsyncListener
 from .backend import create_schema
-from .connections import ConnectionPool, PostgresTarget
+from .connections import ConnectionPool
 from .high_water import database_now_async, log_status_async, safe_head_async
 from .statements import ANY_TRIES, PAGE, PART
 from .tag_locks import plain
+from .target import PostgresTarget
 from .wire import APPEND, notify_statement
 
 CLOSING = 30.0
@@ -95,7 +96,7 @@ class AsyncPostgresBackend(AsyncBackend):
         target = PostgresTarget.from_url(url)
         # The schema is made by the sync backend's own code, on a connection of its own.
         notify = await asyncio.to_thread(_prepare, target)
-        pool = AsyncConnectionPool(target, target.pool_size)
+        pool = AsyncConnectionPool(target)
         return cls(target, pool, notify, group_commit=group_commit)
 
     async def append(

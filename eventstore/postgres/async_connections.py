@@ -1,16 +1,29 @@
-"""The async store's connections: `connections.py`'s pool, awaited.
+"""Connections to PostgreSQL: a small pool, written once for the sync and async stores.
 
-The same rules as the sync pool: connections in autocommit with the store's
-options; an idle one polled for the server's goodbye before it is lent (no
-round trip), and the reply to its last NOTIFY read then; one left in a
-transaction rolled back, or dropped, on return; a server that cannot be
-reached reported at once as `StoreUnavailable`; at most `size` connections,
-further callers waiting their turn up to the target's `pool_timeout`.
+A store needs only a few connections at once (one per thread or task appending
+or reading), so the pool is a list of idle ones: a connection broken by the
+server or the network is dropped on return and a new one opened next time.
+Every connection the pool opened is kept for reuse, up to its size: a new
+one costs the server a process, and that process its caches and plans, which
+the store's functions fill again on their first calls.
+
+Connections are in autocommit, with the store's options (`target.py`). An idle
+one is polled for the server's goodbye before it is lent (no round trip); one
+left in a transaction is rolled back, or dropped, on return; a server that
+cannot be reached is reported at once as `StoreUnavailable`.
+
+A connection may come back with a reply still to read (`wire.py`): it is read
+when the connection is next lent, by which time it has arrived.
+
+`PostgresTarget` and the pool's defaults are `target.py`'s, named here too for
+the modules that import them from here.
 """
 
 from __future__ import annotations
 
 import asyncio
+import select
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -21,19 +34,34 @@ from psycopg import pq
 from psycopg.types.json import set_json_loads
 
 from ..errors import PoolExhausted, StoreUnavailable
-from .async_appends import finish_outstanding
-from .connections import PostgresTarget, _alive, _readable
+from .target import POOL_SIZE, POOL_TIMEOUT, PostgresTarget
+
+if True:  # ASYNC
+    from .async_appends import finish_outstanding
+else:
+    from .wire import finish_outstanding
+
+__all__ = ["POOL_SIZE", "POOL_TIMEOUT", "AsyncConnectionPool", "PostgresTarget"]
 
 T = TypeVar("T")
 Conn = psycopg.AsyncConnection[Any]
 
 
 class AsyncConnectionPool:
-    def __init__(self, target: PostgresTarget, size: int) -> None:
+    """At most `target.pool_size` connections lent at once; further callers wait for one
+    up to `target.pool_timeout` seconds, then get `PoolExhausted`."""
+
+    def __init__(self, target: PostgresTarget) -> None:
         self.target = target
-        self.size = size
-        self._slots = asyncio.Semaphore(size)
+        self.size = target.pool_size
         self._idle: list[Conn] = []
+        # Held for a few lines, never across a wait: on the async store, whose callers
+        # are tasks of one thread, nobody ever waits for it.
+        self._lock = threading.Lock()
+        if True:  # ASYNC
+            self._slots = asyncio.Semaphore(target.pool_size)
+        else:
+            self._slots = threading.BoundedSemaphore(target.pool_size)
         self._closed = False
 
     async def connect(self) -> Conn:
@@ -49,47 +77,57 @@ class AsyncConnectionPool:
     async def run(
         self,
         call: Callable[[Conn], Awaitable[T]],
+        since: float | None = None,
         *,
         settle: bool = True,
-        since: float | None = None,
     ) -> T:
         """`call` on a connection in autocommit mode, given back to the pool afterwards;
         the wait for a connection counted from `since` (`time.monotonic()`) if given.
 
+        A method rather than a context manager: this wraps every statement the
+        store runs, and a generator-based context manager costs more than it.
+
         Without `settle`, the connection may come with a NOTIFY's reply still to
-        read: for `send_members`, which reads it after sending its own call.
+        read: for the async store's `send_members`, which reads it after sending
+        its own call.
         """
         if self._closed:
             raise StoreUnavailable("the event store is closed")
-        if self._slots.locked():  # a wait, bounded; the common case skips the timer
-            timeout = self.target.pool_timeout
-            if since is not None:
-                timeout = max(0.0, timeout - (time.monotonic() - since))
-            try:
-                async with asyncio.timeout(timeout):
-                    await self._slots.acquire()
-            except TimeoutError:
-                raise PoolExhausted(self.size, self.target.pool_timeout) from None
+        if True:  # ASYNC
+            if self._slots.locked():  # a wait, bounded; the common case skips the timer
+                try:
+                    async with asyncio.timeout(self._timeout(since)):
+                        await self._slots.acquire()
+                except TimeoutError:
+                    raise PoolExhausted(self.size, self.target.pool_timeout) from None
+            else:
+                await self._slots.acquire()
         else:
-            await self._slots.acquire()
+            if not self._slots.acquire(timeout=self._timeout(since)):
+                raise PoolExhausted(self.size, self.target.pool_timeout)
         try:
             return await self._run(call, settle)
         finally:
             self._slots.release()
 
+    def _timeout(self, since: float | None) -> float:
+        """The longest a caller waiting since `since` (now if None) may wait still."""
+        if since is None:
+            return self.target.pool_timeout
+        return max(0.0, self.target.pool_timeout - (time.monotonic() - since))
+
     async def _run(self, call: Callable[[Conn], Awaitable[T]], settle: bool) -> T:
         conn = None
-        while self._idle and conn is None:
-            candidate = self._idle.pop()
+        while conn is None and (candidate := self._take()) is not None:
             # Whatever the server sent since is read first, at no wait when it is at
             # hand: a NOTIFY's reply, or the goodbye of a connection it ended. Left
             # unread, a dead connection in pipeline mode went out to an append.
-            if settle or _readable(candidate):  # type: ignore[arg-type]  # pgconn only
+            if settle or _readable(candidate):
                 try:
                     await finish_outstanding(candidate)
                 except psycopg.OperationalError:
                     continue  # closed: try another
-            if not _alive(candidate):  # type: ignore[arg-type]  # reads pgconn only
+            if not _alive(candidate):
                 await candidate.close()
                 continue
             conn = candidate
@@ -100,9 +138,16 @@ class AsyncConnectionPool:
         finally:
             await self._give_back(conn)
 
+    def _take(self) -> Conn | None:
+        """An idle connection, or None if there is none."""
+        with self._lock:
+            if self._closed:
+                raise StoreUnavailable("the event store is closed")
+            return self._idle.pop() if self._idle else None
+
     async def _give_back(self, conn: Conn) -> None:
         reusable = not conn.closed and not conn.broken
-        # In pipeline mode, a NOTIFY's reply waits for finish_outstanding: no transaction is open.
+        # In pipeline mode, a reply waits for finish_outstanding: no transaction is open.
         settled = reusable and (
             conn.pgconn.pipeline_status != pq.PipelineStatus.OFF
             or conn.info.transaction_status == pq.TransactionStatus.IDLE
@@ -112,13 +157,40 @@ class AsyncConnectionPool:
                 await conn.rollback()
             except psycopg.Error:
                 reusable = False
-        if reusable and not self._closed:  # never more than size: all are lent here
-            self._idle.append(conn)
-            return
+        with self._lock:
+            if reusable and not self._closed:  # never more than pool_size: all are lent here
+                self._idle.append(conn)
+                return
         await conn.close()
 
     async def close(self) -> None:
-        self._closed = True
-        idle, self._idle = self._idle, []
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
         for conn in idle:
             await conn.close()
+
+
+def _alive(conn: Conn) -> bool:
+    """False if the server has said something on an idle connection: its goodbye.
+
+    The server sends an idle connection nothing but the error it closes it
+    with (a restart, a terminated backend, a session timeout), so one poll of
+    the socket tells, before an append is sent into a dead connection and its
+    outcome becomes unknown. A connection with a reply outstanding (pipeline
+    mode) has something to read, and is judged by reading it.
+    """
+    if conn.pgconn.pipeline_status != pq.PipelineStatus.OFF:
+        return True
+    return not _readable(conn)
+
+
+def _readable(conn: Conn) -> bool:
+    """Whether the server has sent `conn` something not yet read (one poll, no wait); a
+    connection libpq already knows is lost has its failure to read."""
+    try:
+        socket = conn.pgconn.socket
+    except psycopg.OperationalError:
+        return True
+    readable, _, _ = select.select([socket], [], [], 0)
+    return bool(readable)

@@ -44,8 +44,9 @@ from ..arguments import redacted
 from ..errors import EventStoreError, StorePermissionDenied, StoreUnavailable
 from ..personal.key_table import KEYS, DataKey, KeyTable, new_key
 from . import key_table_layout as layout
-from .connections import ConnectionPool, PostgresTarget
+from .connections import ConnectionPool
 from .privileges import GRANTS
+from .target import PostgresTarget
 
 T = TypeVar("T")
 

@@ -45,8 +45,9 @@ from ..retention import (
 )
 from ..sql.deletion import DELETED_STREAMS
 from ..sql.schema import APPEND_ONLY_SQLSTATE, EVENTS, SNAPSHOTS, TAGS
-from .connections import ConnectionPool, PostgresTarget
+from .connections import ConnectionPool
 from .keyed_indexes import matches
+from .target import PostgresTarget
 
 RUNS = "eventcraft_retention_runs"
 SETTING = "eventcraft.retention"

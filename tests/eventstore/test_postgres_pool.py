@@ -172,7 +172,7 @@ def test_a_pool_busy_at_its_full_size_keeps_its_connections(pg_url: str, api: st
     else:
 
         async def rounds_of_tasks() -> None:
-            pool = AsyncConnectionPool(target, size)
+            pool = AsyncConnectionPool(target)
             start = asyncio.Barrier(size)
 
             async def hold(conn: psycopg.AsyncConnection[Any]) -> int:
