@@ -4,6 +4,7 @@ from .arguments import redacted, without_password
 from .async_store import AsyncEventStore
 from .backends import BackendKind, register_backend, scheme_of
 from .blocking import BlockingEventStore
+from .columns import events_from_columns
 from .deletion import StreamDeletion
 from .encoding import (
     MAX_AFTER,
@@ -57,6 +58,7 @@ from .personal.fields import FORGOTTEN, Personal
 from .personal.keys import KeyStore
 from .port import Backend
 from .postgres import PostgresTarget
+from .postgres.log_subquery import postgres_log_subquery
 from .presence import postgres_holds_store, sqlite_file_holds_store
 from .query import AppendCondition, Query, QueryItem, QueryResult
 from .snapshot import Snapshot
@@ -137,12 +139,14 @@ __all__ = [
     "check_stream_id",
     "checked_import",
     "encode_object",
+    "events_from_columns",
     "export_lines",
     "export_log",
     "file_lock",
     "import_log",
     "new_event_id",
     "postgres_holds_store",
+    "postgres_log_subquery",
     "recorded_at_text",
     "redacted",
     "register_backend",

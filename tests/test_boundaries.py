@@ -61,13 +61,6 @@ STILL_DEEP = frozenset(
         "messaging/relay.py: projections.schema",
         "messaging/relay_lease.py: projections.checkpoint",
         "messaging/relay_lease.py: projections.clock",
-        # The Arrow batches of the log are built beside the store's own record builders,
-        # for speed; the Spark JDBC reader reads the store's tables by SQL.
-        "projections/log_batches.py: eventstore.collector.collector_paused",
-        "projections/log_batches.py: eventstore.events.made_once_each",
-        "projections/log_batches.py: eventstore.events.recorded_events",
-        "projections/log_batches.py: eventstore.ids.uuids_from_ints",
-        "projections/spark/jdbc.py: eventstore.sql.schema",
     }
 )
 

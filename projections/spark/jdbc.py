@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
-from eventcraft.eventstore.sql import schema
+from eventcraft.eventstore import postgres_log_subquery
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -106,7 +106,7 @@ def read_jdbc(
     after, upto = int(after), int(upto)  # they are written into the query: integers only
     reader = spark.read.format("jdbc").options(**jdbc_options(url))
     frame = (
-        reader.option("dbtable", _log_query(after, upto))
+        reader.option("dbtable", postgres_log_subquery(after, upto))
         .option("fetchsize", _FETCH_SIZE)
         .option("partitionColumn", "position")
         .option("lowerBound", str(after + 1))
@@ -147,7 +147,7 @@ def read_jdbc_by_key(
     share = f"(hashtext({key_sql(prefix)}) & 2147483647) % {tasks}"
     frame = spark.read.jdbc(
         f"{options['url']}?{urlencode(in_url)}",
-        _log_query(after, upto),
+        postgres_log_subquery(after, upto),
         predicates=[f"{share} = {task}" for task in range(tasks)],
         properties=properties,
     )
@@ -166,15 +166,6 @@ def key_sql(prefix: str) -> str:
     return (
         f"CASE WHEN left(stream_id, {len(prefix)}) = {text} "
         f"THEN substr(stream_id, {len(prefix) + 1}) ELSE stream_id END"
-    )
-
-
-def _log_query(after: int, upto: int) -> str:
-    return (
-        "(SELECT position, stream_id, version::bigint AS version, type, id::text AS id, "
-        "data::text AS data, metadata::text AS metadata, recorded_at, "
-        "coalesce(tags, '{}') AS tags, category "
-        f"FROM {schema.EVENTS} WHERE position > {after} AND position <= {upto}) AS log"
     )
 
 
