@@ -1,46 +1,83 @@
 """An async backend over a synchronous one: SQLite in a worker thread, memory in place.
 
-SQLite has no non-blocking driver; its calls run, one at a time, on a thread
-of the store's own, and the loop awaits them. SQLite serialises a
-connection's statements anyway, so one thread costs no parallelism. The
-memory backend never waits on I/O: its calls run on the loop directly.
-Both are the very backends `EventStore` uses, so they cannot drift.
+Here async wraps sync, where elsewhere the sync code is generated from the
+async (`scripts/async_to_sync.py`), for:
+
+- SQLite has no asynchronous driver: Python's `sqlite3` blocks, and an
+  "async" SQLite library (aiosqlite) is itself a thread per connection that
+  each statement is handed to. A SQLite backend written async would hand
+  over every statement; this hands over each call of the store once.
+- A store's SQLite connection runs one statement at a time under its lock
+  anyway, so one worker thread of the store's own costs no parallelism,
+  and every call of the store runs on that thread, in the order awaited.
+- The sync backend is the one `EventStore` uses, with its SQL, its
+  transactions and its file locking: the async store cannot drift from it.
+
+The memory backend never waits on I/O: its calls run on the loop directly
+(`in_place`), with no thread to hand them to.
+
+Each method is the sync backend's of the same name, made by `_awaited` or
+`_drained` from the port's (`port.Backend`), whose signature it has; only a
+read of JSON chunks and closing are written out. `wait_for_events` is the
+async port's: it polls on the loop, where the sync backend's wait would hold
+the worker thread, and every call behind it, until an event came.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
 from functools import partial
-from typing import TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from .arguments import AppendCall
 from .async_port import AsyncBackend
-from .deletion import StreamDeletion
-from .encoding import PreparedBatch
 from .errors import STORE_CLOSED, StoreUnavailable
-from .events import (
-    AppendResult,
-    EncodedEvent,
-    EncodedRecord,
-    RecordedEvent,
-    StreamInfo,
-    StreamState,
-)
 from .json_lines import JsonLines
-from .log_status import LogStatus
 from .port import Backend
-from .query import AppendCondition, Query, QueryResult
-from .snapshot import PreparedSnapshot, Snapshot
 
 T = TypeVar("T")
+P = ParamSpec("P")
+F = TypeVar("F", bound=Callable[..., Any])
 
 CHUNK = 1000
 """Events a read hands from the worker thread to the loop at a time."""
+
+
+def _awaited(
+    method: Callable[Concatenate[Backend, P], T],
+) -> Callable[Concatenate[ThreadedBackend, P], Coroutine[Any, Any, T]]:
+    """The sync backend's `method`, run on the worker (or in place) and awaited."""
+    name = method.__name__
+
+    async def call(self: ThreadedBackend, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        function: Callable[P, T] = getattr(self.backend, name)
+        if self._worker is None and not self._closed:
+            return function(*args, **kwargs)  # in place: without `_run`'s coroutine
+        return await self._run(function, *args, **kwargs)
+
+    return _named(call, method)
+
+
+def _drained(
+    method: Callable[Concatenate[Backend, P], Iterator[T]],
+) -> Callable[Concatenate[ThreadedBackend, P], AsyncIterator[T]]:
+    """The sync backend's read `method`, its items taken on the worker `CHUNK` at a time."""
+    name = method.__name__
+
+    def call(self: ThreadedBackend, /, *args: P.args, **kwargs: P.kwargs) -> AsyncIterator[T]:
+        return self._drain(partial(getattr(self.backend, name), *args, **kwargs))
+
+    return _named(call, method)
+
+
+def _named(call: F, method: Callable[..., Any]) -> F:
+    """`call`, named and documented as the port's `method` (whose signature it has)."""
+    call.__qualname__ = f"ThreadedBackend.{method.__name__}"
+    functools.update_wrapper(call, method, assigned=("__name__", "__doc__"), updated=())
+    return call
 
 
 class ThreadedBackend(AsyncBackend):
@@ -53,167 +90,54 @@ class ThreadedBackend(AsyncBackend):
         )
         self._closed = False
 
-    async def _run(self, call: Callable[[], T]) -> T:
+    async def _run(self, function: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """`function(*args, **kwargs)`, on the worker unless in place."""
         if self._closed:
             raise StoreUnavailable(STORE_CLOSED)
         if self._worker is None:
-            return call()
+            return function(*args, **kwargs)
+        call = partial(function, *args, **kwargs)
         return await asyncio.get_running_loop().run_in_executor(self._worker, call)
 
     async def _drain(self, start: Callable[[], Iterator[T]]) -> AsyncIterator[T]:
         """The items of the iterator `start()` makes, taken from it on the worker."""
         iterator = await self._run(start)
         while True:
-            chunk = await self._run(partial(_take, iterator))
+            chunk = await self._run(_take, iterator)
             for item in chunk:
                 yield item
             if len(chunk) < CHUNK:
                 return
 
-    async def append(
-        self,
-        stream_id: str,
-        category: str,
-        batch: PreparedBatch,
-        expected: int | StreamState,
-        condition: AppendCondition | None = None,
-    ) -> AppendResult:
-        return await self._run(
-            partial(self.backend.append, stream_id, category, batch, expected, condition)
-        )
-
-    async def count_events(
-        self,
-        *,
-        after: int,
-        until: int | None,
-        categories: Sequence[str] | None,
-        types: Sequence[str] | None,
-        limit: int | None,
-    ) -> int:
-        return await self._run(
-            partial(
-                self.backend.count_events,
-                after=after,
-                until=until,
-                categories=categories,
-                types=types,
-                limit=limit,
-            )
-        )
-
-    async def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
-        return await self._run(partial(self.backend.read_query, query, after=after, limit=limit))
-
-    async def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
-        return await self._run(partial(self.backend.append_many, calls))
-
-    def read_stream(
-        self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None
-    ) -> AsyncIterator[RecordedEvent]:
-        return self._drain(
-            partial(
-                self.backend.read_stream,
-                stream_id,
-                from_version=from_version,
-                backwards=backwards,
-                limit=limit,
-            )
-        )
-
-    def read_all(
-        self,
-        *,
-        after: int,
-        limit: int | None,
-        categories: Sequence[str] | None,
-        types: Sequence[str] | None,
-    ) -> AsyncIterator[RecordedEvent]:
-        return self._drain(
-            partial(
-                self.backend.read_all, after=after, limit=limit, categories=categories, types=types
-            )
-        )
-
-    def read_all_encoded(
-        self,
-        *,
-        after: int,
-        until: int | None,
-        categories: Sequence[str] | None,
-        types: Sequence[str] | None,
-    ) -> AsyncIterator[EncodedRecord]:
-        return self._drain(
-            partial(
-                self.backend.read_all_encoded,
-                after=after,
-                until=until,
-                categories=categories,
-                types=types,
-            )
-        )
+    append = _awaited(Backend.append)
+    append_many = _awaited(Backend.append_many)
+    read_stream = _drained(Backend.read_stream)
+    read_all = _drained(Backend.read_all)
+    read_query = _awaited(Backend.read_query)
+    count_events = _awaited(Backend.count_events)
+    read_stream_encoded = _drained(Backend.read_stream_encoded)
+    read_all_encoded = _drained(Backend.read_all_encoded)
+    high_water_mark = _awaited(Backend.high_water_mark)
+    read_event = _awaited(Backend.read_event)
+    now = _awaited(Backend.now)
+    log_status = _awaited(Backend.log_status)
+    stream_version = _awaited(Backend.stream_version)
+    list_streams = _drained(Backend.list_streams)
+    save_snapshot = _awaited(Backend.save_snapshot)
+    load_snapshot = _awaited(Backend.load_snapshot)
+    delete_stream = _awaited(Backend.delete_stream)
+    stream_deletion = _awaited(Backend.stream_deletion)
+    placed_deletions = _awaited(Backend.placed_deletions)
 
     async def read_all_json(
         self, *, after: int, until: int | None, categories: Sequence[str] | None
     ) -> AsyncIterator[JsonLines]:
         # A chunk a trip to the worker: each holds thousands of lines already.
         lines = await self._run(
-            partial(self.backend.read_all_json, after=after, until=until, categories=categories)
+            self.backend.read_all_json, after=after, until=until, categories=categories
         )
-        while (chunk := await self._run(partial(next, lines, None))) is not None:
+        while (chunk := await self._run(next, lines, None)) is not None:
             yield chunk
-
-    def read_stream_encoded(
-        self, stream_id: str, *, from_version: int
-    ) -> AsyncIterator[EncodedEvent]:
-        return self._drain(
-            partial(self.backend.read_stream_encoded, stream_id, from_version=from_version)
-        )
-
-    async def high_water_mark(self) -> int:
-        return await self._run(self.backend.high_water_mark)
-
-    async def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
-        return await self._run(partial(self.backend.read_event, event_id))
-
-    async def now(self) -> datetime:
-        return await self._run(self.backend.now)
-
-    async def log_status(self) -> LogStatus:
-        return await self._run(self.backend.log_status)
-
-    async def stream_version(self, stream_id: str) -> int:
-        return await self._run(partial(self.backend.stream_version, stream_id))
-
-    def list_streams(
-        self, *, category: str | None, after: str | None, limit: int | None
-    ) -> AsyncIterator[StreamInfo]:
-        return self._drain(
-            partial(self.backend.list_streams, category=category, after=after, limit=limit)
-        )
-
-    async def save_snapshot(self, snapshot: PreparedSnapshot) -> None:
-        await self._run(partial(self.backend.save_snapshot, snapshot))
-
-    async def load_snapshot(self, stream_id: str) -> Snapshot | None:
-        return await self._run(partial(self.backend.load_snapshot, stream_id))
-
-    async def delete_stream(
-        self,
-        stream_id: str,
-        expected: int | StreamState,
-        tombstone: bool,
-        deleted_at: datetime | None,
-    ) -> StreamDeletion:
-        return await self._run(
-            partial(self.backend.delete_stream, stream_id, expected, tombstone, deleted_at)
-        )
-
-    async def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
-        return await self._run(partial(self.backend.stream_deletion, stream_id))
-
-    async def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
-        return await self._run(partial(self.backend.placed_deletions, after, until))
 
     async def close(self) -> None:
         if self._closed:
