@@ -21,12 +21,14 @@ from .errors import (
     MessagingError,
     Unauthenticated,
 )
-from .failed import DATA_SUBJECTS_HEADER, FailedMessage
+from .failed import DATA_SUBJECTS_HEADER, FailedMessage, InboxErrorStore
+from .failed import FAILED as FAILED_TABLE
 from .inbox import Inbox, Mapped
 from .intake import Authenticate, HttpIntake
 from .messages import TAGS_HEADER, IncomingMessage, OutgoingMessage, event_id_for
 from .publisher import Publisher
 from .relay import Relay, RelayStatus
+from .relay_listing import RelayRecord, relay_records
 from .source import Delivery, Source
 
 if TYPE_CHECKING:
@@ -55,6 +57,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "DATA_SUBJECTS_HEADER",
+    "FAILED_TABLE",
     "TAGS_HEADER",
     "Authenticate",
     "BrokerUnavailable",
@@ -64,6 +67,7 @@ __all__ = [
     "Forbidden",
     "HttpIntake",
     "Inbox",
+    "InboxErrorStore",
     "IncomingMessage",
     "InvalidMessage",
     "JetStreamPublisher",
@@ -79,8 +83,10 @@ __all__ = [
     "RabbitMQPublisher",
     "RabbitMQSource",
     "Relay",
+    "RelayRecord",
     "RelayStatus",
     "Source",
     "Unauthenticated",
     "event_id_for",
+    "relay_records",
 ]

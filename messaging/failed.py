@@ -30,18 +30,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import orjson
 import sqlalchemy as sa
 from eventcraft.eventstore import FORGOTTEN
-from eventcraft.projections import bare_traceback
+from eventcraft.projections import Database, bare_traceback
 
 from .errors import FailedMessageNotFound, MessageDiscarded
 from .messages import IncomingMessage
 
 FAILED = "eventcraft_inbox_failed"
+"""The error store's table, in the store's database or an App's read-model database."""
 DATA_SUBJECTS_HEADER = "eventcraft-data-subjects"
 """The header naming whose personal data a message holds: a JSON array of data subjects'
 ids. A failed message naming them is erased when one of them is forgotten."""
@@ -263,7 +265,7 @@ def unsettled(
     if there is none, `MessageDiscarded` if it was discarded."""
     found = find(connection, inbox, message_id, lock=lock)
     if found is None:
-        raise FailedMessageNotFound(f"inbox {inbox!r} has no failed message with id {message_id!r}")
+        raise FailedMessageNotFound(_not_found(inbox, message_id))
     if found.discarded_at is not None:
         raise MessageDiscarded(inbox, message_id, found.discarded_at, found.discard_reason)
     return found
@@ -363,3 +365,103 @@ def remove(connection: sa.Connection, inbox: str, message_id: str) -> bool:
 
 def _key(inbox: str, message_id: str) -> sa.ColumnElement[bool]:
     return sa.and_(table.c.inbox == inbox, table.c.message_id == message_id)
+
+
+class InboxErrorStore:
+    """The inboxes' error store in one database, as an operator reaches it from outside
+    any inbox: its messages listed, looked at, resent (the running inbox stores them
+    again, with its own mapping) or discarded, and those naming a forgotten data subject
+    erased.
+
+    ::
+
+        errors = InboxErrorStore(Database.of(None, store))   # the store's own database
+        for message in errors.listed("orders-in"):
+            errors.resend(message.inbox, message.message_id)
+
+    Each call is a transaction of its own, which re-reads what it acts on. A database no
+    inbox ever used holds no error store: nothing is listed or erased there, and nothing
+    created; one an earlier release made is brought up to date first.
+    """
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    def listed(
+        self,
+        inbox: str | None = None,
+        *,
+        discarded: bool = False,
+        after: tuple[str, float, str] | None = None,
+        limit: int | None = None,
+    ) -> list[FailedMessage]:
+        """The messages waiting to be settled (of one inbox, or all), or with `discarded`
+        those discarded, by inbox, time and id; those after `after` (an inbox, a time and
+        an id) alone, at most `limit` (a page: the next starts after its last message)."""
+        if not self._opened():
+            return []
+        with self.database.reading() as connection:
+            return listed(connection, inbox, discarded=discarded, after=after, limit=limit)
+
+    def find(self, inbox: str, message_id: str) -> FailedMessage:
+        """The message, waiting or discarded; `FailedMessageNotFound` if there is none."""
+        with self._used(inbox, message_id) as connection:
+            found = find(connection, inbox, message_id)
+        if found is None:
+            raise FailedMessageNotFound(_not_found(inbox, message_id))
+        return found
+
+    def unsettled(self, inbox: str, message_id: str) -> FailedMessage:
+        """The message as an operator may still resend or discard it;
+        `FailedMessageNotFound` if there is none, `MessageDiscarded` if it was discarded."""
+        with self._used(inbox, message_id) as connection:
+            return unsettled(connection, inbox, message_id)
+
+    def resend(self, inbox: str, message_id: str) -> FailedMessage:
+        """Ask the running inbox to store the message again; what it looks like now.
+        Refused as `unsettled` refuses, in the transaction that marks it."""
+        with self._used(inbox, message_id, write=True) as connection:
+            return mark_resend(connection, inbox, message_id)
+
+    def discard(self, inbox: str, message_id: str, reason: str | None = None) -> FailedMessage:
+        """Settle the message without storing it: its body, headers and error message are
+        erased, its record stays, marked discarded, with when and `reason`. Refused as
+        `unsettled` refuses, in the transaction that discards it."""
+        with self._used(inbox, message_id, write=True) as connection:
+            return discard(connection, inbox, message_id, reason)
+
+    def forget(self, subject: str) -> int | None:
+        """Erase the messages naming the data subject `subject`, as a discard does, and
+        discard those still waiting; how many it erased. None where no inbox ever ran, 0
+        in an error store made before messages named their subjects (none does)."""
+        with self.database.transaction() as connection:
+            if not exists(connection):
+                return None
+            if outdated(connection):
+                return 0
+            return forget(connection, subject)
+
+    def _opened(self) -> bool:
+        """Whether there is an error store, brought up to date if an earlier release made
+        it. A database no inbox ever used has none: nothing failed, nothing to create."""
+        with self.database.reading() as connection:
+            if not exists(connection):
+                return False
+            if not outdated(connection):
+                return True
+        with self.database.transaction() as connection:
+            create(connection)
+        return True
+
+    @contextmanager
+    def _used(self, inbox: str, message_id: str, *, write: bool = False) -> Iterator[sa.Connection]:
+        """A look at (or a transaction on) the error store that names the message;
+        `FailedMessageNotFound` where there is no error store."""
+        if not self._opened():
+            raise FailedMessageNotFound(_not_found(inbox, message_id))
+        with self.database.transaction() if write else self.database.reading() as connection:
+            yield connection
+
+
+def _not_found(inbox: str, message_id: str) -> str:
+    return f"inbox {inbox!r} has no failed message with id {message_id!r}"

@@ -5,7 +5,7 @@ from .archive_layout import span_of as segment_span
 from .archive_lock import ArchiveBusy
 from .archive_lock import run_lock as archive_run_lock
 from .async_runner import AsyncProjectionRunner
-from .checkpoint import checkpoint_positions
+from .checkpoint import checkpoint_leases, checkpoint_positions
 from .competing import PartitionedRunner, PartitionWorker
 from .database import Database
 from .definition import Definition
@@ -77,6 +77,7 @@ __all__ = [
     "archive_chain_break",
     "archive_run_lock",
     "bare_traceback",
+    "checkpoint_leases",
     "checkpoint_positions",
     "event_at",
     "forget_parked_errors",

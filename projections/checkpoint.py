@@ -57,6 +57,24 @@ def checkpoint_positions(database: Database, names: Sequence[str]) -> dict[str, 
     return {name: row.position for name, row in sorted(rows.items())}
 
 
+def checkpoint_leases(
+    database: Database, names: Sequence[str]
+) -> dict[str, tuple[int, str | None]]:
+    """Where each of the checkpoints `names` that exists in `database` stands, and who
+    holds its lease: (position, owner) by name, the owner None unless its lease is current
+    by the database's clock (`clock.py`). Empty where no runner has set the database up.
+    Reads only: nothing is created where nothing ran."""
+    with database.reading() as connection:
+        if not names or not sa.inspect(connection).has_table(table.name):
+            return {}
+        rows = read_many(connection, list(names))
+        now = clock.read_now(connection)  # the time the leases are kept in
+    return {
+        name: (row.position, row.owner if (row.lease_until or 0.0) > now else None)
+        for name, row in sorted(rows.items())
+    }
+
+
 def insert(connection: sa.Connection, name: str, generation: int) -> None:
     connection.execute(
         sa.insert(table).values(

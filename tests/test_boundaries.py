@@ -40,14 +40,6 @@ PUBLIC_FACES = frozenset(
 # why it is not fixed yet.
 STILL_DEEP = frozenset(
     {
-        # The shell operates the inboxes' error store and the relays' rows through their
-        # row functions; they need a public error store and relay listing of their own.
-        "eventcraft/operations/messaging.py: messaging.failed",
-        "eventcraft/operations/messaging.py: messaging.relay_selection",
-        "eventcraft/operations/messaging.py: messaging.relay_state",
-        "eventcraft/operations/messaging.py: projections.checkpoint",
-        "eventcraft/operations/messaging.py: projections.clock",
-        "eventcraft/operations/personal.py: messaging.failed",
         # Needs pyarrow (the retention extra), which the projections' face must not import.
         "eventcraft/operations/retention.py: projections.archive_files.ArchiveFiles",
         # The transitions' event types are the saga stream's stored format: naming them

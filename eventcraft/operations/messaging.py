@@ -13,18 +13,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import sqlalchemy as sa
-
 from eventcraft.eventstore import EventStore
 from eventcraft.messaging import (
     FailedMessage,
     FailedMessageNotFound,
+    InboxErrorStore,
     MessageDiscarded,
-    relay_selection,
-    relay_state,
+    RelayRecord,
+    relay_records,
 )
-from eventcraft.messaging import failed as error_store
-from eventcraft.projections import Database, Lag, checkpoint, clock, lag_of
+from eventcraft.projections import Database
 
 from .errors import NotFound, Problems
 
@@ -53,70 +51,10 @@ class Failed:
     """What the operator said when discarding it, if anything."""
 
 
-@dataclass(frozen=True)
-class RelayView:
-    """A relay as the shells show it: its checkpoint against the log, and its state."""
-
-    name: str
-    broker: str
-    state: str
-    """"running", "paused" (its broker is unavailable) or "stopped", as it last said."""
-    position: int
-    """Every selected event up to here is confirmed by the broker."""
-    head: int
-    lag_events: int
-    """Events after the checkpoint, up to the head, that the relay selects, as its
-    `status()` counts them: at most `LAG_COUNTED` (then `lag_capped`). A relay whose row
-    holds no selection (it last ran under a release that did not record it) lags by
-    the positions behind the head, a bound, until it runs again."""
-    lag_capped: bool
-    """More events wait than `lag_events`: the count stopped at `LAG_COUNTED`."""
-    paused_since: datetime | None
-    last_error: str | None
-    outages: int
-    owner: str | None
-    """The process holding its lease, if the lease is current."""
-    updated_at: datetime
-
-
-def relays(store: EventStore) -> list[RelayView]:
+def relays(store: EventStore) -> list[RelayRecord]:
     """Every relay that ever ran against this store, by name; its lag counted from the
-    selection it records beside its state (`relay_selection`), reading nothing else."""
-    head = store.high_water_mark()
-    with _database(store) as database, database.reading() as connection:
-        states = relay_state.listed(connection)
-        rows = checkpoint.read_many(connection, [s.name for s in states]) if states else {}
-        now = clock.read_now(connection)  # the time the leases are kept in
-    shown = []
-    for state in states:
-        row = rows.get(state.name)
-        position = row.position if row is not None else 0
-        current = row is not None and (row.lease_until or 0.0) > now
-        behind = _lag(store, state, position, head)
-        shown.append(
-            RelayView(
-                name=state.name,
-                broker=state.broker,
-                state=state.state,
-                position=position,
-                head=head,
-                lag_events=behind.events,
-                lag_capped=behind.capped,
-                paused_since=_moment(state.paused_since),
-                last_error=state.last_error,
-                outages=state.outages,
-                owner=row.owner if row is not None and current else None,
-                updated_at=datetime.fromtimestamp(state.updated_at, UTC),
-            )
-        )
-    return shown
-
-
-def _lag(store: EventStore, state: relay_state.RelayState, position: int, head: int) -> Lag:
-    selection = relay_selection.selection_of(state.name, state.selection)
-    if selection is None:
-        return Lag(max(head - position, 0), False, 0.0)
-    return lag_of(store, selection, position, head)
+    selection it records beside its state (`relay_records`), reading nothing else."""
+    return relay_records(store)
 
 
 def _moment(seconds: float | None) -> datetime | None:
@@ -155,22 +93,14 @@ def failed_page(
 def _listed(
     store: EventStore, inbox: str | None, discarded: bool, after: Cursor | None, limit: int | None
 ) -> list[FailedMessage]:
-    with _database(store) as database:
-        if not _opened(database):
-            return []
-        with database.reading() as connection:
-            return error_store.listed(
-                connection, inbox, discarded=discarded, after=after, limit=limit
-            )
+    with _error_store(store) as errors:
+        return errors.listed(inbox, discarded=discarded, after=after, limit=limit)
 
 
 def failed_message(store: EventStore, inbox: str, message_id: str) -> Failed:
     """The message, waiting or discarded; `NotFound` if the error store has none."""
-    with _error_store(store, inbox, message_id) as connection:
-        found = error_store.find(connection, inbox, message_id)
-    if found is None:
-        raise NotFound(_not_found(inbox, message_id))
-    return _shown(found)
+    with _error_store(store) as errors:
+        return _shown(errors.find(inbox, message_id))
 
 
 def failed_body(store: EventStore, inbox: str, message_id: str) -> str:
@@ -189,24 +119,24 @@ def failed_body(store: EventStore, inbox: str, message_id: str) -> str:
 def to_settle(store: EventStore, inbox: str, message_id: str) -> Failed:
     """The message as an operator is about to resend or discard it; `NotFound` if there
     is none, `Problems` if it was discarded already."""
-    with _error_store(store, inbox, message_id) as connection:
-        return _shown(error_store.unsettled(connection, inbox, message_id))
+    with _error_store(store) as errors:
+        return _shown(errors.unsettled(inbox, message_id))
 
 
 def resend(store: EventStore, inbox: str, message_id: str) -> Failed:
     """Ask the running inbox to store the message again; what it looks like now.
     Refused as `to_settle` refuses."""
     # Re-checked in the transaction that marks it: it may have been settled meanwhile.
-    with _error_store(store, inbox, message_id, write=True) as connection:
-        return _shown(error_store.mark_resend(connection, inbox, message_id))
+    with _error_store(store) as errors:
+        return _shown(errors.resend(inbox, message_id))
 
 
 def discard(store: EventStore, inbox: str, message_id: str, reason: str | None = None) -> Failed:
     """Settle the message without storing it: its body, headers and error message are
     erased, its record stays in the error store, marked discarded, with when and
     `reason`. Refused as `to_settle` refuses."""
-    with _error_store(store, inbox, message_id, write=True) as connection:
-        return _shown(error_store.discard(connection, inbox, message_id, reason))
+    with _error_store(store) as errors:
+        return _shown(errors.discard(inbox, message_id, reason))
 
 
 @contextmanager
@@ -218,39 +148,16 @@ def _database(store: EventStore) -> Iterator[Database]:
         database.close()
 
 
-def _opened(database: Database) -> bool:
-    """Whether there is an error store, brought up to date if an earlier release made it."""
-    # A store no inbox ever used has no error store: nothing failed, nothing to create.
-    with database.reading() as connection:
-        if not error_store.exists(connection):
-            return False
-        if not error_store.outdated(connection):
-            return True
-    with database.transaction() as connection:
-        error_store.create(connection)
-    return True
-
-
 @contextmanager
-def _error_store(
-    store: EventStore, inbox: str, message_id: str, *, write: bool = False
-) -> Iterator[sa.Connection]:
-    """A look at (or a transaction on) the error store that names the message, with its
-    refusals as the shells show them."""
+def _error_store(store: EventStore) -> Iterator[InboxErrorStore]:
+    """The error store in the store's database, with its refusals as the shells show them."""
     with _database(store) as database:
-        if not _opened(database):
-            raise NotFound(_not_found(inbox, message_id))
         try:
-            with database.transaction() if write else database.reading() as connection:
-                yield connection
+            yield InboxErrorStore(database)
         except FailedMessageNotFound as error:
             raise NotFound(str(error)) from error
         except MessageDiscarded as error:
             raise Problems(f"{error}: it is settled, not resent or discarded again") from error
-
-
-def _not_found(inbox: str, message_id: str) -> str:
-    return f"inbox {inbox!r} has no failed message with id {message_id!r}"
 
 
 def _shown(message: FailedMessage) -> Failed:

@@ -44,7 +44,7 @@ from eventcraft.eventstore import (
     StoreUnavailable,
     redacted,
 )
-from eventcraft.messaging import failed
+from eventcraft.messaging import FAILED_TABLE, InboxErrorStore
 from eventcraft.projections import (
     PARKED_TABLE,
     Database,
@@ -171,9 +171,9 @@ def _error_stores(
             parked = _parked(database, subject, key_ids, opener)
             if parked is not None:
                 places.append(Erased(PARKED, PARKED_TABLE, shown, parked))
-            messages = _failed(database, subject)
+            messages = InboxErrorStore(database).forget(subject)
             if messages is not None:
-                places.append(Erased(FAILED, failed.FAILED, shown, messages))
+                places.append(Erased(FAILED, FAILED_TABLE, shown, messages))
             if parked or messages:
                 _truncate_wal(database)
     return places
@@ -199,16 +199,6 @@ def _parked(
     if not theirs:
         return 0
     return forget_parked_errors(database, theirs, FORGOTTEN)
-
-
-def _failed(database: Database, subject: str) -> int | None:
-    """Erase the failed messages naming `subject`; None where no inbox ever ran."""
-    with database.transaction() as connection:
-        if not failed.exists(connection):
-            return None
-        if failed.outdated(connection):
-            return 0  # made before messages named their subjects: none does
-        return failed.forget(connection, subject)
 
 
 def _names(event: RecordedEvent | None, subject: str, key_ids: set[str]) -> bool:
