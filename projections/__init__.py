@@ -1,4 +1,12 @@
-"""projections: read models kept from the global log, exactly once, live or rebuilt."""
+"""projections: read models kept from the global log, exactly once, live or rebuilt.
+
+The Parquet archive's files (`ArchiveFiles`) need pyarrow, which comes with the
+`retention` extra: the class is imported when it is first used, so the rest works
+without it.
+"""
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from .archive_layout import chain_break as archive_chain_break
 from .archive_layout import span_of as segment_span
@@ -39,10 +47,29 @@ from .telemetry import make_projection_gauges
 from .tracebacks import bare_traceback
 from .typed_event import EventDecoder, TypedEvent
 
+if TYPE_CHECKING:
+    from .archive_files import ArchiveFiles
+
+_NEEDING_PYARROW = {"ArchiveFiles": "archive_files"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _NEEDING_PYARROW.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        return getattr(import_module(f".{module}", __name__), name)
+    except ImportError as error:
+        raise ImportError(
+            f"{name} needs pyarrow: pip install 'eventcraft[retention]' ({error})"
+        ) from error
+
+
 __all__ = [
     "LAG_COUNTED",
     "PARKED_TABLE",
     "ArchiveBusy",
+    "ArchiveFiles",
     "AsyncProjectionRunner",
     "Database",
     "Definition",

@@ -37,8 +37,7 @@ from eventcraft.eventstore.retention import (
     rest,
     rules_text,
 )
-from eventcraft.projections import ArchiveBusy, archive_run_lock
-from eventcraft.projections.archive_files import ArchiveFiles
+from eventcraft.projections import ArchiveBusy, ArchiveFiles, archive_run_lock
 from eventcraft.sagas import SAGA_CATEGORY
 
 from .errors import InputError, NotFound, Problems
