@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 import psycopg
 
 from tests.conftest import missing
+from tests.ports import free_port
 
 
 def _binaries() -> Path | None:
@@ -35,12 +35,6 @@ def _binaries() -> Path | None:
     return Path(found).parent if found else None
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 class PostgresServer:
     """One cluster in `folder`, listening on 127.0.0.1:`port` with trust authentication."""
 
@@ -51,7 +45,7 @@ class PostgresServer:
         self.bin = binaries
         self.folder = folder
         self.data = folder / "data"
-        self.port = _free_port()
+        self.port = free_port()
         self.settings = [
             "listen_addresses=127.0.0.1",
             f"port={self.port}",

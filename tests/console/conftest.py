@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from eventcraft.operations import projections
 
 from ..cli.apps import fill_shop, run_sagas, shop
 from ..cli.conftest import run as run  # the fixture running `eventcraft ...` in this process
+from ..ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests.cli.apps:shop"
@@ -103,13 +103,6 @@ class Served:
         with self.process.stderr:
             self.log = self.process.stderr.read()
         return self.log
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _environment(token: str | None, extra: dict[str, str]) -> dict[str, str]:

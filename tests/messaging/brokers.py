@@ -23,6 +23,7 @@ from eventcraft.messaging.jetstream import connect
 from eventcraft.messaging.loop import EventLoopThread
 
 from ..conftest import missing
+from ..ports import free_port
 
 RABBITMQ_URL = os.environ.get("EVENTCRAFT_TEST_RABBITMQ", "amqp://guest:guest@127.0.0.1:5672/")
 NATS_URL = os.environ.get("EVENTCRAFT_TEST_NATS", "nats://127.0.0.1:4222")
@@ -171,12 +172,6 @@ class JetStreamReader:
             await nc.close()
 
         self.loop.run(teardown(), 20)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class PrivateNats:

@@ -28,7 +28,7 @@ from eventcraft.messaging import (
 )
 from starlette.requests import Request
 
-from .brokers import free_port, wait_for
+from .brokers import wait_for
 from .unscoped import stored_unscoped
 from .workers import order_received
 
@@ -77,11 +77,16 @@ def _named(headers: Any) -> dict[str, str]:
 
 class Served:
     def __init__(self, routes: dict[str, HttpIntake]) -> None:
-        self.port = free_port()
+        # Bound here, to the port the kernel gives, and handed to uvicorn: no other test
+        # (another pytest-xdist worker's) can take the port before the server listens.
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.port = int(self.socket.getsockname()[1])
         self.app = Routed(routes)
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning"))
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True
+        )
         self.thread.start()
         wait_for(self._listening, 20, "uvicorn to listen")
 
@@ -139,6 +144,7 @@ class Served:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(10)
+        self.socket.close()
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,12 +16,6 @@ import pyspark
 SPARK_HOME = Path(pyspark.__file__).parent
 _START = 180.0
 """Seconds a master and its workers get to start on a loaded 2-core machine."""
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _daemon(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -35,10 +29,12 @@ def _daemon(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen
         )
 
 
-def _wait_for(log: Path, text: str, process: subprocess.Popen[bytes], deadline: float) -> None:
+def _wait_for(log: Path, text: str, process: subprocess.Popen[bytes], deadline: float) -> str:
+    """The log's text once it holds `text`."""
     while time.monotonic() < deadline:
-        if text in log.read_text(errors="replace"):
-            return
+        written = log.read_text(errors="replace")
+        if text in written:
+            return written
         if process.poll() is not None:
             break
         time.sleep(0.2)
@@ -60,21 +56,23 @@ def standalone(directory: Path, *, workers: int, pythonpath: str) -> Iterator[st
         "PYTHONPATH": pythonpath,
         "SPARK_WORKER_DIR": str(directory / "work"),
     }
-    port = free_port()
-    master = f"spark://127.0.0.1:{port}"
     deadline = time.monotonic() + _START
     started: list[subprocess.Popen[bytes]] = []
     try:
+        # Port 0 everywhere: each daemon takes the port the kernel gives it, so that no
+        # other test (another pytest-xdist worker's) can take it first; the master's log
+        # says which it took.
         log = directory / "master.log"
-        host = ["--host", "127.0.0.1", "--webui-port", str(free_port())]
-        started.append(
-            _daemon(["org.apache.spark.deploy.master.Master", *host, "--port", str(port)], log, env)
-        )
-        _wait_for(log, "I have been elected leader", started[0], deadline)
+        host = ["--host", "127.0.0.1", "--webui-port", "0", "--port", "0"]
+        started.append(_daemon(["org.apache.spark.deploy.master.Master", *host], log, env))
+        written = _wait_for(log, "I have been elected leader", started[0], deadline)
+        found = re.search(r"Starting Spark master at (spark://127\.0\.0\.1:\d+)", written)
+        assert found, f"{log.name} names no master URL:\n{written}"
+        master = found.group(1)
         for n in range(workers):
             log = directory / f"worker-{n}.log"
             args = ["org.apache.spark.deploy.worker.Worker", master, "--cores", "1"]
-            args += ["--memory", "1g", "--host", "127.0.0.1", "--webui-port", str(free_port())]
+            args += ["--memory", "1g", "--host", "127.0.0.1", "--webui-port", "0"]
             started.append(_daemon(args, log, env))
             _wait_for(log, "Successfully registered with master", started[-1], deadline)
         yield master
