@@ -26,6 +26,8 @@ from .tracebacks import bare_traceback
 
 @dataclasses.dataclass(frozen=True)
 class ParkedEvent:
+    """An event a projection's handler failed on, parked until it is retried or discarded."""
+
     projection: str
     position: int
     """The event's position in the global log; with the projection, its key here."""

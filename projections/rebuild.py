@@ -37,6 +37,8 @@ _INSERT_CHUNK = 5000
 
 @dataclass(frozen=True)
 class RebuildReport:
+    """What a rebuild did: the generation it built and swapped in, and up to where."""
+
     name: str
     generation: int
     """The generation now serving."""

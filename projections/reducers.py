@@ -50,7 +50,9 @@ class Meta:
 
 
 POSITION = Meta("position")
+"""A reducer's field that is the event's position in the global log."""
 RECORDED_AT = Meta("recorded_at")
+"""A reducer's field that is the time the event was recorded."""
 
 
 @dataclass(frozen=True, init=False)

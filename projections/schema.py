@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 CHECKPOINTS = "eventcraft_projections"
 PARKED = "eventcraft_parked"
+"""The error store's table: the events a projection's handler failed on, parked to retry."""
 
 metadata = sa.MetaData()
 

@@ -29,6 +29,8 @@ one index entry an event, a few milliseconds for ten thousand)."""
 
 @dataclass(frozen=True)
 class ProjectionStatus:
+    """Where a projection stands: its checkpoint, its lag, who runs it, what it parked."""
+
     name: str
     position: int
     """The checkpoint: every event up to here is applied."""

@@ -22,6 +22,8 @@ class SagaDefinitionError(SagaError, TypeError):
 
 
 class SagaNotFound(SagaError, LookupError):
+    """The store holds no instance of the saga `name` with the id `saga_id`."""
+
     def __init__(self, name: str, saga_id: str) -> None:
         super().__init__(f"no {name!r} saga with id {saga_id!r}")
         self.name = name
@@ -33,6 +35,8 @@ class UnknownSaga(SagaError, LookupError):
 
 
 class SagaNotParked(SagaError):
+    """A retry, compensation or resolution of an instance that is not parked."""
+
     def __init__(self, stream_id: str, status: str) -> None:
         super().__init__(f"{stream_id} is {status}, not parked")
         self.stream_id = stream_id
@@ -40,6 +44,8 @@ class SagaNotParked(SagaError):
 
 
 class StepTimedOut(SagaError, TimeoutError):
+    """A try of a step ran past the step's `timeout`; it counts as a failed try."""
+
     def __init__(self, step: str, seconds: float) -> None:
         super().__init__(f"step {step!r} ran past its timeout of {seconds} s")
         self.step = step
@@ -47,6 +53,8 @@ class StepTimedOut(SagaError, TimeoutError):
 
 
 class ReplyTimeout(SagaError, TimeoutError):
+    """`request` waited its `timeout` and no reply of the types it named came."""
+
     def __init__(
         self, command: str, command_id: str, reply_types: list[str], seconds: float
     ) -> None:

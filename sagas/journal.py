@@ -22,6 +22,7 @@ log = logging.getLogger("eventcraft.sagas")
 
 
 def stream_of(name: str, saga_id: str) -> str:
+    """The stream of the instance `saga_id` of the saga `name`."""
     return f"{SAGA_CATEGORY}-{name}:{saga_id}"
 
 

@@ -115,6 +115,8 @@ class Route:
 
 
 class ProcessManager:
+    """Starts, signals and cancels saga instances from the events its routes match."""
+
     def __init__(
         self,
         name: str,

@@ -13,8 +13,7 @@ from typing import Any
 from eventcraft.eventstore import NewEvent, RecordedEvent
 
 from .failures import Bug, StepFailure
-from .personal import read_part
-from .personal import read_text as read_text  # the operations read events with it
+from .personal import read_part, read_text
 
 STARTED = "SagaStarted"
 STEP_STARTED = "StepStarted"
@@ -52,6 +51,8 @@ class InFlight:
 
 @dataclass
 class SagaState:
+    """One saga instance as its stream's events leave it: status, data, results, failures."""
+
     name: str
     saga_id: str
     stream_id: str

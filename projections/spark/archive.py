@@ -48,6 +48,8 @@ class ArchiveError(ArchiveBroken):
 
 @dataclass(frozen=True)
 class Segment:
+    """One Parquet file of the archive, holding the events at positions `first` to `last`."""
+
     first: int
     last: int
     path: str
@@ -57,6 +59,8 @@ class Segment:
 
 @dataclass(frozen=True)
 class ExportReport:
+    """What one export wrote into the archive."""
+
     path: str
     after: int
     """The archive's last position before this export."""

@@ -53,6 +53,8 @@ _SWAP_BATCH = 10_000
 
 @dataclass(frozen=True)
 class ReplayReport:
+    """What a Spark replay did: the generation it built and swapped in, and up to where."""
+
     name: str
     generation: int
     """The generation now serving."""
