@@ -22,6 +22,7 @@ from .request_reply import request
 from .service import OrchestratorStatus
 from .state import InFlight, SagaState, idempotency_key
 from .telemetry import make_saga_gauges
+from .timeline import SagaTransition, saga_timeline
 
 __all__ = [
     "SAGA_CATEGORY",
@@ -45,6 +46,7 @@ __all__ = [
     "SagaNotFound",
     "SagaNotParked",
     "SagaState",
+    "SagaTransition",
     "Step",
     "StepContext",
     "StepFailure",
@@ -55,6 +57,7 @@ __all__ = [
     "request",
     "request_async",
     "saga_of_stream",
+    "saga_timeline",
     "stream_of",
     "wait_for",
 ]

@@ -40,9 +40,6 @@ PUBLIC_FACES = frozenset(
 # why it is not fixed yet.
 STILL_DEEP = frozenset(
     {
-        # The transitions' event types are the saga stream's stored format: naming them
-        # publicly is a decision of its own.
-        "eventcraft/operations/sagas.py: sagas.state",
         # The relay keeps its checkpoint, lease and parked messages in the projections'
         # tables through their row functions, inside its own transactions.
         "messaging/relay.py: projections.checkpoint",

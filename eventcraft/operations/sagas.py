@@ -23,27 +23,17 @@ from eventcraft.sagas import (
     SagaIndex,
     SagaNotParked,
     SagaState,
-    idempotency_key,
+    SagaTransition,
     saga_of_stream,
+    saga_timeline,
     stream_of,
 )
-from eventcraft.sagas import state as S
 
 from ..app import App
 from .errors import InputError, NotFound, Problems
 
 STATUSES = ("running", "compensating", "completed", "compensated", "parked", "resolved")
 """An instance's status, from started to settled."""
-
-_TRIES = {
-    S.STEP_STARTED: False,
-    S.STEP_SUCCEEDED: False,
-    S.STEP_FAILED: False,
-    S.COMPENSATION_STARTED: True,
-    S.COMPENSATION_SUCCEEDED: True,
-    S.COMPENSATION_FAILED: True,
-}
-"""The transitions of one try of an action (False) or a compensation (True)."""
 
 
 @dataclass(frozen=True)
@@ -67,27 +57,6 @@ class SagaSummary:
 
 
 @dataclass(frozen=True)
-class Transition:
-    """One transition of an instance, as recorded in its stream."""
-
-    version: int
-    position: int
-    recorded_at: datetime
-    type: str
-    step: str | None
-    attempt: int | None
-    idempotency_key: str | None
-    """The key the action or compensation was (or is to be) called with."""
-    error: str | None
-    result: Any
-    """A succeeded step's result (None otherwise)."""
-    note: str | None
-    """A failure's reason, a resolution's note, a signal's event type, a try's outcome."""
-    data: dict[str, Any]
-    """The transition's data, whole."""
-
-
-@dataclass(frozen=True)
 class SagaDetail:
     saga: SagaSummary
     data: dict[str, Any]
@@ -95,7 +64,7 @@ class SagaDetail:
     correlation_id: str
     results: dict[str, Any]
     """The succeeded steps' results, by step."""
-    transitions: list[Transition]
+    transitions: list[SagaTransition]
     bug: Bug | None = None
     """What a step raised undeclared, while the instance is parked on it: its type, its
     message (`FORGOTTEN` once the saga's subject is forgotten) and its traceback."""
@@ -222,7 +191,7 @@ def saga(store: EventStore, app: App, name: str, saga_id: str) -> SagaDetail:
         data=state.data,
         correlation_id=state.correlation_id,
         results=dict(state.results),
-        transitions=[_transition(state.stream_id, event) for event in events],
+        transitions=saga_timeline(state.stream_id, events),
         bug=state.bug,
     )
 
@@ -336,40 +305,3 @@ def _summary(state: SagaState, events: list[RecordedEvent]) -> SagaSummary:
         failure=state.failure,
         parked_because=state.parked_because,
     )
-
-
-def _transition(stream: str, event: RecordedEvent) -> Transition:
-    d = event.data
-    step = d.get("step") if event.type in _TRIES or event.type == S.PARKED else None
-    compensating = _TRIES.get(event.type)
-    key = None
-    if compensating is not None and step is not None:
-        key = idempotency_key(stream, step, compensating)
-    return Transition(
-        version=event.version,
-        position=event.position,
-        recorded_at=event.recorded_at,
-        type=event.type,
-        step=step,
-        attempt=d.get("attempt"),
-        idempotency_key=key,
-        error=S.read_text(d, "error"),
-        result=d.get("result"),
-        note=_note(event),
-        data=d,
-    )
-
-
-def _note(event: RecordedEvent) -> str | None:
-    d = event.data
-    if event.type in (S.FAILED, S.COMPENSATED, S.COMPENSATION_ORDERED):
-        return S.read_text(d, "reason")
-    if event.type == S.RESOLVED:
-        return d.get("note")
-    if event.type == S.SIGNALLED:
-        return f"signalled {d.get('type')}"
-    if event.type == S.STEP_FAILED:
-        return f"outcome {d.get('outcome')}" + (", final" if d.get("final") else "")
-    if event.type == S.COMPENSATION_FAILED and d.get("final"):
-        return "final"
-    return None
