@@ -106,6 +106,7 @@ RENAMES: Mapping[str, str] = {
     "AsyncBackend": "Backend",
     "AsyncDecisions": "Decisions",
     "AsyncEventStore": "EventStore",
+    "AsyncPostgresBackend": "PostgresBackend",
     "AsyncRepository": "Repository",
     "async_port": "port",
 }
@@ -138,6 +139,23 @@ PAIRS: Sequence[Pair] = (
         },
     ),
     Pair("eventstore/postgres/async_connections.py", "eventstore/postgres/connections.py"),
+    Pair(
+        "eventstore/postgres/async_backend.py",
+        "eventstore/postgres/backend.py",
+        names={
+            "async_appends": "appends",
+            "AsyncAppends": "Appends",
+            "async_connections": "connections",
+            "async_listener": "listener",
+            "AsyncListener": "Listener",
+            "copied_async": "copied",
+            "database_now_async": "database_now",
+            "log_status_async": "log_status",
+            "paged_async": "paged",
+            "safe_head_async": "safe_head",
+            "translated_async": "translated",
+        },
+    ),
     Pair(
         "eventstore/async_store.py",
         "eventstore/store.py",

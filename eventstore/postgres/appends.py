@@ -1,5 +1,12 @@
 """The sync PostgreSQL backend's appends: alone, in parts, or in groups.
 
+Not generated from `async_appends.py`, nor it from this: here the lead of a
+group passes to one caller's thread (`group_commit.GroupCommit`), which writes
+the group and settles each refused member on its own connection, where the
+async store queues its tasks' appends for sender tasks and each caller settles
+its own refusal. What a refused member comes to is decided by the same
+functions (`append_group.py`), and both send the same prepared statements.
+
 An append is one round trip: a call of the `eventcraft_append` function
 (`schema.py`) in autocommit, which checks the expected version, takes the
 positions and inserts the events in one transaction, followed by a NOTIFY
@@ -79,6 +86,9 @@ class Appends:
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
+
+    def close(self) -> None:
+        """Nothing to wait for: each group is written by a caller's thread, in its call."""
 
     def _write_group(self, members: Sequence[Member]) -> list[list[AppendResult] | BaseException]:
         """Each member's results or error, the members (their events encoded) written in

@@ -1,14 +1,31 @@
-"""Appends from many tasks, sent together: the async store's group commit.
+"""The async PostgreSQL backend's appends: alone, in parts, or from many tasks together.
+
+Not generated from `appends.py`, nor it from this: the sync store groups appends
+by handing the lead to one caller's thread (`group_commit.GroupCommit`), which
+writes the group and settles each refused member on its own connection, where
+here tasks queue their appends for sender tasks and each caller settles its
+own refusal. What a refused member comes to is decided by the same functions
+(`append_group.py`), and both send the same prepared statements (`wire.py`).
+
+An append is one call of the append function (`schema.py`) in autocommit,
+sent with the appends of other tasks in one pipeline and followed there, after
+their Syncs, by one NOTIFY for waiting readers, as on the sync store (`wire.py`
+says why after the commit, never inside it); its reply is read when the
+connection is lent again. A batch of more than `PART` events is several calls
+in one transaction, each part's expected version the one before it ended at;
+its NOTIFY goes from a task of the store's, on a connection of its own, one
+for all the batches that committed while it sent the last. Notifications are
+hints (`listener.py`): one lost costs a waiter at most `RECHECK`.
 
 A call of the append function costs the server little and the client a
 round trip plus, in Python, the work of psycopg's async machinery and of the
 event loop for every statement; each commit costs a flush of the server's
 log. With a hundred tasks appending at once, both add up. So appends queue
-here, and a sender task sends what is queued as one call of the group
-function (`append_group.py`): one transaction, one commit, each member still
-committed or refused alone. A second sender (`grouping.MOST_GROUPS`, as on
-the sync store) starts only while more are queued than one group takes, or a
-conditional append is queued (`group.hurried`: its read grows stale while it
+(`AppendQueue`), and a sender task sends what is queued as one call of the
+group function (`append_group.py`): one transaction, one commit, each member
+still committed or refused alone. A second sender (`group_commit.MOST_GROUPS`,
+as on the sync store) starts only while more are queued than one group takes, or
+a conditional append is queued (`append_group.hurried`: its read grows stale while it
 waits), and stops once neither holds: two groups in flight cost each append
 half as much again in CPU as one that takes them all (on 2 cores, 16 tasks:
 client 58-64 against 73-83 us an append, server 66-81 against 113-122). A
@@ -27,32 +44,191 @@ import asyncio
 import contextlib
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg import pq
 from psycopg.errors import error_from_result
 
+from ..arguments import AppendCall
+from ..encoding import PreparedBatch
+from ..errors import EventStoreError, StoreUnavailable
+from ..events import AppendResult
 from ..group_commit import MOST_GROUPS, MOST_MEMBERS, another_group_goes
+from ..idempotency import StoredId
+from . import privileges
+from . import statements as sql
 from .append_group import (
     Answer,
     Member,
+    Refusal,
     events_json,
     group_answers,
     group_param,
     hurried,
     lock_order,
+    lost_races,
     member_json,
     refusal_of,
     restored,
+    settled,
+    stored_ids_param,
 )
-from .statements import append_head, append_result
+from .statements import ANY_TRIES, PART, append_head, append_result
 from .tag_locks import group_locks, plain
-from .wire import APPEND_CALL, GROUP_CALL, REPLY_TIMEOUT, Prepared, _is_sync
+from .wire import APPEND, APPEND_CALL, GROUP_CALL, REPLY_TIMEOUT, Prepared, _is_sync
 
+if TYPE_CHECKING:
+    from .async_connections import AsyncConnectionPool
+
+T = TypeVar("T")
 Conn = psycopg.AsyncConnection[Any]
+
+CLOSING = 30.0
+"""Longest `close` waits for a NOTIFY being sent."""
+
+
+class AsyncAppends:
+    """Appends on `pool`'s connections, each followed by `notify`; grouped unless
+    `group_commit` is off."""
+
+    def __init__(self, pool: AsyncConnectionPool, notify: bytes, *, group_commit: bool) -> None:
+        self._pool = pool
+        self._notify = notify
+        self._queue = AppendQueue(
+            partial(pool.run, settle=False), pool.size, notify, grouped=group_commit
+        )
+        self._announcer: asyncio.Task[None] | None = None
+        self._unannounced = False
+
+    async def append(self, call: AppendCall) -> AppendResult:
+        if len(call.batch) > PART and plain(call):
+            return await self._append_large(call)
+        (result,) = await self.append_many([call])
+        return result
+
+    async def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
+        member = tuple(calls)
+
+        async def attempt() -> list[AppendResult]:
+            for _ in range(ANY_TRIES):
+                answer = await self._queue.submit(member)
+                if not isinstance(answer, Refusal):
+                    return answer
+                outcome = await self._settled(member, answer)
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                if outcome is not None:
+                    return outcome
+                # Lost the race for a stream's next version at ANY: send it again.
+            raise lost_races(member[0].stream_id)
+
+        return await self._appending(member[0].stream_id, attempt)
+
+    async def close(self) -> None:
+        await self._queue.close()
+        if self._announcer is not None:
+            await asyncio.wait([self._announcer], timeout=CLOSING)
+
+    async def _append_large(self, call: AppendCall) -> AppendResult:
+        """A batch of more than `PART` events: several calls in one transaction, alone."""
+        stream_id, category, batch, expected, _ = call
+        head = sql.append_head(stream_id, category, expected)
+        stream, category_text, first = head[0].decode(), head[1].decode(), int(head[2])
+
+        async def send() -> list[str]:
+            return await self._pool.run(
+                lambda conn: self._append_in_parts(conn, stream, category_text, first, batch)
+            )
+
+        async def attempt() -> AppendResult:
+            for _ in range(ANY_TRIES):
+                try:
+                    answers = await send()
+                except psycopg.OperationalError:
+                    raise  # for _appending to judge
+                except psycopg.DatabaseError as error:
+                    refusal = refusal_of(error)
+                    if refusal is None:
+                        raise
+                    outcome = await self._settled((call,), refusal)
+                    if isinstance(outcome, BaseException):
+                        raise outcome from error
+                    if outcome is not None:
+                        return outcome[0]
+                    continue  # lost the race for the next version at ANY: read it again
+                self._announce()  # the parts' transaction sent no NOTIFY of its own
+                return sql.append_result(answers)
+            raise lost_races(stream_id)
+
+        return await self._appending(stream_id, attempt)
+
+    async def _settled(
+        self, member: Member, refusal: Refusal
+    ) -> list[AppendResult] | EventStoreError | None:
+        """`group.settled` for `member`, with the stored events of its ids read anew."""
+        params = (stored_ids_param(member),)
+        rows = await self._pool.run(partial(_fetch_all, query=sql.STORED_IDS, params=params))
+        return settled(member, refusal, [StoredId(*row) for row in rows])
+
+    def _announce(self) -> None:
+        """Have a NOTIFY sent for an append that committed: one for all that wait for it."""
+        self._unannounced = True
+        if self._announcer is None or self._announcer.done():
+            self._announcer = asyncio.create_task(self._send_notifies(), name="eventcraft-notify")
+
+    async def _send_notifies(self) -> None:
+        while self._unannounced:
+            self._unannounced = False  # an append committing from here on asks for another
+            try:
+                await self._pool.run(lambda conn: conn.execute(self._notify))
+            except (psycopg.Error, EventStoreError):
+                return  # waiters look again within RECHECK
+
+    async def _append_in_parts(
+        self, conn: Conn, stream: str, category: str, expected: int, batch: PreparedBatch
+    ) -> list[str]:
+        answers: list[str] = []
+        async with conn.transaction():
+            for start in range(0, len(batch), PART):
+                events = batch.encoded(start, start + PART)
+                params = (
+                    stream,
+                    category,
+                    expected,
+                    sql.batch_json(events, batch.annotated).decode(),
+                )
+                row = await (await conn.execute(APPEND, params, prepare=True)).fetchone()
+                assert row is not None
+                answers.append(str(row[0]))
+                expected = int(answers[-1].split(" ", 1)[0])
+        return answers
+
+    async def _appending(self, stream_id: str, attempt: Callable[[], Awaitable[T]]) -> T:
+        """`attempt`, sent once more on a new connection if the first one broke
+        (as `appends.Appends._appending`: a resent batch recognises itself)."""
+        try:
+            return await attempt()
+        except psycopg.OperationalError as error:
+            broken = error
+        except psycopg.Error as error:
+            raise await self._translated(error) from error
+        try:
+            return await attempt()
+        except (psycopg.OperationalError, StoreUnavailable) as again:
+            raise sql.outcome_unknown(stream_id, broken, again) from broken
+        except psycopg.Error as error:
+            raise await self._translated(error) from error
+
+    async def _translated(self, error: psycopg.Error) -> EventStoreError:
+        return await privileges.translated_async(self._pool, error, privileges.APPENDING)
+
+
+async def _fetch_all(conn: Conn, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    return await (await conn.execute(query, params)).fetchall()
+
 
 _prepared: weakref.WeakSet[Conn] = weakref.WeakSet()
 

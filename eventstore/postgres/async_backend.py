@@ -1,17 +1,15 @@
-"""The PostgreSQL backend for `AsyncEventStore`: psycopg's async connections.
+"""The production backend: PostgreSQL through psycopg 3, as `AsyncPostgresBackend`.
 
-It runs the statements of `statements.py` and the append function of
-`schema.py`, as `PostgresBackend` does, and decides what their answers mean
-with the same functions; only the waiting differs. An append is one call of
-the function in autocommit, sent with the appends of other tasks in one
-pipeline (`async_appends.py`) and followed there, after their Syncs, by one
-NOTIFY for waiting readers, as on the sync store (`wire.py` says why after
-the commit, never inside it); its reply is read when the connection is lent
-again. A batch of more than `PART` events is several calls in one
-transaction, each part's expected version the one before it ended at; its
-NOTIFY goes from a task of the store's, on a connection of its own, one for
-all the batches that committed while it sent the last. Notifications are
-hints (`listener.py`): one lost costs a waiter at most `RECHECK`.
+Appends, alone or grouped, are `async_appends.py`'s. Readers follow the
+ordering rule explained in `schema.py`; `high_water.py` is that rule in SQL.
+
+The sync backend is generated from the async one (`scripts/async_to_sync.py`):
+both run the statements of `statements.py` and decide what their answers mean
+with the same functions. Beyond awaiting they differ only in the blocks the
+async source marks `# ASYNC`: how a store is opened (the async one makes its
+tables with the sync code, in a thread, as its `__init__` cannot await), and
+when an iterator reads its head (the sync one at the call, the async one when
+its first event is asked for).
 """
 
 from __future__ import annotations
@@ -42,30 +40,24 @@ from ..events import (
     StreamState,
     encoded_events,
 )
-from ..idempotency import StoredId
 from ..json_lines import JsonLines
 from ..log_status import LogStatus
 from ..paging import paged_async
 from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 from ..sql.deletion import placed_parameters
-from . import copy_out, deletion, privileges
+from . import copy_out, deletion, opening, privileges
 from . import query_reads as reads
 from . import statements as sql
-from .append_group import Member, Refusal, lost_races, refusal_of, settled, stored_ids_param
-from .async_appends import AppendQueue
+from .async_appends import AsyncAppends
 from .async_connections import AsyncConnectionPool
 from .async_listener import AsyncListener
-from .backend import create_schema
-from .connections import ConnectionPool
 from .high_water import database_now_async, log_status_async, safe_head_async
-from .statements import ANY_TRIES, PAGE, PART
-from .tag_locks import plain
+from .statements import PAGE, PART, batch_json
 from .target import PostgresTarget
-from .wire import APPEND, notify_statement
+from .wire import notify_statement
 
-CLOSING = 30.0
-"""Longest `close` waits for a NOTIFY being sent."""
+__all__ = ["PAGE", "PART", "AsyncPostgresBackend", "batch_json"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -73,31 +65,51 @@ Conn = psycopg.AsyncConnection[Any]
 
 
 class AsyncPostgresBackend(AsyncBackend):
-    def __init__(
-        self,
-        target: PostgresTarget,
-        pool: AsyncConnectionPool,
-        notify: bytes,
-        *,
-        group_commit: bool = True,
-    ) -> None:
-        self.target = target
+    target: PostgresTarget
+    _pool: AsyncConnectionPool
+
+    if True:  # ASYNC
+
+        def __init__(
+            self,
+            target: PostgresTarget,
+            pool: AsyncConnectionPool,
+            notify: bytes,
+            *,
+            group_commit: bool = True,
+        ) -> None:
+            self._opened(pool, notify, group_commit)
+
+        @classmethod
+        async def open(cls, url: str, *, group_commit: bool = True) -> AsyncPostgresBackend:
+            target = PostgresTarget.from_url(url)
+            # The tables are made by the sync code, in a thread, on a connection of its own.
+            notify = await asyncio.to_thread(opening.prepare, target)
+            return cls(target, AsyncConnectionPool(target), notify, group_commit=group_commit)
+
+    else:
+
+        def __init__(self, target: PostgresTarget, *, group_commit: bool = True) -> None:
+            self._pool = AsyncConnectionPool(target)
+            try:
+                self._with_connection(partial(opening.create_schema, schema_name=target.schema))
+                notify = self._with_connection(notify_statement)
+            except BaseException:
+                self._pool.close()  # a refused open leaves no connection behind
+                raise
+            self._opened(self._pool, notify, group_commit)
+
+        @classmethod
+        def from_url(cls, url: str, *, group_commit: bool = True) -> AsyncPostgresBackend:
+            return cls(PostgresTarget.from_url(url), group_commit=group_commit)
+
+    def _opened(self, pool: AsyncConnectionPool, notify: bytes, group_commit: bool) -> None:
+        """The store's pool, the NOTIFY its appends send, its listener and its appends."""
+        self.target = pool.target
         self._pool = pool
         self._notify = notify
-        self._listener = AsyncListener(target)
-        self._announcer: asyncio.Task[None] | None = None
-        self._unannounced = False
-        self._appends = AppendQueue(
-            partial(pool.run, settle=False), pool.size, notify, grouped=group_commit
-        )
-
-    @classmethod
-    async def open(cls, url: str, *, group_commit: bool = True) -> AsyncPostgresBackend:
-        target = PostgresTarget.from_url(url)
-        # The schema is made by the sync backend's own code, on a connection of its own.
-        notify = await asyncio.to_thread(_prepare, target)
-        pool = AsyncConnectionPool(target)
-        return cls(target, pool, notify, group_commit=group_commit)
+        self._listener = AsyncListener(pool)
+        self._appends = AsyncAppends(pool, notify, group_commit=group_commit)
 
     async def append(
         self,
@@ -108,104 +120,10 @@ class AsyncPostgresBackend(AsyncBackend):
         condition: AppendCondition | None = None,
     ) -> AppendResult:
         call = AppendCall(stream_id, category, batch, expected, condition)
-        if len(batch) > PART and plain(call):
-            return await self._append_large(stream_id, category, batch, expected)
-        (result,) = await self.append_many([call])
-        return result
+        return await self._appends.append(call)
 
     async def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
-        member = tuple(calls)
-
-        async def attempt() -> list[AppendResult]:
-            for _ in range(ANY_TRIES):
-                answer = await self._appends.submit(member)
-                if not isinstance(answer, Refusal):
-                    return answer
-                outcome = await self._settled(member, answer)
-                if isinstance(outcome, BaseException):
-                    raise outcome
-                if outcome is not None:
-                    return outcome
-                # Lost the race for a stream's next version at ANY: send it again.
-            raise lost_races(member[0].stream_id)
-
-        return await self._appending(member[0].stream_id, attempt)
-
-    async def _append_large(
-        self, stream_id: str, category: str, batch: PreparedBatch, expected: int | StreamState
-    ) -> AppendResult:
-        """A batch of more than `PART` events: several calls in one transaction, alone."""
-        call = AppendCall(stream_id, category, batch, expected)
-        head = sql.append_head(stream_id, category, expected)
-        stream, category_text, first = head[0].decode(), head[1].decode(), int(head[2])
-
-        async def send() -> list[str]:
-            return await self._run(
-                lambda conn: self._append_in_parts(conn, stream, category_text, first, batch)
-            )
-
-        async def attempt() -> AppendResult:
-            for _ in range(ANY_TRIES):
-                try:
-                    answers = await send()
-                except psycopg.OperationalError:
-                    raise  # for _appending to judge
-                except psycopg.DatabaseError as error:
-                    refusal = refusal_of(error)
-                    if refusal is None:
-                        raise
-                    outcome = await self._settled((call,), refusal)
-                    if isinstance(outcome, BaseException):
-                        raise outcome from error
-                    if outcome is not None:
-                        return outcome[0]
-                    continue  # lost the race for the next version at ANY: read it again
-                self._announce()  # the parts' transaction sent no NOTIFY of its own
-                return sql.append_result(answers)
-            raise lost_races(stream_id)
-
-        return await self._appending(stream_id, attempt)
-
-    async def _settled(
-        self, member: Member, refusal: Refusal
-    ) -> list[AppendResult] | EventStoreError | None:
-        """`group.settled` for `member`, with the stored events of its ids read anew."""
-        params = (stored_ids_param(member),)
-        rows = await self._run(partial(_fetch_all, query=sql.STORED_IDS, params=params))
-        return settled(member, refusal, [StoredId(*row) for row in rows])
-
-    def _announce(self) -> None:
-        """Have a NOTIFY sent for an append that committed: one for all that wait for it."""
-        self._unannounced = True
-        if self._announcer is None or self._announcer.done():
-            self._announcer = asyncio.create_task(self._send_notifies(), name="eventcraft-notify")
-
-    async def _send_notifies(self) -> None:
-        while self._unannounced:
-            self._unannounced = False  # an append committing from here on asks for another
-            try:
-                await self._run(lambda conn: conn.execute(self._notify))
-            except (psycopg.Error, EventStoreError):
-                return  # waiters look again within RECHECK
-
-    async def _append_in_parts(
-        self, conn: Conn, stream: str, category: str, expected: int, batch: PreparedBatch
-    ) -> list[str]:
-        answers: list[str] = []
-        async with conn.transaction():
-            for start in range(0, len(batch), PART):
-                events = batch.encoded(start, start + PART)
-                params = (
-                    stream,
-                    category,
-                    expected,
-                    sql.batch_json(events, batch.annotated).decode(),
-                )
-                row = await (await conn.execute(APPEND, params, prepare=True)).fetchone()
-                assert row is not None
-                answers.append(str(row[0]))
-                expected = int(answers[-1].split(" ", 1)[0])
-        return answers
+        return await self._appends.append_many(calls)
 
     def read_stream(
         self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None
@@ -230,25 +148,50 @@ class AsyncPostgresBackend(AsyncBackend):
     async def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
         async def find(conn: Conn) -> RecordedEvent | None:
             async with conn.cursor(binary=True) as cur:
-                rows = await (await cur.execute(sql.EVENT_BY_ID, (event_id,))).fetchall()
+                await cur.execute(sql.EVENT_BY_ID, (event_id,))
+                rows = await cur.fetchall()
             return sql.recorded_page(rows)[0] if rows else None
 
         return await self._with_connection(find)
 
-    async def read_all(
+    if True:  # ASYNC
+
+        async def read_all(
+            self,
+            *,
+            after: int,
+            limit: int | None,
+            categories: Sequence[str] | None,
+            types: Sequence[str] | None,
+        ) -> AsyncIterator[RecordedEvent]:
+            async for event in await self._read_all(after, limit, categories, types):
+                yield event
+
+    else:
+
+        def read_all(
+            self,
+            *,
+            after: int,
+            limit: int | None,
+            categories: Sequence[str] | None,
+            types: Sequence[str] | None,
+        ) -> AsyncIterator[RecordedEvent]:
+            return self._read_all(after, limit, categories, types)
+
+    async def _read_all(
         self,
-        *,
         after: int,
         limit: int | None,
         categories: Sequence[str] | None,
         types: Sequence[str] | None,
     ) -> AsyncIterator[RecordedEvent]:
+        """`read_all`'s events: up to the high-water mark above `after`, read first."""
         head = await self._safe_head(after)
         query, params = sql.read_all_query(categories, types)
-        async for event in self._pages(
+        return self._pages(
             query, params, after, sql.position, limit, rows=sql.recorded_page, upto=head
-        ):
-            yield event
+        )
 
     async def count_events(
         self,
@@ -264,9 +207,10 @@ class AsyncPostgresBackend(AsyncBackend):
         async def count(conn: Conn) -> int:
             head = await safe_head_async(conn, after)
             last = head if until is None else min(until, head)
-            row = await (
-                await conn.execute(query, {**params, "start": after, "last": last, "count": limit})
-            ).fetchone()
+            cursor = await conn.execute(
+                query, {**params, "start": after, "last": last, "count": limit}
+            )
+            row = await cursor.fetchone()
             return int(row[0]) if row else 0
 
         counted = await self._with_connection(count)
@@ -280,7 +224,7 @@ class AsyncPostgresBackend(AsyncBackend):
             head, found, start = await self._safe_head(after), [], after
         else:
 
-            async def first(conn: psycopg.AsyncConnection[Any]) -> reads.LockedPage:
+            async def first(conn: Conn) -> reads.LockedPage:
                 async with conn.cursor(binary=True) as cur:
                     await cur.execute(reads.READ_LOCKED, locked)
                     # The rows are in memory by now: fetchall builds them without a wait.
@@ -299,18 +243,34 @@ class AsyncPostgresBackend(AsyncBackend):
         found += [event async for event in pages]
         return covered(found, limit, head, after)
 
-    async def read_all_encoded(
-        self,
-        *,
-        after: int,
-        until: int | None,
-        categories: Sequence[str] | None,
-        types: Sequence[str] | None,
-    ) -> AsyncIterator[EncodedRecord]:
-        spans = self._copied_spans(sql.copied_record, after, until, categories, types)
-        async for records in spans:
-            for record in records:
-                yield record
+    if True:  # ASYNC
+
+        async def read_all_encoded(
+            self,
+            *,
+            after: int,
+            until: int | None,
+            categories: Sequence[str] | None,
+            types: Sequence[str] | None,
+        ) -> AsyncIterator[EncodedRecord]:
+            spans = self._copied_spans(sql.copied_record, after, until, categories, types)
+            async for records in spans:
+                for record in records:
+                    yield record
+
+    else:
+
+        def read_all_encoded(
+            self,
+            *,
+            after: int,
+            until: int | None,
+            categories: Sequence[str] | None,
+            types: Sequence[str] | None,
+        ) -> AsyncIterator[EncodedRecord]:
+            # `yield from`, which an async generator cannot: no Python loop a record.
+            for records in self._copied_spans(sql.copied_record, after, until, categories, types):
+                yield from records
 
     async def read_all_json(
         self, *, after: int, until: int | None, categories: Sequence[str] | None
@@ -327,14 +287,15 @@ class AsyncPostgresBackend(AsyncBackend):
         categories: Sequence[str] | None,
         types: Sequence[str] | None,
     ) -> AsyncIterator[list[T]]:
-        """As `PostgresBackend._copied_spans`."""
+        """`row` of each of the log's rows after `after`, to `until` or the head, a list a
+        span copied (`statements.read_all_encoded_query`)."""
         head = await self._safe_head(after)
         query, params = sql.read_all_encoded_query(categories, types)
         for span in sql.encoded_spans(params, after, until, head):
             yield await self._with_connection(partial(_copied, query, span, row))
 
     async def _safe_head(self, after: int) -> int:
-        return await self._with_connection(lambda conn: safe_head_async(conn, after))
+        return await self._with_connection(partial(safe_head_async, after=after))
 
     async def high_water_mark(self) -> int:
         return await self._safe_head(0)
@@ -346,27 +307,44 @@ class AsyncPostgresBackend(AsyncBackend):
         return await self._with_connection(log_status_async)
 
     async def wait_for_events(self, after: int, timeout: float) -> bool:
-        # As PostgresBackend.wait_for_events: the mark above `after`.
+        # The mark above `after`, not above 0: what read_all(after=after) goes up to, and
+        # a walk of the rows past `after` alone, however long the log behind it.
         return await self._listener.wait(after, timeout, partial(self._safe_head, after))
 
     async def stream_version(self, stream_id: str) -> int:
         async def query(conn: Conn) -> int:
-            row = await (await conn.execute(sql.STREAM_VERSION, (stream_id,))).fetchone()
+            cursor = await conn.execute(sql.STREAM_VERSION, (stream_id,))
+            row = await cursor.fetchone()
             return int(row[0]) if row else 0
 
         return await self._with_connection(query)
 
-    async def list_streams(
-        self, *, category: str | None, after: str | None, limit: int | None
-    ) -> AsyncIterator[StreamInfo]:
+    if True:  # ASYNC
+
+        async def list_streams(
+            self, *, category: str | None, after: str | None, limit: int | None
+        ) -> AsyncIterator[StreamInfo]:
+            for info in await self._list_streams(category, after, limit):
+                yield info
+
+    else:
+
+        def list_streams(
+            self, *, category: str | None, after: str | None, limit: int | None
+        ) -> AsyncIterator[StreamInfo]:
+            return iter(self._list_streams(category, after, limit))
+
+    async def _list_streams(
+        self, category: str | None, after: str | None, limit: int | None
+    ) -> list[StreamInfo]:
+        """`list_streams`' streams, read in one statement."""
         query, params = sql.list_streams_query(category, after, limit)
 
         async def fetch(conn: Conn) -> list[StreamInfo]:
-            found = await (await conn.execute(query, params)).fetchall()
-            return [StreamInfo(*row) for row in found]
+            cursor = await conn.execute(query, params)
+            return [StreamInfo(*row) for row in await cursor.fetchall()]
 
-        for info in await self._with_connection(fetch):
-            yield info
+        return await self._with_connection(fetch)
 
     async def save_snapshot(self, snapshot: PreparedSnapshot) -> None:
         params = sql.snapshot_params(
@@ -378,7 +356,8 @@ class AsyncPostgresBackend(AsyncBackend):
         )
 
         async def save(conn: Conn) -> int:
-            row = await (await conn.execute(sql.SAVE_SNAPSHOT, params)).fetchone()
+            cursor = await conn.execute(sql.SAVE_SNAPSHOT, params)
+            row = await cursor.fetchone()
             return int(row[0]) if row else 0
 
         actual = await self._with_connection(save, privileges.SNAPSHOTTING)
@@ -387,7 +366,8 @@ class AsyncPostgresBackend(AsyncBackend):
 
     async def load_snapshot(self, stream_id: str) -> Snapshot | None:
         async def load(conn: Conn) -> Snapshot | None:
-            row = await (await conn.execute(sql.LOAD_SNAPSHOT, (stream_id,))).fetchone()
+            cursor = await conn.execute(sql.LOAD_SNAPSHOT, (stream_id,))
+            row = await cursor.fetchone()
             return Snapshot(*row) if row else None
 
         return await self._with_connection(load)
@@ -404,7 +384,8 @@ class AsyncPostgresBackend(AsyncBackend):
         async def delete(conn: Conn) -> StreamDeletion | None:
             try:
                 if deleted_at is None:
-                    row = await (await conn.execute(deletion.DELETE, params)).fetchone()
+                    cursor = await conn.execute(deletion.DELETE, params)
+                    row = await cursor.fetchone()
                 else:
                     async with conn.transaction():
                         await conn.execute(deletion.DELETE, params)
@@ -437,8 +418,6 @@ class AsyncPostgresBackend(AsyncBackend):
 
     async def close(self) -> None:
         await self._appends.close()
-        if self._announcer is not None:
-            await asyncio.wait([self._announcer], timeout=CLOSING)
         await self._listener.close()
         await self._pool.close()
 
@@ -453,6 +432,9 @@ class AsyncPostgresBackend(AsyncBackend):
         rows: Callable[[list[tuple[Any, ...]]], list[R]],
         upto: int | None = None,
     ) -> AsyncIterator[R]:
+        """What `rows` makes of the rows of `query`, page by page; with `upto`, only those
+        at positions up to it."""
+
         async def fetch(key: int, count: int) -> list[R]:
             async def run(conn: Conn) -> list[R]:
                 async with conn.cursor(binary=True) as cur:
@@ -465,30 +447,18 @@ class AsyncPostgresBackend(AsyncBackend):
 
         return paged_async(fetch, start, next_start, limit, PAGE)
 
-    async def _appending(self, stream_id: str, attempt: Callable[[], Awaitable[T]]) -> T:
-        """`attempt`, sent once more on a new connection if the first one broke
-        (as `PostgresBackend._appending`: a resent batch recognises itself)."""
-        try:
-            return await attempt()
-        except psycopg.OperationalError as error:
-            broken = error
-        except psycopg.Error as error:
-            raise await self._translated(error, privileges.APPENDING) from error
-        try:
-            return await attempt()
-        except (psycopg.OperationalError, StoreUnavailable) as again:
-            raise sql.outcome_unknown(stream_id, broken, again) from broken
-        except psycopg.Error as error:
-            raise await self._translated(error, privileges.APPENDING) from error
-
     async def _with_connection(
         self, call: Callable[[Conn], Awaitable[T]], use: privileges.Use = privileges.READING
     ) -> T:
-        """`call`, a `use` of the store, on a pooled connection; once more on another if
-        the first broke."""
+        """Run `call`, a `use` of the store, on a pooled connection; once more on a new one
+        if the first broke.
+
+        Every call made through here is safe to repeat: reads, and appends,
+        which recognise their own retry.
+        """
         for attempt in (1, 2):
             try:
-                return await self._run(call)
+                return await self._pool.run(call)
             except psycopg.OperationalError as error:
                 if attempt == 2:
                     raise StoreUnavailable(f"PostgreSQL event store: {error}") from error
@@ -497,28 +467,9 @@ class AsyncPostgresBackend(AsyncBackend):
         raise AssertionError("unreachable")
 
     async def _translated(self, error: psycopg.Error, use: privileges.Use) -> EventStoreError:
-        """`privileges.translated`: a refused privilege looked up (in a thread, on a
-        connection of its own); any other error at once."""
-        if not isinstance(error, psycopg.errors.InsufficientPrivilege):
-            return sql.store_error(error)
-        return await asyncio.to_thread(privileges.translated_alone, self.target, error, use)
-
-    async def _run(self, call: Callable[[Conn], Awaitable[T]]) -> T:
-        return await self._pool.run(call)
-
-
-async def _fetch_all(conn: Conn, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-    return await (await conn.execute(query, params)).fetchall()
-
-
-def _prepare(target: PostgresTarget) -> bytes:
-    """Create the store's schema if missing; the NOTIFY its appends send."""
-    pool = ConnectionPool(target)
-    try:
-        pool.run(lambda conn: create_schema(conn, target.schema))
-        return pool.run(notify_statement)
-    finally:
-        pool.close()
+        """`error`, which a `use` of the store raised, as the store raises it: a refused
+        privilege as `StorePermissionDenied` naming it (`privileges.py`)."""
+        return await privileges.translated_async(self._pool, error, use)
 
 
 async def _copied(

@@ -1,5 +1,9 @@
 """Waking async readers on PostgreSQL: `listener.py`'s LISTEN, as a task on the loop.
 
+Not generated from, nor the source of, `listener.py`: that one is a thread
+blocked in a read of its connection, ended by closing the connection from
+another thread, where this one is a task the loop wakes, ended by cancelling it.
+
 The same channel, payload and rule as the threaded listener: a notification
 is a hint to look at the high-water mark again, never the truth, so waiters
 also look every `RECHECK` seconds.
@@ -11,17 +15,20 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import psycopg
 
 from ..sql.schema import NOTIFY_CHANNEL
-from .connections import PostgresTarget
 from .listener import _RECONNECT_PAUSE, RECHECK
+
+if TYPE_CHECKING:
+    from .async_connections import AsyncConnectionPool
 
 
 class AsyncListener:
-    def __init__(self, target: PostgresTarget) -> None:
-        self._target = target
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._target = pool.target  # its own connection, not one of the pool's
         self._changed = asyncio.Condition()
         self._count = 0
         self._listening = asyncio.Event()

@@ -1,7 +1,17 @@
-"""The production backend: PostgreSQL through psycopg 3.
+# Generated from eventstore/postgres/async_backend.py by scripts/async_to_sync.py: do not edit.
+# Edit eventstore/postgres/async_backend.py, then run `make generate`.
+"""The production backend: PostgreSQL through psycopg 3, as `PostgresBackend`.
 
-Appends, alone or grouped, are `appends.py`'s. Readers follow the ordering
-rule explained in `schema.py`; `high_water.py` is that rule in SQL.
+Appends, alone or grouped, are `appends.py`'s. Readers follow the
+ordering rule explained in `schema.py`; `high_water.py` is that rule in SQL.
+
+The sync backend is generated from the async one (`scripts/async_to_sync.py`):
+both run the statements of `statements.py` and decide what their answers mean
+with the same functions. Beyond awaiting they differ only in the blocks the
+async source marks `# ASYNC`: how a store is opened (the async one makes its
+tables with the sync code, in a thread, as its `__init__` cannot await), and
+when an iterator reads its head (the sync one at the call, the async one when
+its first event is asked for).
 """
 
 from __future__ import annotations
@@ -20,9 +30,7 @@ from ..arguments import AppendCall
 from ..collector import collector_paused
 from ..deletion import StreamDeletion
 from ..encoding import PreparedBatch
-from ..errors import (
-    StoreUnavailable,
-)
+from ..errors import EventStoreError, StoreUnavailable
 from ..events import (
     AppendResult,
     EncodedEvent,
@@ -38,137 +46,50 @@ from ..paging import paged
 from ..port import Backend
 from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
-from ..sql import schema
 from ..sql.deletion import placed_parameters
-from . import copy_out, deletion, key_table_layout, keyed_indexes, privileges, tag_functions
+from . import copy_out, deletion, opening, privileges
 from . import query_reads as reads
-from . import schema as postgres_schema
 from . import statements as sql
 from .appends import Appends
-from .connections import ConnectionPool, PostgresTarget
+from .connections import ConnectionPool
 from .high_water import database_now, log_status, safe_head
 from .listener import Listener
 from .statements import PAGE, PART, batch_json
-from .wire import (
-    notify_statement,
-)
+from .target import PostgresTarget
+from .wire import notify_statement
 
 __all__ = ["PAGE", "PART", "PostgresBackend", "batch_json"]
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-def create_schema(conn: psycopg.Connection[Any], schema_name: str | None) -> None:
-    """Create the store's tables and functions in `schema_name` (None: the search path)
-    where missing, and bring an older layout up to date.
-
-    The key table of personal data is made with them, empty: the role that makes the
-    store's tables (the migration role) owns it, and the application's role seals with
-    INSERT on it (`key_table_layout.py`).
-
-    A store already at this release's layout is only looked at, in the catalog: a role
-    that may not create anything (one that only reads) opens it. A role that may not
-    make what is missing gets `StorePermissionDenied` naming the privilege.
-    """
-    try:
-        if (
-            _schema_exists(conn, schema_name)
-            and not postgres_schema.ddl(_existing(conn))
-            and key_table_layout.made(conn)
-        ):
-            return
-        with conn.transaction():
-            # Processes opening the same new store at once must not race on the DDL.
-            lock = "SELECT pg_advisory_xact_lock(hashtext(%s))"
-            conn.execute(lock, (f"eventcraft:{schema_name}",))
-            if not _schema_exists(conn, schema_name):
-                # Not IF NOT EXISTS alone: that asks for CREATE on the database even when
-                # the schema is there, which the schema's owner need not have.
-                conn.execute(
-                    psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
-                        psycopg.sql.Identifier(str(schema_name))
-                    )
-                )
-            for statement in postgres_schema.ddl(_existing(conn)):
-                conn.execute(statement.encode())
-            if not key_table_layout.made(conn):
-                key_table_layout.create(conn, schema_name)
-    except (psycopg.errors.InsufficientPrivilege, psycopg.errors.InvalidSchemaName) as error:
-        # InvalidSchemaName: a schema the role may not use is not in its search path.
-        try:
-            refused = privileges.opening_denied(conn, error, schema_name)
-        except psycopg.Error:
-            refused = privileges.undiagnosed(conn.info.user, error, "opening the store")
-        if refused is None:
-            raise
-        raise refused from error
-
-
-def _schema_exists(conn: psycopg.Connection[Any], schema_name: str | None) -> bool:
-    if schema_name is None:
-        return True
-    row = conn.execute("SELECT FROM pg_namespace WHERE nspname = %s", (schema_name,)).fetchone()
-    return row is not None
-
-
-def _existing(conn: psycopg.Connection[Any]) -> frozenset[str]:
-    """What the database holds of the store's layout, as `postgres_schema.ddl` takes it: catalog
-    lookups, which need no privilege (a table in a schema the role may not use is not
-    found)."""
-    return frozenset(
-        row[0]
-        for row in conn.execute(
-            "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(t) IS NOT NULL "
-            "UNION ALL SELECT %s FROM pg_attribute WHERE attrelid = to_regclass(%s) "
-            "AND attname = 'version' AND NOT attisdropped "
-            "UNION ALL SELECT %s FROM pg_proc WHERE oid = "
-            "to_regprocedure('eventcraft_append(text, text, bigint, text)') "
-            "AND prosrc LIKE ALL(%s) "
-            "UNION ALL SELECT %s FROM pg_proc WHERE oid = to_regprocedure(%s) "
-            "AND prosrc LIKE %s "
-            "UNION ALL SELECT %s FROM pg_attribute WHERE attrelid = to_regclass(%s) "
-            "AND attname = 'tags' AND NOT attisdropped "
-            "UNION ALL SELECT %s FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang "
-            "WHERE p.oid = to_regprocedure('eventcraft_stream_version(text)') "
-            "AND l.lanname = 'plpgsql' "
-            "UNION ALL SELECT %s FROM pg_proc WHERE oid = "
-            "to_regprocedure('eventcraft_query_positions(jsonb, bigint, bigint, bigint)') "
-            "AND prosrc LIKE %s",
-            (
-                [*sorted(schema.TABLES), *keyed_indexes.INDEXES, schema.STREAMS_CATEGORY_INDEX],
-                schema.EARLIER_LAYOUT,
-                schema.STREAMS,
-                schema.APPEND_IS_CURRENT,
-                [f"%{mark}%" for mark in schema.APPEND_CURRENT_MARKS],
-                schema.APPEND_GROUP,
-                schema.APPEND_GROUP_SIGNATURE,
-                f"%{schema.APPEND_GROUP_MARK}%",
-                schema.TAGGED,
-                schema.EVENTS,
-                schema.PLANS_KEPT,
-                schema.QUERY_IN_ONE,
-                f"%{tag_functions.LATERAL_MARK}%",
-            ),
-        )
-    )
+Conn = psycopg.Connection[Any]
 
 
 class PostgresBackend(Backend):
+    target: PostgresTarget
+    _pool: ConnectionPool
+
     def __init__(self, target: PostgresTarget, *, group_commit: bool = True) -> None:
         self._pool = ConnectionPool(target)
         try:
-            self._with_connection(partial(create_schema, schema_name=target.schema))
-            self._notify = self._with_connection(notify_statement)
+            self._with_connection(partial(opening.create_schema, schema_name=target.schema))
+            notify = self._with_connection(notify_statement)
         except BaseException:
             self._pool.close()  # a refused open leaves no connection behind
             raise
-        self._listener = Listener(self._pool)
-        self._appends = Appends(self._pool, self._notify, group_commit=group_commit)
+        self._opened(self._pool, notify, group_commit)
 
     @classmethod
     def from_url(cls, url: str, *, group_commit: bool = True) -> PostgresBackend:
         return cls(PostgresTarget.from_url(url), group_commit=group_commit)
+
+    def _opened(self, pool: ConnectionPool, notify: bytes, group_commit: bool) -> None:
+        """The store's pool, the NOTIFY its appends send, its listener and its appends."""
+        self.target = pool.target
+        self._pool = pool
+        self._notify = notify
+        self._listener = Listener(pool)
+        self._appends = Appends(pool, notify, group_commit=group_commit)
 
     def append(
         self,
@@ -178,7 +99,8 @@ class PostgresBackend(Backend):
         expected: int | StreamState,
         condition: AppendCondition | None = None,
     ) -> AppendResult:
-        return self._appends.append(AppendCall(stream_id, category, batch, expected, condition))
+        call = AppendCall(stream_id, category, batch, expected, condition)
+        return self._appends.append(call)
 
     def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
         return self._appends.append_many(calls)
@@ -202,9 +124,10 @@ class PostgresBackend(Backend):
         )
 
     def read_event(self, event_id: uuid.UUID) -> RecordedEvent | None:
-        def find(conn: psycopg.Connection[Any]) -> RecordedEvent | None:
+        def find(conn: Conn) -> RecordedEvent | None:
             with conn.cursor(binary=True) as cur:
-                rows = cur.execute(sql.EVENT_BY_ID, (event_id,)).fetchall()
+                cur.execute(sql.EVENT_BY_ID, (event_id,))
+                rows = cur.fetchall()
             return sql.recorded_page(rows)[0] if rows else None
 
         return self._with_connection(find)
@@ -217,6 +140,16 @@ class PostgresBackend(Backend):
         categories: Sequence[str] | None,
         types: Sequence[str] | None,
     ) -> Iterator[RecordedEvent]:
+        return self._read_all(after, limit, categories, types)
+
+    def _read_all(
+        self,
+        after: int,
+        limit: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+    ) -> Iterator[RecordedEvent]:
+        """`read_all`'s events: up to the high-water mark above `after`, read first."""
         head = self._safe_head(after)
         query, params = sql.read_all_query(categories, types)
         return self._pages(
@@ -234,12 +167,11 @@ class PostgresBackend(Backend):
     ) -> int:
         query, params = sql.count_query(categories, types)
 
-        def count(conn: psycopg.Connection[Any]) -> int:
+        def count(conn: Conn) -> int:
             head = safe_head(conn, after)
             last = head if until is None else min(until, head)
-            row = conn.execute(
-                query, {**params, "start": after, "last": last, "count": limit}
-            ).fetchone()
+            cursor = conn.execute(query, {**params, "start": after, "last": last, "count": limit})
+            row = cursor.fetchone()
             return int(row[0]) if row else 0
 
         counted = self._with_connection(count)
@@ -253,9 +185,10 @@ class PostgresBackend(Backend):
             head, found, start = self._safe_head(after), [], after
         else:
 
-            def first(conn: psycopg.Connection[Any]) -> reads.LockedPage:
+            def first(conn: Conn) -> reads.LockedPage:
                 with conn.cursor(binary=True) as cur:
                     cur.execute(reads.READ_LOCKED, locked)
+                    # The rows are in memory by now: fetchall builds them without a wait.
                     with collector_paused():  # why: eventstore/collector.py
                         return reads.locked_page(cur.fetchall(), after)
 
@@ -265,9 +198,10 @@ class PostgresBackend(Backend):
             start = found[-1].position
         params = sql.read_query_params(query, head)
         rest = reads.rest_limit(limit, len(found))
-        found += self._pages(
+        pages = self._pages(
             sql.READ_QUERY, params, start, sql.position, rest, rows=sql.recorded_page
         )
+        found += [event for event in pages]
         return covered(found, limit, head, after)
 
     def read_all_encoded(
@@ -278,6 +212,7 @@ class PostgresBackend(Backend):
         categories: Sequence[str] | None,
         types: Sequence[str] | None,
     ) -> Iterator[EncodedRecord]:
+        # `yield from`, which an async generator cannot: no Python loop a record.
         for records in self._copied_spans(sql.copied_record, after, until, categories, types):
             yield from records
 
@@ -321,8 +256,9 @@ class PostgresBackend(Backend):
         return self._listener.wait(after, timeout, partial(self._safe_head, after))
 
     def stream_version(self, stream_id: str) -> int:
-        def query(conn: psycopg.Connection[Any]) -> int:
-            row = conn.execute(sql.STREAM_VERSION, (stream_id,)).fetchone()
+        def query(conn: Conn) -> int:
+            cursor = conn.execute(sql.STREAM_VERSION, (stream_id,))
+            row = cursor.fetchone()
             return int(row[0]) if row else 0
 
         return self._with_connection(query)
@@ -330,12 +266,19 @@ class PostgresBackend(Backend):
     def list_streams(
         self, *, category: str | None, after: str | None, limit: int | None
     ) -> Iterator[StreamInfo]:
+        return iter(self._list_streams(category, after, limit))
+
+    def _list_streams(
+        self, category: str | None, after: str | None, limit: int | None
+    ) -> list[StreamInfo]:
+        """`list_streams`' streams, read in one statement."""
         query, params = sql.list_streams_query(category, after, limit)
 
-        def fetch(conn: psycopg.Connection[Any]) -> list[StreamInfo]:
-            return [StreamInfo(*row) for row in conn.execute(query, params)]
+        def fetch(conn: Conn) -> list[StreamInfo]:
+            cursor = conn.execute(query, params)
+            return [StreamInfo(*row) for row in cursor.fetchall()]
 
-        return iter(self._with_connection(fetch))
+        return self._with_connection(fetch)
 
     def save_snapshot(self, snapshot: PreparedSnapshot) -> None:
         params = sql.snapshot_params(
@@ -346,8 +289,9 @@ class PostgresBackend(Backend):
             snapshot.data,
         )
 
-        def save(conn: psycopg.Connection[Any]) -> int:
-            row = conn.execute(sql.SAVE_SNAPSHOT, params).fetchone()
+        def save(conn: Conn) -> int:
+            cursor = conn.execute(sql.SAVE_SNAPSHOT, params)
+            row = cursor.fetchone()
             return int(row[0]) if row else 0
 
         actual = self._with_connection(save, privileges.SNAPSHOTTING)
@@ -355,8 +299,9 @@ class PostgresBackend(Backend):
             raise beyond_the_stream(snapshot.stream_id, snapshot.version, actual)
 
     def load_snapshot(self, stream_id: str) -> Snapshot | None:
-        def load(conn: psycopg.Connection[Any]) -> Snapshot | None:
-            row = conn.execute(sql.LOAD_SNAPSHOT, (stream_id,)).fetchone()
+        def load(conn: Conn) -> Snapshot | None:
+            cursor = conn.execute(sql.LOAD_SNAPSHOT, (stream_id,))
+            row = cursor.fetchone()
             return Snapshot(*row) if row else None
 
         return self._with_connection(load)
@@ -370,14 +315,16 @@ class PostgresBackend(Backend):
     ) -> StreamDeletion:
         params = (stream_id, sql.expected_code(expected), tombstone)
 
-        def delete(conn: psycopg.Connection[Any]) -> StreamDeletion | None:
+        def delete(conn: Conn) -> StreamDeletion | None:
             try:
                 if deleted_at is None:
-                    row = conn.execute(deletion.DELETE, params).fetchone()
+                    cursor = conn.execute(deletion.DELETE, params)
+                    row = cursor.fetchone()
                 else:
                     with conn.transaction():
                         conn.execute(deletion.DELETE, params)
-                        row = conn.execute(deletion.DELETED_AT, (deleted_at, stream_id)).fetchone()
+                        cursor = conn.execute(deletion.DELETED_AT, (deleted_at, stream_id))
+                        row = cursor.fetchone()
             except psycopg.DatabaseError as error:
                 refused = deletion.refusal(error, stream_id, expected)
                 if refused is None:
@@ -390,20 +337,21 @@ class PostgresBackend(Backend):
         return deleted
 
     def stream_deletion(self, stream_id: str) -> StreamDeletion | None:
-        def find(conn: psycopg.Connection[Any]) -> StreamDeletion | None:
-            return deletion.deletion(conn.execute(deletion.DELETION, (stream_id,)).fetchone())
+        def find(conn: Conn) -> StreamDeletion | None:
+            cursor = conn.execute(deletion.DELETION, (stream_id,))
+            return deletion.deletion(cursor.fetchone())
 
         return self._with_connection(find)
 
     def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
-        def find(conn: psycopg.Connection[Any]) -> list[tuple[int, StreamDeletion]]:
-            return deletion.placed(
-                conn.execute(deletion.PLACED, placed_parameters(after, until)).fetchall()
-            )
+        def find(conn: Conn) -> list[tuple[int, StreamDeletion]]:
+            cursor = conn.execute(deletion.PLACED, placed_parameters(after, until))
+            return deletion.placed(cursor.fetchall())
 
         return self._with_connection(find)
 
     def close(self) -> None:
+        self._appends.close()
         self._listener.close()
         self._pool.close()
 
@@ -422,9 +370,10 @@ class PostgresBackend(Backend):
         at positions up to it."""
 
         def fetch(key: int, count: int) -> list[R]:
-            def run(conn: psycopg.Connection[Any]) -> list[R]:
+            def run(conn: Conn) -> list[R]:
                 with conn.cursor(binary=True) as cur:
                     cur.execute(query, {**params, "start": key, "count": count})
+                    # The rows are in memory by now: fetchall builds them without a wait.
                     with collector_paused():  # why: eventstore/collector.py
                         return rows(cur.fetchall())
 
@@ -433,9 +382,7 @@ class PostgresBackend(Backend):
         return paged(fetch, start, next_start, limit, PAGE)
 
     def _with_connection(
-        self,
-        call: Callable[[psycopg.Connection[Any]], T],
-        use: privileges.Use = privileges.READING,
+        self, call: Callable[[Conn], T], use: privileges.Use = privileges.READING
     ) -> T:
         """Run `call`, a `use` of the store, on a pooled connection; once more on a new one
         if the first broke.
@@ -450,11 +397,14 @@ class PostgresBackend(Backend):
                 if attempt == 2:
                     raise StoreUnavailable(f"PostgreSQL event store: {error}") from error
             except psycopg.Error as error:
-                raise privileges.translated(self._pool, error, use) from error
+                raise self._translated(error, use) from error
         raise AssertionError("unreachable")
 
+    def _translated(self, error: psycopg.Error, use: privileges.Use) -> EventStoreError:
+        """`error`, which a `use` of the store raised, as the store raises it: a refused
+        privilege as `StorePermissionDenied` naming it (`privileges.py`)."""
+        return privileges.translated(self._pool, error, use)
 
-def _copied(
-    query: str, params: dict[str, Any], row: Callable[[Buffer], T], conn: psycopg.Connection[Any]
-) -> list[T]:
+
+def _copied(query: str, params: dict[str, Any], row: Callable[[Buffer], T], conn: Conn) -> list[T]:
     return copy_out.copied(conn, query, params, row)

@@ -1,5 +1,10 @@
 """Waking readers on PostgreSQL: LISTEN for the NOTIFY every append sends.
 
+Not generated from, nor the source of, `async_listener.py`: this one is a
+thread blocked in a read of its connection, ended by closing the connection
+from another thread, where that one is a task the loop wakes, ended by
+cancelling it. The rule they keep is the same, and is this docstring's.
+
 Each append is followed, once it has committed, by a NOTIFY on the channel
 `NOTIFY_CHANNEL` with the store's schema as payload (`wire.py`).
 One thread per store listens on its own connection and counts the

@@ -15,10 +15,11 @@ PUBLIC's unless revoked.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -26,8 +27,12 @@ from psycopg.conninfo import conninfo_to_dict
 from ..errors import EventStoreError, StorePermissionDenied
 from ..sql.deletion import DELETED_STREAMS
 from ..sql.schema import EVENTS, POSITION_SEQUENCE, SNAPSHOTS, STREAMS, TABLES, TAGS
-from .connections import ConnectionPool, PostgresTarget
+from .connections import ConnectionPool
 from .statements import store_error
+from .target import PostgresTarget
+
+if TYPE_CHECKING:
+    from .async_connections import AsyncConnectionPool
 
 GRANTS = "README, 'Roles and privileges'"
 """Where the grants of each role are documented (`examples/postgres_roles.sql`)."""
@@ -79,6 +84,17 @@ def translated(pool: ConnectionPool, error: psycopg.Error, use: Use) -> EventSto
     except (psycopg.Error, EventStoreError):  # the look failed: the database's words
         user = conninfo_to_dict(pool.target.conninfo).get("user") or "of the connection"
         return undiagnosed(str(user), error, f"{use.what}; {_remedy(use)}")
+
+
+async def translated_async(
+    pool: AsyncConnectionPool, error: psycopg.Error, use: Use
+) -> EventStoreError:
+    """`translated` for the async store: a refused privilege looked up in a thread, on a
+    connection of its own (the catalog is read by the sync functions below); any other
+    error at once."""
+    if not isinstance(error, psycopg.errors.InsufficientPrivilege):
+        return store_error(error)
+    return await asyncio.to_thread(translated_alone, pool.target, error, use)
 
 
 def translated_alone(target: PostgresTarget, error: psycopg.Error, use: Use) -> EventStoreError:

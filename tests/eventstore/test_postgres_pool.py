@@ -291,7 +291,7 @@ def test_an_async_append_queued_behind_a_group_waiting_for_the_pool_waits_at_mos
         async with await AsyncEventStore.open(url) as store:
             await store.append("account-0", [NewEvent("Opened", {})])
             backend: Any = store._backend
-            pool, queue = backend._pool, backend._appends
+            pool, queue = backend._pool, backend._appends._queue
             holding, release = asyncio.Event(), asyncio.Event()
 
             async def hold(conn: psycopg.AsyncConnection[Any]) -> None:
