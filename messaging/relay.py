@@ -39,7 +39,7 @@ from eventcraft.projections import (
     Partition,
     Subscription,
     checkpoint,
-    clock,
+    checkpoint_leases,
     lag_of,
     parking,
     read_batch,
@@ -366,14 +366,13 @@ class Relay:
 
     def status(self) -> RelayStatus:
         head = self.store.high_water_mark()
+        position, owner = checkpoint_leases(self.database, [self.name]).get(
+            self.name, (self.position, None)
+        )
         with self.database.reading() as connection:
-            row = checkpoint.read(connection, self.name)
             parked = len(parking.listed(connection, self.name))
-            now = clock.read_now(connection)
-        position = row.position if row is not None else self.position
         running = self._thread is not None and self._thread.is_alive()
         state = "paused" if self.paused_since is not None else "running" if running else "stopped"
-        current = row is not None and (row.lease_until or 0.0) > now
         behind = lag_of(self.store, self.selection, position, head)
         return RelayStatus(
             name=self.name,
@@ -387,7 +386,7 @@ class Relay:
             published=self.published,
             outages=self.outages,
             parked=parked,
-            owner=row.owner if row is not None and current else None,
+            owner=owner,
             lag_capped=behind.capped,
         )
 

@@ -43,7 +43,6 @@ STILL_DEEP = frozenset(
         # The relay keeps its checkpoint, lease and parked messages in the projections'
         # tables through their row functions, inside its own transactions.
         "messaging/relay.py: projections.checkpoint",
-        "messaging/relay.py: projections.clock",
         "messaging/relay.py: projections.parking",
         "messaging/relay.py: projections.schema",
         "messaging/relay_lease.py: projections.checkpoint",
