@@ -86,6 +86,24 @@ class Database:
         with self._serial:
             yield
 
+    def truncate_wal(self) -> bool:
+        """On SQLite, move what the WAL holds into the database file and empty it, so that
+        what was overwritten (an erasure's old text) is kept in neither; False if readers
+        kept the checkpoint from finishing (the next one completes it). Elsewhere, True:
+        there is no such file to empty."""
+        if self.dialect != "sqlite":
+            return True
+        with self._exclusive():
+            raw = self.engine.raw_connection()
+            try:
+                # Outside any transaction, as a checkpoint must be (the driver's autocommit).
+                cursor = raw.cursor()
+                cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                row = cursor.fetchone()
+                return not (row and row[0])
+            finally:
+                raw.close()
+
     def close(self) -> None:
         if not self._keep_open:
             self.engine.dispose()

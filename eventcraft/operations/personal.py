@@ -231,18 +231,7 @@ def _sealed(store: EventStore, opened: list[EventStore], closing: ExitStack) -> 
 def _truncate_wal(database: Database) -> None:
     """On SQLite, move the erasures into the database file and empty the WAL, which keeps
     the pages as they were written: the erased text included."""
-    if database.dialect != "sqlite":
-        return
-    raw = database.engine.raw_connection()
-    try:
-        # Outside any transaction, as a checkpoint must be (the driver's autocommit).
-        cursor = raw.cursor()
-        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        row = cursor.fetchone()
-        busy = bool(row and row[0])
-    finally:
-        raw.close()
-    if busy:
+    if not database.truncate_wal():
         log.warning(
             "readers kept the checkpoint of %s from finishing: its WAL keeps the erased "
             "text until the next checkpoint",
