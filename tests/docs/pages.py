@@ -1,10 +1,10 @@
 """The documentation's pages read as the test suite runs them (docs/**/*.md).
 
-What a page may say is in /work/notes/DOCS_CONVENTIONS.md and docs/reference/index.md:
-every ```python block runs, in order, in one namespace; the HTML comment on the line
-right before a block says what it needs (`<!-- needs: postgres, spark -->`) or why it
-does not run (`<!-- not run: a fragment of a signature -->`); a ```text block preceded
-by `<!-- prints -->`, right after a python block, is what that block prints.
+The rules (the docs helpers' conventions, issue 53): every ```python block runs, in
+order, in one namespace; the HTML comment on the line right before a block says what it
+needs (`<!-- needs: postgres, spark -->`) or why it does not run (`<!-- not run: a
+fragment of a signature -->`); a ```text block preceded by `<!-- prints -->`, right after
+a python block, is what that block prints.
 
 A page that breaks these rules (a `prints` block after no python block, an unknown need,
 the PostgreSQL URL in a block that does not say it needs PostgreSQL) is refused with
