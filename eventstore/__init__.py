@@ -19,8 +19,10 @@ from .encoding import (
 from .errors import (
     AppendConditionFailed,
     AppendOutcomeUnknown,
+    BadImportLine,
     DuplicateEventId,
     EventStoreError,
+    ImportStopped,
     InvalidEvent,
     PoolExhausted,
     RetentionBusy,
@@ -50,7 +52,6 @@ from .events import (
 )
 from .file_lock import file_lock
 from .ids import new_event_id
-from .import_file import BadImportLine, ImportStopped
 from .json_lines import JsonLines, with_placed
 from .log_status import HeldPosition, LogStatus
 from .personal.envelope import TEXT_MARK as SEALED_MARK

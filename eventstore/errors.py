@@ -7,11 +7,13 @@
     ├── AppendConditionFailed       an event matching the append's condition came after it
     ├── DuplicateEventId (ValueError)   an event id already stored, reused in another way
     ├── InvalidEvent (ValueError)       a name, payload or argument the store refuses
+    │   └── BadImportLine               a line of an import's file the store cannot take
     ├── UnsupportedStoreURL (ValueError)
     ├── UnreadablePersonalData          sealed personal fields that neither open nor are forgotten
     ├── StreamTombstoned            the stream was deleted for ever: no append is taken
     ├── StreamFull                  the append would take a stream past the most versions it holds
     ├── RetentionBusy               another retention run holds the store's lock
+    ├── ImportStopped               an import stopped by what only the store can find
     ├── StorePermissionDenied (PermissionError)  the store's role lacks a privilege the call needs
     └── StoreUnavailable (ConnectionError)  the database could not be reached
         ├── PoolExhausted                   no pooled connection came free in time
@@ -232,3 +234,17 @@ class StreamFull(EventStoreError):
 
     def __reduce__(self) -> tuple[type[StreamFull], tuple[str, int]]:
         return (type(self), (self.stream_id, self.most))
+
+
+class BadImportLine(InvalidEvent):
+    """A line of the file an import reads that the store cannot take: malformed, out of
+    its stream's order, or an event the store refuses. Its message names the line; found
+    by the check before anything is written, it says nothing was imported."""
+
+
+class ImportStopped(EventStoreError):
+    """An import stopped by what only the store can find (an id it holds in another
+    stream, another event at a version, a stream it tombstoned or deleted otherwise than
+    the file), or by the temporary copy of a source that cannot be read twice (then
+    nothing was imported). The lines before the one it names were imported; the import
+    run again resumes after them."""

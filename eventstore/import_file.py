@@ -35,23 +35,8 @@ import orjson
 
 from .deletion import StreamDeletion
 from .encoding import check_events, check_new_name, check_stream_id
-from .errors import EventStoreError, InvalidEvent
+from .errors import BadImportLine, ImportStopped, InvalidEvent
 from .events import NewEvent, RecordedEvent
-
-
-class BadImportLine(InvalidEvent):
-    """A line of the file an import reads that the store cannot take: malformed, out of
-    its stream's order, or an event the store refuses. Its message names the line; found
-    by the check before anything is written, it says nothing was imported."""
-
-
-class ImportStopped(EventStoreError):
-    """An import stopped by what only the store can find (an id it holds in another
-    stream, another event at a version, a stream it tombstoned or deleted otherwise than
-    the file), or by the temporary copy of a source that cannot be read twice (then
-    nothing was imported). The lines before the one it names were imported; the import
-    run again resumes after them."""
-
 
 BATCH = 5_000
 """Most events of one stream an import appends at once (PostgreSQL sends a large batch

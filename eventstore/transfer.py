@@ -26,13 +26,18 @@ from typing import IO
 
 from .backends import scheme_of
 from .encoding import MAX_EVENT_BYTES
-from .errors import DuplicateEventId, InvalidEvent, StreamTombstoned, WrongExpectedVersion
+from .errors import (
+    BadImportLine,
+    DuplicateEventId,
+    ImportStopped,
+    InvalidEvent,
+    StreamTombstoned,
+    WrongExpectedVersion,
+)
 from .events import NewEvent
 from .import_file import (
-    BadImportLine,
     Batch,
     Deleted,
-    ImportStopped,
     Progress,
     Step,
     batches,
