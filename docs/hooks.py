@@ -63,12 +63,13 @@ def package_tree() -> Path:
 
 @atexit.register
 def _remove_trees() -> None:
-    for tree in _trees:
-        shutil.rmtree(tree, ignore_errors=True)
+    while _trees:
+        shutil.rmtree(_trees.pop(), ignore_errors=True)
 
 
 @event_priority(100)  # before mkdocstrings reads its handlers' paths
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    _remove_trees()  # `mkdocs serve` reads the config again for each rebuild
     handlers = config.plugins["mkdocstrings"].config["handlers"]
     python = handlers.setdefault("python", {})
     python["paths"] = [str(package_tree()), *python.get("paths", [])]
@@ -127,7 +128,8 @@ def exceptions_table(loader: griffe.GriffeLoader, package: str) -> str:
     loader.resolve_aliases(external=False, implicit=False)
     assert isinstance(module, griffe.Module)
     classes: dict[str, griffe.Class] = {}
-    for name in module.exports or ():
+    for export in module.exports or ():
+        name = str(export)
         found = module[name]
         target = found.final_target if isinstance(found, griffe.Alias) else found
         if isinstance(target, griffe.Class) and _is_exception(target):

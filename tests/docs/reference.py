@@ -51,7 +51,7 @@ class Documented:
 def documented() -> list[Documented]:
     """Every `:::` directive of the API pages, in page order."""
     try:
-        import yaml
+        import yaml  # type: ignore[import-untyped]  # mkdocs brings PyYAML, without types
     except ImportError as error:
         missing(f"the docs extra is not installed ({error}): pip install -e '.[docs]'")
     found = []

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from eventcraft.eventstore import EventStore, NewEvent, PostgresTarget, SQLiteTarget, scheme_of
+from eventcraft.messaging import IncomingMessage, Mapped
 
 from ..test_boundaries import PUBLIC_FACES
 from .reference import DOCS, Documented, docs_hooks, documented
@@ -222,6 +223,10 @@ def test_the_console_pages_page_names_every_url_the_console_serves_and_no_other(
         assert f"/messaging/failed/{action}" in shown
 
 
+def _never_called(message: IncomingMessage) -> Mapped:
+    raise AssertionError(f"the inbox took {message!r}: it was given none")
+
+
 def _tables_a_store_makes(url: str, folder: Path) -> dict[str, set[str]]:
     """Every table (and its columns) a store at `url` and its read models come to hold:
     the store's own, its keys, a retention run's, the projections', an inbox's."""
@@ -243,7 +248,7 @@ def _tables_a_store_makes(url: str, folder: Path) -> dict[str, set[str]]:
         retention.apply(store, [RetentionPolicy("audit", max_count=1)], [], str(folder / "a"))
         with ProjectionRunner(store, []):
             pass
-        Inbox("orders", store, lambda message: None).close()
+        Inbox("orders", store, _never_called).close()
         database = Database.of(None, store)
         try:
             with database.transaction() as connection:
