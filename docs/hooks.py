@@ -119,13 +119,16 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
     loader = griffe.GriffeLoader(
         search_paths=[*config.plugins["mkdocstrings"].config["handlers"]["python"]["paths"]]
     )
-    return EXCEPTIONS.sub(lambda found: exceptions_table(loader, found[1]), markdown)
-
-
-def exceptions_table(loader: griffe.GriffeLoader, package: str) -> str:
-    """A Markdown table of the exceptions `package` exports, parents before children."""
-    module = loader.load(package, try_relative_path=False)
+    # The top package once: its subpackages come with it (the tree's links are followed).
+    loader.load("eventcraft", try_relative_path=False)
     loader.resolve_aliases(external=False, implicit=False)
+    collection = loader.modules_collection
+    return EXCEPTIONS.sub(lambda found: exceptions_table(collection, found[1]), markdown)
+
+
+def exceptions_table(collection: griffe.ModulesCollection, package: str) -> str:
+    """A Markdown table of the exceptions `package` exports, parents before children."""
+    module = collection.get_member(package)
     assert isinstance(module, griffe.Module)
     classes: dict[str, griffe.Class] = {}
     for export in module.exports or ():

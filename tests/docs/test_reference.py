@@ -99,8 +99,7 @@ def loaded() -> Iterator[object]:
 
     tree = docs_hooks().package_tree()
     loader = griffe.GriffeLoader(search_paths=[str(tree)])
-    for face in sorted(FACES, key=lambda name: (name != "eventcraft", name)):
-        loader.load(face, try_relative_path=False)
+    loader.load("eventcraft", try_relative_path=False)  # and every package beneath it
     loader.resolve_aliases(external=False, implicit=False)
     yield loader.modules_collection
 
