@@ -28,7 +28,10 @@ class StreamState(enum.Enum):
 
 
 ANY = StreamState.ANY
+"""An expected version that checks nothing: the append is taken whatever the stream's
+version (`StreamState.ANY`)."""
 NO_STREAM = StreamState.NO_STREAM
+"""An expected version that the stream holds no events yet (`StreamState.NO_STREAM`)."""
 
 ExpectedVersion = int | StreamState
 """`ANY`, `NO_STREAM`, or the stream's exact current version (0 also means no events)."""
