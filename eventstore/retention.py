@@ -221,3 +221,12 @@ def rest(started: float, pace: float) -> None:
     """After work begun at `started` (perf_counter), rest so that work is `pace` of the time."""
     if pace < 1:
         time.sleep((time.perf_counter() - started) * (1 / pace - 1))
+
+
+__all__ = [
+    "DELETED_RULE",
+    "Retention",
+    "RetentionPolicy",
+    "RetentionRun",
+    "Truncation",
+]

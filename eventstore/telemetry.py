@@ -342,3 +342,12 @@ def trace_context(metadata: dict[str, Any]) -> Any:
     extracted = TraceContextTextMapPropagator().extract(carrier)
     context = otel_trace.get_current_span(extracted).get_span_context()
     return context if context.is_valid else None
+
+
+__all__ = [
+    "SCOPE",
+    "SYSTEM",
+    "TRACEPARENT",
+    "TRACESTATE",
+    "trace_context",
+]

@@ -332,3 +332,17 @@ def _path(name: str, field: str | Meta | None) -> tuple[str, ...] | Meta | None:
             f"dots, or POSITION or RECORDED_AT, not {field!r}"
         )
     return segments
+
+
+__all__ = [
+    "POSITION",
+    "RECORDED_AT",
+    "Count",
+    "First",
+    "Last",
+    "Max",
+    "Min",
+    "Reducer",
+    "Set",
+    "Sum",
+]
