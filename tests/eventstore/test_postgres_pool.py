@@ -213,14 +213,29 @@ def test_idle_connections_the_server_ended_are_never_lent_to_an_append(
 ) -> None:
     """The async pool lent a connection whose last use was an append (its NOTIFY's reply
     unread, in pipeline mode) unchecked: the next appends went into dead sockets and ended
-    as `AppendOutcomeUnknown`, though nothing had reached the server."""
+    as `AppendOutcomeUnknown`, though nothing had reached the server. The sync pool read
+    the reply, but lent the connection without looking for the goodbye behind it: with
+    two such connections idle, an append and its retry both went into dead sockets."""
     url = f"{pg_url}&pool_size=4"
     if api == "sync":
-        with EventStore.open(url) as store:
-            store.append("warm-1", [NewEvent("E", {})])
-            _ended_by_the_server([c.info.backend_pid for c in store._backend._pool._idle])  # type: ignore[attr-defined]
+        with EventStore.open(url, group_commit=False) as store:
+            start = threading.Barrier(2)
+
+            def warm(n: int) -> None:
+                start.wait(timeout=30)
+                for _ in range(25):  # two appends at once: a connection each
+                    store.append(f"warm-{n}", [NewEvent("E", {})])
+
+            warmers = [threading.Thread(target=warm, args=(n,)) for n in range(2)]
+            for warmer in warmers:
+                warmer.start()
+            for warmer in warmers:
+                warmer.join()
+            idle = store._backend._pool._idle  # type: ignore[attr-defined]
+            assert len(idle) >= 2, "each warmed connection's last use was an append"
+            _ended_by_the_server([c.info.backend_pid for c in idle])
             results = [store.append(f"after-{n}", [NewEvent("E", {})]) for n in range(3)]
-            assert [r.positions for r in results] == [(2,), (3,), (4,)]
+            assert [r.positions for r in results] == [(51,), (52,), (53,)]
         return
 
     async def appends_after_the_server_ended_the_idle_ones() -> None:
