@@ -1,4 +1,4 @@
--- The roles of a PostgreSQL event store, least privilege (README, "Roles and privileges").
+-- The roles of a PostgreSQL event store, least privilege (docs/reference/manual/event-store.md, "Roles and privileges").
 -- Run as a superuser or the database's owner, once the three roles exist:
 --
 --   psql -v schema=app -v migrator=app_migrator -v writer=app_writer -v reader=app_reader \

@@ -9,7 +9,7 @@ select, and never past one it does.
 
 Filtering `read_all` in Python instead would read every event of the log
 (or of the definition's types); the query walks the store's tag index, so
-a selective query reads only its own events (figures in the README).
+a selective query reads only its own events (figures in docs/benchmarks).
 """
 
 from __future__ import annotations

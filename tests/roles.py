@@ -1,4 +1,4 @@
-"""PostgreSQL roles of least privilege for a test's store, made by the README's own grants
+"""PostgreSQL roles of least privilege for a test's store, made by the manual's own grants
 (`examples/postgres_roles.sql`), and dropped afterwards."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from psycopg import sql
 from .conftest import PG_URL
 
 ROLES_SQL = Path(__file__).resolve().parents[1] / "examples" / "postgres_roles.sql"
-"""The grants the README gives for a migration role, an application role and a reader."""
+"""The grants the manual gives for a migration role, an application role and a reader."""
 
 _VARIABLE = re.compile(r':"(\w+)"')
 
@@ -69,7 +69,7 @@ def roles_sql(roles: StoreRoles, part: int) -> list[str]:
 @contextmanager
 def store_roles(schema: str, *, granted: bool = True) -> Iterator[StoreRoles]:
     """Three new roles for the store in `schema`, dropped with all they own afterwards. With
-    `granted`, the README's grants given as it says: part 1, the store made by the
+    `granted`, the manual's grants given as it says: part 1, the store made by the
     migration role's open, part 2."""
     tag = uuid.uuid4().hex[:8]
     roles = StoreRoles(schema, f"migrator_{tag}", f"writer_{tag}", f"reader_{tag}")

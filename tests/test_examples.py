@@ -118,9 +118,9 @@ def test_each_readme_section_stands_once() -> None:
     assert sorted({b[:60] for b in long_blocks if long_blocks.count(b) > 1}) == []
 
 
-def test_the_readme_gives_the_roles_sql_the_tests_run() -> None:
+def test_the_manual_gives_the_roles_sql_the_tests_run() -> None:
     """The grants a reader copies are those `tests/eventstore/test_privileges.py` runs."""
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "reference" / "manual" / "event-store.md").read_text()
     blocks = re.findall(r"```sql\n(.*?)```", text, flags=re.S)
     roles = (ROOT / "examples" / "postgres_roles.sql").read_text()
     assert roles in blocks

@@ -17,7 +17,7 @@
   consistent: a prefix of the log survives, no later event without an
   earlier one). Each commit saves an fsync: a lone writer of single events
   made 470 appends a second with FULL and 3,300 with NORMAL on the machine
-  the README's figures come from.
+  the benchmarks' figures come from (docs/benchmarks).
 - The page size stays SQLite's 4,096 bytes: an append writes the pages it
   touches whole into the log, and larger pages would log more untouched
   bytes with each.
