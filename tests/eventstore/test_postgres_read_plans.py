@@ -21,6 +21,7 @@ from eventcraft.eventstore import EventStore, NewEvent
 from eventcraft.eventstore.postgres import high_water, statements
 
 from ..conftest import PG_URL
+from ..postgres_server import postgres_server
 
 STREAMS = 100
 COMMON_PER_STREAM = 990
@@ -51,6 +52,26 @@ def big_log() -> Iterator[str]:
         conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
+@pytest.fixture(scope="module")
+def quiet_server() -> Iterator[str]:
+    """A PostgreSQL server of the module's own, for the tests of a transaction elsewhere
+    holding the horizon back: on the shared server, a transaction of another test (another
+    pytest-xdist worker's) may be older than theirs and hold it further back."""
+    with postgres_server() as server:
+        yield server.url
+
+
+@pytest.fixture
+def quiet_url(quiet_server: str) -> str:
+    """A new store's URL on the quiet server."""
+    return f"{quiet_server}?schema=t_{uuid.uuid4().hex[:12]}"
+
+
+def _server_of(url: str) -> str:
+    """The server's URL of a store's URL (its schema left out)."""
+    return url.partition("?")[0]
+
+
 def _plan(url: str, categories: list[str] | None, types: list[str] | None) -> dict[str, Any]:
     query, params = statements.read_all_query(categories, types)
     # What a log of millions makes the planner conclude (sorting a category's rows
@@ -61,7 +82,7 @@ def _plan(url: str, categories: list[str] | None, types: list[str] | None) -> di
 def _explained(url: str, query: str, params: dict[str, Any], *settings: str) -> dict[str, Any]:
     """The plan of `query` run in the store at `url`, with its buffers, after `settings`."""
     schema = parse_qs(urlsplit(url).query)["schema"][0]
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
+    with psycopg.connect(_server_of(url), autocommit=True) as conn:
         conn.execute(f"SET search_path TO {schema}")
         for setting in settings:
             conn.execute(setting.encode())
@@ -119,16 +140,19 @@ def _walked(node: dict[str, Any]) -> int:
     return own + sum(_walked(child) for child in node.get("Plans", []))
 
 
-def test_the_high_water_mark_walks_the_rows_past_a_long_transaction_once(pg_url: str) -> None:
+def test_the_high_water_mark_walks_the_rows_past_a_long_transaction_once(quiet_url: str) -> None:
     """While a transaction elsewhere on the server stays open, the rows committed since
     it began are past the coarse rule's horizon, and every read walks them to find
     the mark: once, not once for each use of the mark in the statement."""
-    with EventStore.open(pg_url) as store, psycopg.connect(PG_URL) as long_transaction:
+    with (
+        EventStore.open(quiet_url) as store,
+        psycopg.connect(_server_of(quiet_url)) as long_transaction,
+    ):
         store.append("before-1", [NewEvent("Counted", {"n": 0})])
         long_transaction.execute("SELECT pg_current_xact_id()")  # holds the horizon
         for n in range(3):
             store.append(f"after-{n}", [NewEvent("Counted", {"n": i}) for i in range(100)])
-        plan = _explained(pg_url, high_water._COARSE, {"after": 0})
+        plan = _explained(quiet_url, high_water._COARSE, {"after": 0})
         assert store.high_water_mark() == 301
         long_transaction.rollback()
     assert _walked(plan["Plan"]) == 300, plan
@@ -142,7 +166,7 @@ def _events_read(node: dict[str, Any]) -> int:
     return read + sum(_events_read(child) for child in node.get("Plans", []))
 
 
-def test_a_read_behind_a_long_transaction_pays_a_bounded_walk(pg_url: str) -> None:
+def test_a_read_behind_a_long_transaction_pays_a_bounded_walk(quiet_url: str) -> None:
     """Every row committed since a transaction elsewhere began is past the coarse rule's
     horizon: the walk down to the last settled row crossed them all, in every read (73 ms
     a read behind 200,000 of them). Now each walk stops after WALK rows, and the precise
@@ -150,14 +174,17 @@ def test_a_read_behind_a_long_transaction_pays_a_bounded_walk(pg_url: str) -> No
     # Ten walks' worth: on a log of a few thousand rows the planner may rightly read the
     # table whole rather than walk an index, which is no walk to bound.
     past = 10 * high_water.WALK
-    with EventStore.open(pg_url) as store, psycopg.connect(PG_URL) as long_transaction:
+    with (
+        EventStore.open(quiet_url) as store,
+        psycopg.connect(_server_of(quiet_url)) as long_transaction,
+    ):
         store.append("before-1", [NewEvent("Counted", {"n": 0})])
         long_transaction.execute("SELECT pg_current_xact_id()")  # holds the horizon
         for n in range(past // 1_000):
             store.append(f"after-{n}", [NewEvent("Counted", {"n": i}) for i in range(1_000)])
         for after in (0, past // 2):
-            coarse = _explained(pg_url, high_water._COARSE, {"after": after})
-            precise = _explained(pg_url, high_water._PRECISE, {"after": after})
+            coarse = _explained(quiet_url, high_water._COARSE, {"after": after})
+            precise = _explained(quiet_url, high_water._PRECISE, {"after": after})
             assert _events_read(coarse["Plan"]) <= 2 * high_water.WALK + 2, coarse
             assert _events_read(precise["Plan"]) <= 3, precise
             assert store.high_water_mark() == past + 1
