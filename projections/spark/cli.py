@@ -7,7 +7,7 @@
 Deprecated: use `eventcraft --store URL spark export | replay ...`, which
 checks every argument, the store, the archive and the fold before a JVM
 starts. The `eventcraft-spark` console script is now an alias of that
-command (`eventcraft.cli.spark_commands.alias_main`); this module cannot
+command (`eventcraft.cli.spark_alias.alias_main`); this module cannot
 delegate to it, as the library never imports the `eventcraft` shell. It
 prints a one-line note saying so, and refuses a local archive that does
 not exist rather than replay it as an empty log.

@@ -113,7 +113,7 @@ def test_the_command_line_exports_and_replays(
     spark: Any, sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # `eventcraft-spark`, today's arguments: an alias of `eventcraft spark` now.
-    from eventcraft.cli.spark_commands import alias_main as main
+    from eventcraft.cli.spark_alias import alias_main as main
 
     with EventStore.open(sqlite_url) as store:
         append(store, HISTORY)

@@ -331,7 +331,7 @@ def test_without_the_spark_extra_a_command_names_it(known_url: str, tmp_path: Pa
 def test_eventcraft_spark_is_an_alias_taking_todays_arguments(
     before: list[str], after: list[str]
 ) -> None:
-    from eventcraft.cli.spark_commands import _translated
+    from eventcraft.cli.spark_alias import _translated
 
     assert _translated(before) == after
 
@@ -339,7 +339,7 @@ def test_eventcraft_spark_is_an_alias_taking_todays_arguments(
 def test_the_alias_checks_before_a_jvm_starts(
     known_url: str, tmp_path: Path, no_jvm: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from eventcraft.cli.spark_commands import alias_main
+    from eventcraft.cli.spark_alias import alias_main
 
     arguments = ["replay", FOLD, "--store", known_url, "--archive", str(tmp_path / "missing")]
     assert alias_main(arguments) == 2
