@@ -149,7 +149,9 @@ class PostgresBackend(Backend):
         categories: Sequence[str] | None,
         types: Sequence[str] | None,
     ) -> Iterator[RecordedEvent]:
-        """`read_all`'s events: up to the high-water mark above `after`, read first."""
+        """`read_all`'s events: up to the high-water mark above `after`, read first. The
+        sync `read_all` returns them at once (`paging.paged`'s rows are handed out by C, no
+        generator frame an event); the async one is an async generator around them."""
         head = self._safe_head(after)
         query, params = sql.read_all_query(categories, types)
         return self._pages(
