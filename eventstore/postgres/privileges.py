@@ -34,7 +34,7 @@ from .target import PostgresTarget
 if TYPE_CHECKING:
     from .async_connections import AsyncConnectionPool
 
-GRANTS = "README, 'Roles and privileges'"
+GRANTS = "docs/reference/manual/event-store.md, 'Roles and privileges'"
 """Where the grants of each role are documented (`examples/postgres_roles.sql`)."""
 
 _OBJECT = re.compile(r"(?:permission denied for|must be owner of) (\w+) (\S+)")

@@ -1,5 +1,5 @@
 """The command line's read commands on PostgreSQL with a role that may only read (USAGE on
-the schema, SELECT on its tables: README, 'Roles and privileges'); a write refused to it is
+the schema, SELECT on its tables: the manual's 'Roles and privileges'); a write refused to it is
 one line naming the privilege it lacks."""
 
 from __future__ import annotations
@@ -79,5 +79,5 @@ def test_a_role_without_usage_on_the_schema_is_told_so_not_that_no_store_is_ther
     assert outcome.err == (
         f"error: permission denied: the role '{roles.reader}' lacks USAGE on schema "
         f"{roles.schema} (the store's tables are in it; grant it as to a read-only role: "
-        "README, 'Roles and privileges')\n"
+        "docs/reference/manual/event-store.md, 'Roles and privileges')\n"
     )

@@ -1,5 +1,5 @@
 """The console over a PostgreSQL store opened by a role that may only read (USAGE on the
-schema, SELECT on its tables: README, 'Roles and privileges'): every page renders."""
+schema, SELECT on its tables: the manual's 'Roles and privileges'): every page renders."""
 
 from __future__ import annotations
 

@@ -101,7 +101,7 @@ def test_a_read_only_roles_async_append_is_refused_naming_the_privilege(
 
 
 def test_the_application_role_writes_without_creating_anything(roles: StoreRoles) -> None:
-    """What an application does with its store, under the README's grants and no more."""
+    """What an application does with its store, under the manual's grants and no more."""
     with EventStore.open(roles.url(roles.writer)) as store:
         store.append("order-1", [placed(3)], 2)
         store.append_many(
@@ -176,7 +176,7 @@ def key_table_owner(roles: StoreRoles) -> str | None:
 
 
 def test_the_application_role_seals_and_reads_personal_data(roles: StoreRoles) -> None:
-    """The migration role's open made the key table, and the README's grants let the
+    """The migration role's open made the key table, and the manual's grants let the
     application seal with it; the first seal was refused ('lacks a privilege (permission
     denied for schema ...)': it made the key table, which needs CREATE on the schema)."""
     assert key_table_owner(roles) == roles.migrator
@@ -283,7 +283,7 @@ def test_a_seal_whose_key_table_the_role_may_not_make_is_named(roles: StoreRoles
 def test_a_reader_kept_from_personal_data_is_refused_its_events_naming_the_key_table(
     roles: StoreRoles,
 ) -> None:
-    """As the README's roles SQL says: its SELECT on the key table revoked, a reader still
+    """As the manual's roles SQL says: its SELECT on the key table revoked, a reader still
     reads events without personal fields, and one holding them is refused, named."""
     with EventStore.open(roles.url(roles.writer)) as store:
         store.append("customer-1", [registered("c1", "Ann")])
