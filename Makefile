@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint typecheck bench services clean
+.PHONY: demo test lint typecheck bench services clean generate docs docs-build
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +37,12 @@ services:
 demo: $(VENV)/.installed-base
 	$(BIN)/python -m examples.demo
 
+# The sync modules are generated from their async sources: edit the async one, then this.
+generate: $(VENV)/.installed-test
+	$(BIN)/python scripts/async_to_sync.py
+
 lint: $(VENV)/.installed-test
+	$(BIN)/python scripts/async_to_sync.py --check
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	LINT_IMPORTS=$(CURDIR)/$(BIN)/lint-imports bash scripts/lint-imports.sh
@@ -56,6 +61,20 @@ bench: $(VENV)/.installed-bench services
 	$(BIN)/python -m benchmarks.sagas
 	$(BIN)/python -m benchmarks.console
 	$(BIN)/python -m benchmarks.cli
+
+# The documentation site: the package and the docs extra only.
+$(VENV)/.installed-docs: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[docs]'
+	touch $@ $(VENV)/.installed-base
+
+# Serves the site on http://127.0.0.1:8000, rebuilt as pages change (loopback only).
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:8000
+
+# Builds the site into build/site; any broken link, anchor or reference fails it. `make
+# test` builds it too (tests/docs/test_site.py).
+docs-build: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tree=build/typecheck
 bash scripts/wheel-tree.sh "$tree"
-exec "${MYPY:-mypy}" "$tree/eventcraft" examples tests benchmarks "$@"
+exec "${MYPY:-mypy}" "$tree/eventcraft" examples tests benchmarks docs/hooks.py docs/hooks_docstrings.py "$@"
