@@ -12,7 +12,8 @@ import pytest
 from eventcraft.console.security import loopback
 
 from ..cli.conftest import Run
-from .conftest import APP, free_port, serving
+from ..ports import free_port
+from .conftest import APP, serving
 
 
 def _get(url: str, **headers: str) -> tuple[int, str]:

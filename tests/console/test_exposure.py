@@ -16,7 +16,8 @@ from eventcraft.console import create_app
 from eventcraft.operations import InputError
 
 from ..cli.apps import shop
-from .conftest import APP, ROOT, free_port, serving
+from ..ports import free_port
+from .conftest import APP, ROOT, serving
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,8 @@ from eventcraft.cli.main import main
 from eventcraft.operations import messaging as operations
 from eventcraft.operations.errors import NotFound
 
-from .brokers import free_port, wait_for
+from ..ports import free_port
+from .brokers import wait_for
 from .workers import order_received
 
 

@@ -8,7 +8,8 @@ import aio_pika
 from eventcraft.eventstore import EventStore, NewEvent
 from eventcraft.messaging import RabbitMQPublisher, Relay
 
-from tests.messaging.brokers import RABBITMQ_URL, check_rabbitmq, event_loop, free_port, wait_for
+from tests.messaging.brokers import RABBITMQ_URL, check_rabbitmq, event_loop, wait_for
+from tests.ports import free_port
 
 from .conftest import Telemetry
 
