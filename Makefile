@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint typecheck bench services clean generate docs docs-build
+.PHONY: demo test test-fast lint typecheck bench services clean generate docs docs-build
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,8 +50,21 @@ lint: $(VENV)/.installed-test
 typecheck: $(VENV)/.installed-test
 	MYPY=$(BIN)/mypy bash scripts/typecheck.sh
 
+# The suite runs on WORKERS pytest-xdist processes (`make test WORKERS=0`: in one). Each
+# worker has its own schemas, ports and folders; tests/conftest.py keeps the Spark tests
+# (one JVM) and a module's shared fixtures on one worker (--dist loadgroup).
+WORKERS ?= 4
+PARALLEL = -n $(WORKERS) --dist loadgroup
+
 test: $(VENV)/.installed-test services lint typecheck
-	$(BIN)/pytest
+	$(BIN)/pytest $(PARALLEL)
+
+# The suite without the tests that need Spark, RabbitMQ or NATS, or Chromium (marked
+# spark, broker and browser: see tests/conftest.py), and without the lint and the type
+# check: what to run while working. It needs PostgreSQL only; `make test` runs it all.
+test-fast: $(VENV)/.installed-test
+	@bash scripts/ensure-postgres.sh
+	$(BIN)/pytest $(PARALLEL) -m "not spark and not broker and not browser"
 
 bench: $(VENV)/.installed-bench services
 	$(BIN)/python -m benchmarks.eventstore

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,85 @@ from . import otel_globals
 
 PG_URL = os.environ.get("EVENTCRAFT_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+TESTS = Path(__file__).resolve().parent
+
+# What a test needs beyond PostgreSQL, marked here from where it is and what it uses rather
+# than in each file (`make test-fast` leaves these out: -m "not spark and ...").
+SPARK_FIXTURES = {"spark"}
+BROKER_FIXTURES = {"rabbitmq", "jetstream", "target", "producer"}  # tests/messaging/conftest.py
+BROKER_NAMES = {"check_rabbitmq", "check_nats", "RABBITMQ_URL", "NATS_URL", "PrivateNats"}
+"""Names a test function reaches a broker through itself, not through a fixture."""
+BROWSER_FIXTURES = {"browser", "page"}  # tests/console/test_browser.py
+SHARED_SCOPES = {"session", "package", "module", "class"}
+SPARK_GROUPS = 2
+"""Workers the SparkSession's tests are shared among, a JVM each: on one, they were the
+longest part of a parallel run."""
+
+
+def _needs(item: pytest.Item) -> set[str]:
+    """The markers `item` gets: `spark`, `broker`, `browser`."""
+    path = Path(str(item.path))
+    names = set(getattr(item, "fixturenames", ()))
+    function = getattr(item, "function", None)
+    code_names = set(function.__code__.co_names) if function is not None else set()
+    found: set[str] = set()
+    if path.is_relative_to(TESTS / "spark") or names & SPARK_FIXTURES:
+        found.add("spark")
+    if (path.is_relative_to(TESTS / "messaging") and names & BROKER_FIXTURES) or (
+        code_names & BROKER_NAMES
+    ):
+        found.add("broker")
+    if path == TESTS / "console" / "test_browser.py" or names & BROWSER_FIXTURES:
+        found.add("browser")
+    callspec = getattr(item, "callspec", None)
+    if path == TESTS / "test_examples.py" and callspec and "index" in callspec.params:
+        # The README's snippets, one test each: what a snippet reaches is in its text.
+        snippet = item.module._readme_snippets()[callspec.params["index"]]  # type: ignore[attr-defined]
+        found |= {"broker"} if re.search(r"amqp://|nats://", snippet) else set()
+        found |= {"spark"} if re.search(r"pyspark|spark_session", snippet) else set()
+    return found
+
+
+def _uses_spark(item: pytest.Item) -> bool:
+    return bool(set(getattr(item, "fixturenames", ())) & SPARK_FIXTURES)
+
+
+def _group(item: pytest.Item, spark_modules: list[Path]) -> str | None:
+    """The pytest-xdist group `item` runs in, on one worker (`--dist loadgroup`): the tests
+    of the SparkSession share SPARK_GROUPS workers (a JVM each), a module's tests on one,
+    the modules dealt out in turn; a module's tests sharing a fixture of a wider scope than
+    the test (a built wheel, a browser, a server of the module's own, a process pool) set
+    it up once, on one worker. Other tests, the Spark cluster's among them, go to whichever
+    worker is free."""
+    if _uses_spark(item):
+        return f"spark-{spark_modules.index(item.path) % SPARK_GROUPS}"
+    info = getattr(item, "_fixtureinfo", None)
+    for definitions in info.name2fixturedefs.values() if info is not None else ():
+        ours = definitions[-1]  # the one this test gets; pytest's own (tmp_path's) left out
+        if ours.scope in SHARED_SCOPES and ours.func.__module__.startswith("tests."):
+            return str(Path(str(item.path)).relative_to(TESTS.parent))
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # `-n N` alone sends tests to the workers one by one (`--dist load`): a module's shared
+    # fixture would be set up on every worker, and the packaging test's build would run
+    # twice at once in the same tree. With the groups (`loadgroup`) it is set up once.
+    if config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") == "load":
+        config.option.dist = "loadgroup"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    distributed = config.pluginmanager.hasplugin("xdist")  # not with `-p no:xdist`
+    spark_modules = sorted({item.path for item in items if _uses_spark(item)})
+    for item in items:
+        needs = _needs(item)
+        for name in sorted(needs):
+            item.add_marker(name)
+        group = _group(item, spark_modules) if distributed else None
+        if group is not None and not any(item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def missing(message: str) -> NoReturn:

@@ -24,7 +24,7 @@ from eventcraft.operations import projections
 
 from ..cli.apps import fill_shop, run_sagas, shop
 from ..cli.conftest import run as run  # the fixture running `eventcraft ...` in this process
-from ..ports import free_port
+from ..ports import free_port as free_port  # also the tests' own, for a port nothing listens on
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests.cli.apps:shop"

@@ -23,7 +23,7 @@ from eventcraft.messaging.jetstream import connect
 from eventcraft.messaging.loop import EventLoopThread
 
 from ..conftest import missing
-from ..ports import free_port
+from ..ports import free_port as free_port  # also the tests' own, for a port nothing listens on
 
 RABBITMQ_URL = os.environ.get("EVENTCRAFT_TEST_RABBITMQ", "amqp://guest:guest@127.0.0.1:5672/")
 NATS_URL = os.environ.get("EVENTCRAFT_TEST_NATS", "nats://127.0.0.1:4222")
