@@ -76,9 +76,10 @@ from .append_group import (
     settled,
     stored_ids_param,
 )
+from .async_wire import finish_outstanding, next_result, until_ready
 from .statements import ANY_TRIES, PART, append_head, append_result
 from .tag_locks import group_locks, plain
-from .wire import APPEND, APPEND_CALL, GROUP_CALL, REPLY_TIMEOUT, Prepared, _is_sync
+from .wire import APPEND, APPEND_CALL, GROUP_CALL, Prepared, _is_sync
 
 if TYPE_CHECKING:
     from .async_connections import AsyncConnectionPool
@@ -425,14 +426,14 @@ async def _exchange(
         pgconn.send_query_params(notify, None)
         pgconn.pipeline_sync()
         while pgconn.flush():
-            await _ready(conn, write=True)
+            await until_ready(conn, write=True)
             pgconn.consume_input()
         if outstanding:
-            while not _is_sync(await _next_result(conn)):
+            while not _is_sync(await next_result(conn)):
                 pass  # the last exchange's NOTIFY: nobody waits on its outcome
-        result = await _next_result(conn)
+        result = await next_result(conn)
         assert result is not None
-        while not _is_sync(await _next_result(conn)):
+        while not _is_sync(await next_result(conn)):
             pass  # the end of this call's results, then its Sync
     except BaseException as error:
         # Cut off mid-exchange (an error, a cancellation): what was read is unknown.
@@ -445,58 +446,3 @@ async def _exchange(
         assert value is not None
         return bytes(value).decode()
     return error_from_result(result, encoding=conn.info.encoding)
-
-
-async def finish_outstanding(conn: Conn) -> None:
-    """Read what `append_many` left unread on `conn` (its NOTIFY's reply), if anything.
-
-    Raises `OperationalError` (and closes `conn`) if the connection fails.
-    """
-    pgconn = conn.pgconn
-    if pgconn.pipeline_status == pq.PipelineStatus.OFF:
-        return
-    try:
-        while not _is_sync(await _next_result(conn)):
-            pass  # the NOTIFY's result: nobody waits on its outcome
-        pgconn.exit_pipeline_mode()
-    except BaseException as error:
-        await conn.close()
-        if isinstance(error, OSError | AssertionError):
-            raise psycopg.OperationalError(f"PostgreSQL connection failed: {error}") from error
-        raise
-
-
-async def _next_result(conn: Conn) -> pq.abc.PGresult | None:
-    pgconn = conn.pgconn
-    while pgconn.is_busy():
-        await _ready(conn, write=False)
-        pgconn.consume_input()
-    return pgconn.get_result()
-
-
-async def _ready(conn: Conn, *, write: bool) -> None:
-    """Until the connection's socket can be read, or, with `write`, written."""
-    loop = asyncio.get_running_loop()
-    ready = loop.create_future()
-    fileno = conn.pgconn.socket
-
-    def wake() -> None:
-        if not ready.done():
-            ready.set_result(None)
-
-    if write:
-        loop.add_writer(fileno, wake)
-    else:
-        loop.add_reader(fileno, wake)
-    try:
-        async with asyncio.timeout(REPLY_TIMEOUT):
-            await ready
-    except TimeoutError:
-        raise psycopg.OperationalError(
-            f"no reply from PostgreSQL in {REPLY_TIMEOUT:.0f} s"
-        ) from None
-    finally:
-        if write:
-            loop.remove_writer(fileno)
-        else:
-            loop.remove_reader(fileno)

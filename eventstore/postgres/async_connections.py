@@ -37,7 +37,7 @@ from ..errors import PoolExhausted, StoreUnavailable
 from .target import POOL_SIZE, POOL_TIMEOUT, PostgresTarget
 
 if True:  # ASYNC
-    from .async_appends import finish_outstanding
+    from .async_wire import finish_outstanding
 else:
     from .wire import finish_outstanding
 
