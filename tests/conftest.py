@@ -83,6 +83,15 @@ def pytest_configure(config: pytest.Config) -> None:
     # twice at once in the same tree. With the groups (`loadgroup`) it is set up once.
     if config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") == "load":
         config.option.dist = "loadgroup"
+    # A worker reads --dist from the command line, where `-n N` alone does not give it:
+    # told by pytest_configure_node below, it names its tests' groups all the same.
+    if getattr(config, "workerinput", {}).get("eventcraft_loadgroup"):
+        config.option.loadgroup = True
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent with `-p no:xdist`
+def pytest_configure_node(node: Any) -> None:
+    node.workerinput["eventcraft_loadgroup"] = node.config.getoption("dist") == "loadgroup"
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
