@@ -51,8 +51,8 @@ typecheck: $(VENV)/.installed-test
 	MYPY=$(BIN)/mypy bash scripts/typecheck.sh
 
 # The suite runs on WORKERS pytest-xdist processes (`make test WORKERS=0`: in one). Each
-# worker has its own schemas, ports and folders; tests/conftest.py keeps the Spark tests
-# (one JVM) and a module's shared fixtures on one worker (--dist loadgroup).
+# worker has its own schemas, ports and folders; tests/conftest.py puts the SparkSession's
+# tests on two workers (a JVM each) and a module's shared fixtures on one (loadgroup).
 WORKERS ?= 4
 PARALLEL = -n $(WORKERS) --dist loadgroup
 
