@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -199,12 +200,15 @@ def verify(as_json: bool) -> None:
     with progress("verify", store.high_water_mark()) as done:
         found = verification.verify(store, app, progress=done)
     if as_json:
-        emit_json(found)
+        # The document names the checkpoints checked after what they are: projections'.
+        document = dataclasses.asdict(found)
+        document["projections"] = document.pop("checkpoints")
+        emit_json(document)
     else:
         out = console()
         projections = (
-            counted(found.projections, "projection checkpoint")
-            if found.projections is not None
+            counted(found.checkpoints, "projection checkpoint")
+            if found.checkpoints is not None
             else "projections not checked (no --app)"
         )
         retained = (

@@ -33,12 +33,12 @@ def test_a_sound_store_verifies_on_every_backend(known: EventStore) -> None:
     assert found.ok and found.problems == [] and found.problem_count == 0
     assert (found.events, found.streams, found.snapshots) == (6, 4, 1)
     assert found.high_water_mark == known.high_water_mark()
-    assert found.projections is None
+    assert found.checkpoints is None
 
 
 def test_verify_with_an_app_checks_its_projections(known: EventStore) -> None:
     found = verify(known, app)
-    assert found.ok and found.projections == 0  # none has run: no checkpoint to check
+    assert found.ok and found.checkpoints == 0  # none has run: no checkpoint to check
 
 
 def tampered(path: Path) -> sqlite3.Connection:
