@@ -21,7 +21,29 @@ from .operations.references import load_reference
 
 @dataclass(frozen=True)
 class App:
-    """A service's event store and the definitions it runs against it."""
+    """A service's event store and the definitions it runs against it.
+
+    The command line and the console load it by name (`--app shop:app`).
+
+    Example::
+
+        import sqlalchemy as sa
+        from eventcraft import App
+        from eventcraft.projections import Fold, StreamKey
+
+        totals = sa.Table(
+            "totals", sa.MetaData(),
+            sa.Column("order_id", sa.Text, primary_key=True),
+            sa.Column("cents", sa.BigInteger, nullable=False),
+        )
+        order_totals = Fold(
+            "order-totals", table=totals, types=["OrderPlaced"], key=StreamKey("order-"),
+            initial=lambda key: {"order_id": key, "cents": 0},
+            apply=lambda row, event: {**row, "cents": event.data["cents"]},
+        )
+        app = App(store="sqlite:///shop.db", projections=[order_totals])
+        assert [d.name for d in app.projections] == ["order-totals"]
+    """
 
     store: str | None = None
     """The store URL; `--store` or `EVENTCRAFT_STORE` override it."""
