@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .contenders import PG
+from .record import Record
 from .scale_contenders import PAGE, RARE, STREAM_LENGTH, Side, batch, open_sides, stream_name
 
 SLICE = 10
@@ -182,36 +183,79 @@ def _timed(call: Callable[..., object]) -> Callable[..., float]:
     return timed
 
 
+UNITS = {"ms": "{:.2f} ms", "events/s": "{:,.0f} ev/s", "bytes/event": "{:,.0f}"}
+"""How a figure of each unit is printed."""
+
+
 @dataclass
 class Row:
-    """One metric at one size: our figure, the plain table's, the ratio."""
+    """One metric at one size: our figure, the plain table's (`reference` says whose, when
+    not the plain table's), in `unit`, and the ratio."""
 
     metric: str
-    ours: str
-    plain: str
+    ours: float
+    plain: float
+    unit: str
     ratio: float
+    reference: str = ""
+
+    @property
+    def ours_text(self) -> str:
+        return UNITS[self.unit].format(self.ours)
+
+    @property
+    def plain_text(self) -> str:
+        text = UNITS[self.unit].format(self.plain)
+        return f"{text} ({self.reference})" if self.reference else text
+
+    def as_json(self, backend: str) -> dict[str, object]:
+        """The row in the JSON record: both figures, whose the second is, ratio and goal."""
+        return {
+            "metric": self.metric,
+            "unit": self.unit,
+            "eventcraft": self.ours,
+            "reference": self.plain,
+            "reference_side": "eventcraft" if self.reference else "plain table",
+            "ratio": self.ratio,
+            "goal": GOALS.get(self.metric, {}).get(backend),
+        }
+
+
+@dataclass
+class AtSize:
+    """A backend's figures at one size, and how long its logs took to grow to it."""
+
+    rows: list[Row]
+    events: int
+    grown_seconds: float
 
 
 def rows(grown: Grown, samples: Samples, loaded: dict[str, float]) -> list[Row]:
     ours, plain = grown.ours.name, grown.plain.name
-    ms = "{:.2f} ms".format
+
+    def ms(metric: str, side: str) -> float:
+        return 1000 * samples.median(metric, side)
+
     found = [
         Row(
             "single append p50",
-            ms(1000 * samples.median("single append", ours)),
-            ms(1000 * samples.median("single append", plain)),
+            ms("single append", ours),
+            ms("single append", plain),
+            "ms",
             samples.ratio("single append", ours, plain),
         ),
         Row(
             "single append p99",
-            ms(1000 * samples.p99("single append", ours)),
-            ms(1000 * samples.p99("single append", plain)),
+            1000 * samples.p99("single append", ours),
+            1000 * samples.p99("single append", plain),
+            "ms",
             samples.p99("single append", ours) / samples.p99("single append", plain),
         ),
         Row(
             "batch of 100",
-            f"{STREAM_LENGTH / samples.median('batch of 100', ours):,.0f} ev/s",
-            f"{STREAM_LENGTH / samples.median('batch of 100', plain):,.0f} ev/s",
+            STREAM_LENGTH / samples.median("batch of 100", ours),
+            STREAM_LENGTH / samples.median("batch of 100", plain),
+            "events/s",
             samples.ratio("batch of 100", ours, plain),
         ),
     ]
@@ -219,31 +263,36 @@ def rows(grown: Grown, samples: Samples, loaded: dict[str, float]) -> list[Row]:
         found.append(
             Row(
                 metric,
-                ms(1000 * samples.median(metric, ours)),
-                ms(1000 * samples.median(metric, plain)),
+                ms(metric, ours),
+                ms(metric, plain),
+                "ms",
                 samples.ratio(metric, ours, plain),
             )
         )
     found += [
         Row(
             "category page",
-            ms(1000 * samples.median("category page", ours)),
-            ms(1000 * samples.median("global page, same length", plain)),
+            ms("category page", ours),
+            ms("global page, same length", plain),
+            "ms",
             samples.ratio("category page", ours, plain, "global page, same length"),
         ),
         Row(
             "category page / global",
-            ms(1000 * samples.median("category page", ours)),
-            ms(1000 * samples.median("global page, same length", ours)) + " (ours)",
+            ms("category page", ours),
+            ms("global page, same length", ours),
+            "ms",
             samples.ratio("category page", ours, ours, "global page, same length"),
+            reference="ours",
         ),
     ]
     ours_bytes, plain_bytes = grown.ours.size_bytes(), grown.plain.size_bytes()
     found.append(
         Row(
             "bytes per event",
-            f"{ours_bytes / grown.events:,.0f}",
-            f"{plain_bytes / grown.events:,.0f}",
+            ours_bytes / grown.events,
+            plain_bytes / grown.events,
+            "bytes/event",
             ours_bytes / plain_bytes,
         )
     )
@@ -251,8 +300,9 @@ def rows(grown: Grown, samples: Samples, loaded: dict[str, float]) -> list[Row]:
         found.append(
             Row(
                 "load, 100-event streams",
-                f"{loaded[ours]:,.0f} ev/s",
-                f"{loaded[plain]:,.0f} ev/s",
+                loaded[ours],
+                loaded[plain],
+                "events/s",
                 loaded[plain] / loaded[ours],
             )
         )
@@ -266,7 +316,17 @@ def print_size(backend: str, size: int, found: list[Row]) -> None:
         mark = (
             "" if goal is None else f" (goal {goal}x: {'met' if row.ratio <= goal else 'NOT met'})"
         )
-        print(f"  {row.metric:<26} {row.ours:>14} | {row.plain:>22} | {row.ratio:.2f}x{mark}")
+        ours, plain = row.ours_text, row.plain_text
+        print(f"  {row.metric:<26} {ours:>14} | {plain:>22} | {row.ratio:.2f}x{mark}")
+
+
+def growth(by_size: dict[int, list[Row]]) -> dict[str, float]:
+    """Each metric's ratio at the largest size over its ratio at the smallest."""
+    sizes = list(by_size)
+    return {
+        row.metric: [by_size[s][n] for s in sizes if n < len(by_size[s])][-1].ratio / row.ratio
+        for n, row in enumerate(by_size[sizes[0]])
+    }
 
 
 def print_summary(backend: str, by_size: dict[int, list[Row]]) -> None:
@@ -275,14 +335,14 @@ def print_summary(backend: str, by_size: dict[int, list[Row]]) -> None:
     print(f"\n{backend}: ours (ratio to the plain table)\n")
     print("| metric | " + " | ".join(f"{s:,}" for s in sizes) + " | goal | growth |")
     print("|---" * (len(sizes) + 3) + "|")
+    grew = growth(by_size)
     for n, row in enumerate(by_size[sizes[0]]):
         cells = [by_size[s][n] for s in sizes if n < len(by_size[s])]
         goal = GOALS.get(row.metric, {}).get(backend)
-        growth = cells[-1].ratio / cells[0].ratio
         print(
             f"| {row.metric} | "
-            + " | ".join(f"{c.ours} ({c.ratio:.2f}x)" for c in cells)
-            + f" | {'' if goal is None else f'{goal}x'} | {growth:.2f} |"
+            + " | ".join(f"{c.ours_text} ({c.ratio:.2f}x)" for c in cells)
+            + f" | {'' if goal is None else f'{goal}x'} | {grew[row.metric]:.2f} |"
         )
 
 
@@ -294,13 +354,13 @@ def run(
     prefix: str = "bench_scale",
     folder: Path | None = None,
     server: str = PG,
-) -> dict[str, dict[int, list[Row]]]:
-    """Grow and measure each backend's logs through `sizes`; the rows by backend and size."""
+) -> dict[str, dict[int, AtSize]]:
+    """Grow and measure each backend's logs through `sizes`; the figures by backend and size."""
     rng = random.Random(26)
     with tempfile.TemporaryDirectory() as scratch:
         where = folder or Path(scratch)
         grown = [Grown(b, *open_sides(b, prefix, where, server)) for b in backends]
-        results: dict[str, dict[int, list[Row]]] = {b: {} for b in backends}
+        results: dict[str, dict[int, AtSize]] = {b: {} for b in backends}
         try:
             for size in sorted(sizes):
                 for one in grown:
@@ -308,13 +368,10 @@ def run(
                         continue
                     started = time.perf_counter()
                     loaded = one.grow(size)
-                    print(
-                        f"{one.backend}: grown to {one.events:,} events "
-                        f"in {time.perf_counter() - started:.0f} s",
-                        flush=True,
-                    )
+                    took, events = time.perf_counter() - started, one.events
+                    print(f"{one.backend}: grown to {events:,} events in {took:.0f} s", flush=True)
                     found = rows(one, measure(one, counts, rng), loaded)
-                    results[one.backend][size] = found
+                    results[one.backend][size] = AtSize(found, events, took)
                     print_size(one.backend, size, found)
         finally:
             for one in grown:
@@ -322,8 +379,29 @@ def run(
                 one.plain.close()
     for backend, by_size in results.items():
         if by_size:
-            print_summary(backend, by_size)
+            print_summary(backend, {size: at.rows for size, at in by_size.items()})
     return results
+
+
+def as_json(results: dict[str, dict[int, AtSize]]) -> dict[str, object]:
+    """The `results` of the JSON record: by backend, each size's figures and each
+    metric's growth (its ratio at the largest size over its ratio at the smallest)."""
+    return {
+        backend: {
+            "sizes": [
+                {
+                    "size": size,
+                    "events": at.events,
+                    "grown_seconds": at.grown_seconds,
+                    "metrics": [row.as_json(backend) for row in at.rows],
+                }
+                for size, at in by_size.items()
+            ],
+            "growth": growth({size: at.rows for size, at in by_size.items()}),
+        }
+        for backend, by_size in results.items()
+        if by_size
+    }
 
 
 def main() -> None:
@@ -337,6 +415,7 @@ def main() -> None:
     parser.add_argument("--loads", type=int, default=Counts.loads, help="a round, a side")
     parser.add_argument("--pages", type=int, default=Counts.pages, help="a round, a side")
     parser.add_argument("--folder", type=Path, help="for the SQLite files (default: a temp dir)")
+    parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args()
     backends = [b for b in args.backends.split(",") if b]
     unknown = set(backends) - set(BACKENDS)
@@ -344,7 +423,10 @@ def main() -> None:
         parser.error(f"unknown backends {sorted(unknown)}; choose among {list(BACKENDS)}")
     counts = Counts(args.rounds, args.singles, args.batches, args.loads, args.pages)
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    run(backends, sizes, args.sqlite_up_to, counts, folder=args.folder)
+    record = Record("scale", args, postgres=PG if "postgresql" in backends else "")
+    results = run(backends, sizes, args.sqlite_up_to, counts, folder=args.folder)
+    if args.json:
+        record.write(args.json, as_json(results))
 
 
 if __name__ == "__main__":

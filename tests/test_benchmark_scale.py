@@ -51,6 +51,6 @@ def test_the_scale_benchmark_measures_every_metric_at_each_size(
         [name], [200, 1000], 10_000, counts, prefix=prefix, folder=tmp_path, server=PG_URL
     )
     assert list(results[name]) == [200, 1000]
-    for rows in results[name].values():
-        assert [row.metric for row in rows] == METRICS
-        assert all(row.ratio > 0 for row in rows)
+    for at_size in results[name].values():
+        assert [row.metric for row in at_size.rows] == METRICS
+        assert all(row.ratio > 0 for row in at_size.rows)
