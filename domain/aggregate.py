@@ -29,13 +29,47 @@ M = TypeVar("M", bound=Callable[..., Any])
 
 
 class Aggregate(Generic[S]):
-    """Base of an aggregate whose state is `S`. Subclasses set the class variables::
+    """Base of an aggregate whose state is `S`; subclasses set the class variables.
 
-    class BankAccount(Aggregate[AccountState]):
-        category = "account"          # streams are named account-<id>
-        registry = bank_events        # where its event classes are registered
-        snapshot_every = 100          # optional: a snapshot each 100 events
-        schema_version = 1            # bump when AccountState changes shape
+    Its commands are methods: each reads `self.state`, raises a `DomainError` to
+    refuse, and `record`s the events it decides on, which evolve the state at once.
+
+    Example::
+
+        from eventcraft.domain import (
+            Aggregate, DomainError, DomainEvent, EventRegistry, State, evolves,
+        )
+
+        bank_events = EventRegistry()
+
+        @bank_events.event("MoneyDeposited")
+        class MoneyDeposited(DomainEvent):
+            amount: int
+
+        class AccountState(State):
+            balance: int = 0
+
+            @evolves
+            def deposited(self, event: MoneyDeposited) -> "AccountState":
+                return self.replace(balance=self.balance + event.amount)
+
+        class BankAccount(Aggregate[AccountState]):
+            category = "account"  # streams are named account-<id>
+            registry = bank_events  # where its event classes are registered
+            snapshot_every = 100  # optional: a snapshot each 100 events
+            schema_version = 1  # bump when AccountState changes shape
+
+            def deposit(self, amount: int) -> None:
+                if amount <= 0:
+                    raise DomainError(f"a deposit is positive, not {amount}")
+                self.record(MoneyDeposited(amount=amount))
+
+        account = BankAccount("7")
+        account.deposit(500)
+        account.deposit(250)
+        assert account.state.balance == 750
+        assert (account.stream_id, account.version, account.stored_version) == ("account-7", 2, 0)
+        assert account.pending_events == (MoneyDeposited(amount=500), MoneyDeposited(amount=250))
     """
 
     category: ClassVar[str]
@@ -130,7 +164,45 @@ class Aggregate(Generic[S]):
 
 
 def command(method: M) -> M:
-    """Make a command all-or-nothing: if it raises, the events it recorded are undone."""
+    """Make a command all-or-nothing: if it raises, the events it recorded are undone.
+
+    Example::
+
+        from eventcraft.domain import (
+            Aggregate, DomainError, DomainEvent, EventRegistry, State, command, evolves,
+        )
+
+        bank_events = EventRegistry()
+
+        @bank_events.event("MoneyDeposited")
+        class MoneyDeposited(DomainEvent):
+            amount: int
+
+        class AccountState(State):
+            balance: int = 0
+
+            @evolves
+            def deposited(self, event: MoneyDeposited) -> "AccountState":
+                return self.replace(balance=self.balance + event.amount)
+
+        class BankAccount(Aggregate[AccountState]):
+            category = "account"
+            registry = bank_events
+
+            @command
+            def deposit_all(self, amounts: list[int]) -> None:
+                for amount in amounts:  # records as it goes: all of them, or none
+                    if amount <= 0:
+                        raise DomainError(f"a deposit is positive, not {amount}")
+                    self.record(MoneyDeposited(amount=amount))
+
+        account = BankAccount("7")
+        try:
+            account.deposit_all([500, 250, -1])
+        except DomainError:
+            pass
+        assert account.pending_events == () and account.state.balance == 0
+    """
 
     @functools.wraps(method)
     def atomic(self: Aggregate[Any], *args: Any, **kwargs: Any) -> Any:

@@ -14,6 +14,25 @@ class DomainEvent(BaseModel):
     under a stable name with `EventRegistry.event`. Unknown fields are refused
     when stored data is read, so a forgotten upcaster fails loudly instead of
     dropping data.
+
+    Example::
+
+        from eventcraft.domain import DomainEvent, EventRegistry
+        from pydantic import ValidationError
+
+        bank_events = EventRegistry()
+
+        @bank_events.event("MoneyDeposited")
+        class MoneyDeposited(DomainEvent):
+            account_id: str
+            amount: int
+
+        deposited = MoneyDeposited(account_id="7", amount=500)
+        assert deposited.model_dump() == {"account_id": "7", "amount": 500}
+        try:
+            MoneyDeposited(account_id="7", amount=500, memo="rent")
+        except ValidationError as error:
+            assert "memo" in str(error)  # a field it does not declare is refused
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

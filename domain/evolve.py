@@ -43,7 +43,39 @@ def evolves(target: type[DomainEvent]) -> Callable[[F], F]: ...
 @overload
 def evolves(target: F) -> F: ...
 def evolves(target: Any) -> Any:
-    """Mark a state method as the handler of one event type."""
+    """Mark a state method as the handler of one event type.
+
+    The event class is the annotation of the method's event parameter, or the
+    decorator's argument.
+
+    Example::
+
+        from eventcraft.domain import DomainEvent, EventRegistry, State, evolve, evolves
+
+        bank_events = EventRegistry()
+
+        @bank_events.event("MoneyDeposited")
+        class MoneyDeposited(DomainEvent):
+            amount: int
+
+        @bank_events.event("MoneyWithdrawn")
+        class MoneyWithdrawn(DomainEvent):
+            amount: int
+
+        class AccountState(State):
+            balance: int = 0
+
+            @evolves
+            def deposited(self, event: MoneyDeposited) -> "AccountState":
+                return self.replace(balance=self.balance + event.amount)
+
+            @evolves(MoneyWithdrawn)  # the class named, for a handler left unannotated
+            def withdrawn(self, event):
+                return self.replace(balance=self.balance - event.amount)
+
+        state = evolve(AccountState(), MoneyDeposited(amount=500))
+        assert evolve(state, MoneyWithdrawn(amount=200)).balance == 300
+    """
     if isinstance(target, type):
         if not issubclass(target, DomainEvent):
             raise RegistrationError(f"@evolves({target.__qualname__}): not a DomainEvent class")
@@ -58,7 +90,30 @@ def evolves(target: Any) -> Any:
 
 
 def evolve(state: S, event: DomainEvent) -> S:
-    """The state after `event`: what the state's handler for its type returns."""
+    """The state after `event`: what the state's handler for its type returns.
+
+    Example::
+
+        from functools import reduce
+
+        from eventcraft.domain import DomainEvent, EventRegistry, State, evolve, evolves
+
+        bank_events = EventRegistry()
+
+        @bank_events.event("MoneyDeposited")
+        class MoneyDeposited(DomainEvent):
+            amount: int
+
+        class AccountState(State):
+            balance: int = 0
+
+            @evolves
+            def deposited(self, event: MoneyDeposited) -> "AccountState":
+                return self.replace(balance=self.balance + event.amount)
+
+        history = [MoneyDeposited(amount=500), MoneyDeposited(amount=250)]
+        assert reduce(evolve, history, AccountState()).balance == 750
+    """
     state_type = type(state)
     table = _handlers.get(state_type) or handlers_of(state_type)
     handler = table.get(type(event))

@@ -23,7 +23,27 @@ _new = object.__new__  # what BaseModel's __new__ is, one lookup less
 
 
 class State(BaseModel):
-    """A frozen pydantic model; subclass it for an aggregate's state (any model will do)."""
+    """A frozen pydantic model; subclass it for an aggregate's state (any model will do).
+
+    Every field has a default: that is the state of a new aggregate.
+
+    Example::
+
+        from eventcraft.domain import State
+        from pydantic import ValidationError
+
+        class AccountState(State):
+            owner: str = ""
+            balance: int = 0
+
+        opened = AccountState(owner="ann")
+        funded = opened.replace(balance=500)
+        assert (opened.balance, funded.balance, funded.owner) == (0, 500, "ann")
+        try:
+            funded.balance = 0  # a handler returns a new state, never changes this one
+        except ValidationError as error:
+            assert "frozen" in str(error)
+    """
 
     model_config = ConfigDict(frozen=True)
 
