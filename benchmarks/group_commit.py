@@ -25,12 +25,14 @@ from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import orjson
 import psycopg
 from eventcraft.eventstore import AsyncEventStore, EventStore, NewEvent, new_event_id
 
 from .contenders import PG, payload, reset_schema
+from .record import Record
 
 RAW_TABLE = """CREATE TABLE raw_events (
     position {serial} PRIMARY KEY, stream_id text NOT NULL, version bigint NOT NULL,
@@ -287,8 +289,14 @@ def main() -> None:
     parser.add_argument("--callers", default="1,4,16,64")
     parser.add_argument("--appends", type=int, default=2000, help="appends per measurement")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--batches", type=int, default=400, help="50-event batches per measurement (SQLite)"
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args()
     callers = [int(c) for c in args.callers.split(",")]
+    record = Record("group_commit", args, postgres=PG if "postgres" in args.backends else "")
+    results: dict[str, Any] = {"lone": [], "singles": [], "batches": None}
     with tempfile.TemporaryDirectory() as folder:
         for backend in args.backends.split(","):
             url = (
@@ -302,13 +310,28 @@ def main() -> None:
                 f"{grouped * 1e6:.0f} us grouped, {alone * 1e6:.0f} us ungrouped "
                 f"({grouped / alone:.3f}x)"
             )
+            results["lone"].append(
+                {
+                    "backend": backend,
+                    "appends": args.appends,
+                    "grouped_us": grouped * 1e6,
+                    "ungrouped_us": alone * 1e6,
+                    "ratio": grouped / alone,
+                }
+            )
             for count in callers:
-                report_singles(backend, count, args.appends, args.rounds, Path(folder))
+                found = report_singles(backend, count, args.appends, args.rounds, Path(folder))
+                results["singles"].append(found)
         if "sqlite" in args.backends:
-            report_batches(Path(folder), args.rounds)
+            results["batches"] = report_batches(Path(folder), args.rounds, batches=args.batches)
+    if args.json:
+        record.write(args.json, results)
 
 
-def report_singles(backend: str, callers: int, appends: int, rounds: int, folder: Path) -> None:
+def report_singles(
+    backend: str, callers: int, appends: int, rounds: int, folder: Path
+) -> dict[str, Any]:
+    """Each contender's best round at `callers` callers, printed; its figures for the record."""
     contenders: dict[str, Callable[[], Measured]]
     if backend == "postgres":
         contenders = {
@@ -339,16 +362,37 @@ def report_singles(backend: str, callers: int, appends: int, rounds: int, folder
     raw = best["raw"].rate
     print(f"\n{backend}, {callers} concurrent caller(s), {appends} single-event appends:")
     print(f"  {'':15} {'events/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'/ raw':>6}")
+    figures = []
     for name, measured in best.items():
         p50 = percentile(measured.calls, 0.5) * 1000
         p99 = percentile(measured.calls, 0.99) * 1000
         print(f"  {name:15} {measured.rate:9.0f} {p50:8.2f} {p99:8.2f} {measured.rate / raw:6.2f}")
+        figures.append(
+            {
+                "name": name,
+                "events_per_s": measured.rate,
+                "p50_ms": p50,
+                "p99_ms": p99,
+                "per_raw": measured.rate / raw,
+            }
+        )
     ratio = best["grouped"].rate / best["ungrouped"].rate
     lone = statistics.median(best["grouped"].calls) / statistics.median(best["ungrouped"].calls)
     print(f"  grouped / ungrouped: {ratio:.2f}x the rate, {lone:.2f}x the median latency")
+    return {
+        "backend": backend,
+        "callers": callers,
+        "appends": appends,
+        "contenders": figures,
+        "grouped_over_ungrouped_rate": ratio,
+        "grouped_over_ungrouped_median_latency": lone,
+    }
 
 
-def report_batches(folder: Path, rounds: int, threads: int = 4, batches: int = 400) -> None:
+def report_batches(
+    folder: Path, rounds: int, threads: int = 4, batches: int = 400
+) -> dict[str, Any]:
+    """SQLite's 50-event batches by each contender, printed; the figures for the record."""
     size = 50
     contenders: dict[str, Callable[[], Measured]] = {
         "grouped": lambda: store_batches(
@@ -366,9 +410,12 @@ def report_batches(folder: Path, rounds: int, threads: int = 4, batches: int = 4
             runs[name].append(run().rate)
     library = statistics.median(runs["eventsourcing"])
     print(f"\nsqlite, {threads} threads appending {size}-event batches ({batches} batches):")
+    figures = []
     for name, rates in runs.items():
         rate = statistics.median(rates)
         print(f"  {name:15} {rate:9.0f} events/s  {rate / library:5.2f}x eventsourcing")
+        figures.append({"name": name, "events_per_s": rate, "per_eventsourcing": rate / library})
+    return {"threads": threads, "size": size, "batches": batches, "contenders": figures}
 
 
 def _schema(name: str) -> str:

@@ -57,6 +57,9 @@ class Record:
         self.command = " ".join(["python -m", f"benchmarks.{benchmark}", *sys.argv[1:]])
         self.started = _now()
         self.load_start = list(os.getloadavg())
+        # The code that runs is what was there at the start.
+        self.commit = _git("rev-parse", "HEAD")
+        self.uncommitted = _uncommitted()
         self.postgres = postgres
 
     def write(self, path: Path, results: dict[str, Any]) -> None:
@@ -66,8 +69,8 @@ class Record:
             "benchmark": self.benchmark,
             "command": self.command,
             "arguments": self.arguments,
-            "commit": _git("rev-parse", "HEAD"),
-            "uncommitted": _uncommitted(),
+            "commit": self.commit,
+            "uncommitted": self.uncommitted,
             "started": self.started,
             "finished": _now(),
             "machine": {
