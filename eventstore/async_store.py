@@ -51,15 +51,20 @@ if True:  # ASYNC
 class AsyncEventStore:
     """An append-only log of events in streams, with one global order, for asyncio.
 
-    Open it with a URL, as the sync store, and await it::
-
-        store = await AsyncEventStore.open("postgresql://user@host:5432/db")
-        async with store:
-            await store.append("order-1", [NewEvent("Placed", {})])
-            async for event in store.read_stream("order-1"):
-                ...
-
+    Open it with a URL, as the sync store, and await it. The URL names the backend:
+    `sqlite:///events.db` (a file, relative path), `sqlite:////var/lib/app/events.db`,
+    `postgresql://user@host:5432/db?schema=orders` or `memory://`.
     Use it from the event loop it was opened on; share it between that loop's tasks.
+
+    Example::
+
+        from eventcraft.eventstore import AsyncEventStore, NewEvent
+
+        async with await AsyncEventStore.open("sqlite:///shop.db") as store:
+            await store.append("order-1", [NewEvent("OrderPlaced", {"cents": 1250})])
+            await store.append("order-1", [NewEvent("OrderPaid", {})], expected_version=1)
+            events = [event async for event in store.read_stream("order-1")]
+        assert [(e.version, e.type) for e in events] == [(1, "OrderPlaced"), (2, "OrderPaid")]
     """
 
     def __init__(

@@ -40,14 +40,20 @@ from .snapshot import Snapshot
 class EventStore:
     """An append-only log of events in streams, with one global order.
 
-    Open it with a URL::
-
-        EventStore.open("sqlite:///events.db")          # a file, relative path
-        EventStore.open("sqlite:////var/lib/app/events.db")
-        EventStore.open("postgresql://user@host:5432/db?schema=orders")
-        EventStore.open("memory://")
-
+    Open it with a URL. The URL names the backend:
+    `sqlite:///events.db` (a file, relative path), `sqlite:////var/lib/app/events.db`,
+    `postgresql://user@host:5432/db?schema=orders` or `memory://`.
     Safe to share between threads; open one per process.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("order-1", [NewEvent("OrderPlaced", {"cents": 1250})])
+            store.append("order-1", [NewEvent("OrderPaid", {})], expected_version=1)
+            events = [event for event in store.read_stream("order-1")]
+        assert [(e.version, e.type) for e in events] == [(1, "OrderPlaced"), (2, "OrderPaid")]
     """
 
     def __init__(

@@ -13,8 +13,11 @@ async one with:
   did, takes only `X` in the sync module); `AsyncGenerator[Y, S]` becomes
   `Generator[Y, S, None]`;
 - the pair's `text` replacements applied, as written, inside strings and comments:
-  the few phrases no rename can say (an example that awaits, "awaited if ..."); a
-  phrase replaced by nothing that stands alone on its line takes the line with it;
+  the few phrases no rename can say ("awaited if ...", "for asyncio"); a phrase
+  replaced by nothing that stands alone on its line takes the line with it;
+- the code of a docstring's `Example::` block made sync as code is (after the `text`
+  replacements): the async name's example runs awaiting, and the sync name's, made of
+  it, runs on the sync API (tests/docs/test_docstring_examples.py runs both);
 - the blocks marked for one side resolved (below);
 - a header saying where it comes from, then `ruff check --fix-only --select I,F401`
   (imports only the async side used go) and `ruff format`, with the venv's ruff.
@@ -177,24 +180,9 @@ PAIRS: Sequence[Pair] = (
             "`PreparedBatch`, and the SQL and its answers are those of the sync backends:\n"
             "only the waiting differs.\n": "",
             "with one global order, for asyncio.": "with one global order.",
-            "Open it with a URL, as the sync store, and await it::\n"
-            "\n"
-            '        store = await AsyncEventStore.open("postgresql://user@host:5432/db")\n'
-            "        async with store:\n"
-            '            await store.append("order-1", [NewEvent("Placed", {})])\n'
-            '            async for event in store.read_stream("order-1"):\n'
-            "                ...\n"
-            "\n"
-            "    Use it from the event loop it was opened on; share it between that loop's"
-            " tasks.": (
-                "Open it with a URL::\n"
-                "\n"
-                '        EventStore.open("sqlite:///events.db")          # a file, relative path\n'
-                '        EventStore.open("sqlite:////var/lib/app/events.db")\n'
-                '        EventStore.open("postgresql://user@host:5432/db?schema=orders")\n'
-                '        EventStore.open("memory://")\n'
-                "\n"
-                "    Safe to share between threads; open one per process."
+            "Open it with a URL, as the sync store, and await it.": "Open it with a URL.",
+            "Use it from the event loop it was opened on; share it between that loop's tasks.": (
+                "Safe to share between threads; open one per process."
             ),
             "appends from tasks waiting at the": "appends from threads waiting at the",
             "The key store is asked from a thread.": "",
@@ -468,6 +456,8 @@ def _tokens_to_sync(
                         alone = r"\n[ \t]*" + re.escape(phrase) + r"[ \t]*(?=\n)"
                         written = re.sub(alone, "", written)
                     written = written.replace(phrase, replacement)
+            if token.type == tokenize.STRING:
+                written = _examples_to_sync(written, renames, path)
             written = words.sub(lambda match: renames[match.group(1)], written)
             if written != original:
                 edits.append((start, end, written))
@@ -479,6 +469,44 @@ def _tokens_to_sync(
         out.append(text[done:start] + replacement)
         done = end
     return "".join(out) + text[done:]
+
+
+def _examples_to_sync(text: str, renames: Mapping[str, str], path: str) -> str:
+    """`text`, a string as written, with the code of each `Example::` block in it made
+    sync by the rules for code: the block is the lines after that line indented deeper
+    (or blank), as tests/docs/test_docstring_examples.py reads it."""
+    lines = text.split("\n")
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        if line.strip() != "Example::":
+            continue
+        indent = _indent(line)
+        end = index
+        while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) > indent):
+            end += 1
+        while end > index and not lines[end - 1].strip():
+            end -= 1
+        block = lines[index:end]
+        margin = min((_indent(row) for row in block if row.strip()), default=0)
+        code = "\n".join(row[margin:] for row in block) + "\n"
+        try:
+            converted = _tokens_to_sync(code, renames, {}, path)
+        except (tokenize.TokenError, SyntaxError) as error:
+            raise GenerationError(
+                f"{path}: an `Example::` block that is not Python: {error}"
+            ) from None
+        if converted != code:
+            made = converted[:-1].split("\n")
+            lines[index:end] = [" " * margin + row if row.strip() else row for row in made]
+            end = index + len(made)
+        index = end
+    return "\n".join(lines)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
 
 
 def _awaitable(source: _Source, index: int, edits: list[Edit]) -> int:

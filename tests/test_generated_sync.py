@@ -212,6 +212,43 @@ def test_a_text_replacement_takes_a_line_it_empties_and_must_match_something() -
         sync(source, text={"not there": ""})
 
 
+def test_the_code_of_a_docstrings_example_is_made_sync_and_its_prose_is_not() -> None:
+    written = sync(
+        '''
+        class AsyncEventStore:
+            """A store you await.
+
+            Example::
+
+                async with await AsyncEventStore.open("memory://") as store:
+                    await store.append("order-1", events)
+                    read = [e async for e in store.read_stream("order-1")]
+                assert read
+
+            Open it and await it: after the block, await is prose.
+            """
+        '''
+    )
+    assert written == textwrap.dedent(
+        '''
+        class EventStore:
+            """A store you await.
+
+            Example::
+
+                with EventStore.open("memory://") as store:
+                    store.append("order-1", events)
+                    read = [e for e in store.read_stream("order-1")]
+                assert read
+
+            Open it and await it: after the block, await is prose.
+            """
+        '''
+    )
+    with pytest.raises(GenerationError, match="Example"):
+        sync('"""A thing.\n\nExample::\n\n    await (\n"""\n')
+
+
 TOY = '''\
 """`AsyncCounter`: counts the events of an `AsyncEventStore`."""
 
