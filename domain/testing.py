@@ -34,7 +34,58 @@ A = TypeVar("A", bound=Aggregate[Any])
 
 
 class Scenario(Generic[A]):
-    """One aggregate, some past events, one command, and what must follow."""
+    """One aggregate, some past events, one command, and what must follow.
+
+    `then` returns the aggregate, for checks beyond the events; `then_raises`
+    returns the error.
+
+    Example::
+
+        from eventcraft.domain import (
+            Aggregate, DomainError, DomainEvent, EventRegistry, Scenario, State, evolves,
+        )
+
+        bank_events = EventRegistry()
+
+        @bank_events.event("MoneyDeposited")
+        class MoneyDeposited(DomainEvent):
+            amount: int
+
+        @bank_events.event("MoneyWithdrawn")
+        class MoneyWithdrawn(DomainEvent):
+            amount: int
+
+        class AccountState(State):
+            balance: int = 0
+
+            @evolves
+            def deposited(self, event: MoneyDeposited) -> "AccountState":
+                return self.replace(balance=self.balance + event.amount)
+
+            @evolves
+            def withdrawn(self, event: MoneyWithdrawn) -> "AccountState":
+                return self.replace(balance=self.balance - event.amount)
+
+        class InsufficientFunds(DomainError):
+            "A withdrawal beyond the balance."
+
+        class BankAccount(Aggregate[AccountState]):
+            category = "account"
+            registry = bank_events
+
+            def withdraw(self, amount: int) -> None:
+                if amount > self.state.balance:
+                    raise InsufficientFunds(f"{self.state.balance} left, not {amount}")
+                self.record(MoneyWithdrawn(amount=amount))
+
+        account = (
+            Scenario(BankAccount, "7")
+            .given(MoneyDeposited(amount=500))
+            .when(lambda account: account.withdraw(200))
+            .then(MoneyWithdrawn(amount=200))
+        )
+        assert (account.state.balance, account.version) == (300, 2)
+    """
 
     def __init__(self, aggregate_type: type[A], aggregate_id: str = "test") -> None:
         self.aggregate = aggregate_type(aggregate_id)
@@ -123,7 +174,58 @@ class Scenario(Generic[A]):
 
 
 def scenario(aggregate_type: type[A], aggregate_id: str = "test") -> Scenario[A]:
-    """Start a given/when/then test of `aggregate_type`."""
+    """Start a given/when/then test of `aggregate_type`.
+
+    Example::
+
+        from eventcraft.domain import (
+            Aggregate, DomainError, DomainEvent, EventRegistry, State, evolves, scenario,
+        )
+
+        bank_events = EventRegistry()
+
+        @bank_events.event("MoneyDeposited")
+        class MoneyDeposited(DomainEvent):
+            amount: int
+
+        @bank_events.event("MoneyWithdrawn")
+        class MoneyWithdrawn(DomainEvent):
+            amount: int
+
+        class AccountState(State):
+            balance: int = 0
+
+            @evolves
+            def deposited(self, event: MoneyDeposited) -> "AccountState":
+                return self.replace(balance=self.balance + event.amount)
+
+            @evolves
+            def withdrawn(self, event: MoneyWithdrawn) -> "AccountState":
+                return self.replace(balance=self.balance - event.amount)
+
+        class InsufficientFunds(DomainError):
+            "A withdrawal beyond the balance."
+
+        class BankAccount(Aggregate[AccountState]):
+            category = "account"
+            registry = bank_events
+
+            def withdraw(self, amount: int) -> None:
+                if amount > self.state.balance:
+                    raise InsufficientFunds(f"{self.state.balance} left, not {amount}")
+                self.record(MoneyWithdrawn(amount=amount))
+
+        def test_a_withdrawal_beyond_the_balance_is_refused() -> None:
+            error = (
+                scenario(BankAccount)
+                .given(MoneyDeposited(amount=500), MoneyWithdrawn(amount=200))
+                .when(lambda account: account.withdraw(400))
+                .then_raises(InsufficientFunds, match="300 left")
+            )
+            assert str(error) == "300 left, not 400"
+
+        test_a_withdrawal_beyond_the_balance_is_refused()  # as pytest would call it
+    """
     return Scenario(aggregate_type, aggregate_id)
 
 
