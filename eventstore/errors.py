@@ -27,13 +27,40 @@ from __future__ import annotations
 
 
 class EventStoreError(Exception):
-    """Base of every error the event store raises."""
+    """Base of every error the event store raises.
+
+    Example::
+
+        from eventcraft.eventstore import NO_STREAM, EventStore, EventStoreError, NewEvent
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("order-1", [NewEvent("Placed", {})], expected_version=NO_STREAM)
+            try:
+                store.append("order-1", [NewEvent("Placed", {})], expected_version=NO_STREAM)
+            except EventStoreError as error:  # any of the store's errors, never a driver's
+                problem = f"order-1 was not placed: {error}"
+            assert problem.startswith("order-1 was not placed: Wrong expected version")
+    """
 
 
 class WrongExpectedVersion(EventStoreError):
     """The stream's current version is not the one the append expected.
 
     Nothing of the append was written.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent, WrongExpectedVersion
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("order-1", [NewEvent("Placed", {"cents": 500})])
+            seen = store.stream_version("order-1")  # what a decision read: version 1
+            store.append("order-1", [NewEvent("Cancelled", {})])  # another writer, in between
+            try:
+                store.append("order-1", [NewEvent("Paid", {})], expected_version=seen)
+            except WrongExpectedVersion as error:  # read again, decide again
+                assert (error.expected, error.actual) == (1, 2)
+            assert [e.type for e in store.read_stream("order-1")] == ["Placed", "Cancelled"]
     """
 
     def __init__(self, stream_id: str, expected: object, actual: int) -> None:
@@ -54,6 +81,30 @@ class AppendConditionFailed(EventStoreError):
     """An event matching the append's condition was stored after the position it names.
 
     Nothing of the append was written: read again, decide again.
+
+    Example::
+
+        from eventcraft.eventstore import (
+            AppendCondition,
+            AppendConditionFailed,
+            EventStore,
+            NewEvent,
+            Query,
+            QueryItem,
+        )
+
+        booked = Query([QueryItem(types=["SeatBooked"], tags=["course:c1"])])
+        with EventStore.open("sqlite:///shop.db") as store:
+            seen = store.read_query(booked)  # two writers decide on this same read
+            condition = AppendCondition(booked, after=seen.head)
+            seat = NewEvent("SeatBooked", {"student": "s7"}, tags=["course:c1"])
+            store.append("booking-1", [seat], condition=condition)
+            try:
+                seat = NewEvent("SeatBooked", {"student": "s8"}, tags=["course:c1"])
+                store.append("booking-2", [seat], condition=condition)
+            except AppendConditionFailed as error:
+                assert (error.after, error.position) == (0, 1)  # booking-1's seat came after
+            assert store.stream_version("booking-2") == 0
     """
 
     def __init__(self, stream_id: str, query: object, after: int | None, position: int) -> None:
@@ -80,6 +131,20 @@ class DuplicateEventId(EventStoreError, ValueError):
 
     A retry is the same ids, in the same order, in the same stream; anything
     else that reuses an id is refused and writes nothing.
+
+    Example::
+
+        from eventcraft.eventstore import DuplicateEventId, EventStore, NewEvent
+
+        placed = NewEvent("Placed", {"cents": 500})
+        with EventStore.open("sqlite:///shop.db") as store:
+            first = store.append("order-1", [placed])
+            assert store.append("order-1", [placed]) == first  # a retry: the first result
+            try:
+                store.append("order-2", [placed])  # the same id, in another stream
+            except DuplicateEventId as error:
+                assert error.event_id == placed.id and error.stream_id == "order-2"
+            assert store.stream_version("order-2") == 0
     """
 
     def __init__(self, stream_id: str, event_id: object, detail: str) -> None:
@@ -96,11 +161,37 @@ class DuplicateEventId(EventStoreError, ValueError):
 
 
 class InvalidEvent(EventStoreError, ValueError):
-    """A stream id, event type, payload or argument the store refuses."""
+    """A stream id, event type, payload or argument the store refuses.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, InvalidEvent, NewEvent
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            try:  # JSON has no NaN: refused, rather than stored as null
+                store.append("sensor-1", [NewEvent("Measured", {"celsius": float("nan")})])
+            except InvalidEvent as error:
+                assert isinstance(error, ValueError)
+                assert "['celsius']" in str(error)
+            assert store.stream_version("sensor-1") == 0
+    """
 
 
 class UnsupportedStoreURL(EventStoreError, ValueError):
-    """`EventStore.open` was given a URL no backend serves."""
+    """`EventStore.open` was given a URL no backend serves.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, UnsupportedStoreURL
+
+        try:
+            EventStore.open("sqlite://shop.db")  # two slashes: shop.db would be a host name
+        except UnsupportedStoreURL as error:
+            advice = str(error)
+        assert "sqlite:///relative/path.db" in advice
+        with EventStore.open("sqlite:///shop.db") as store:
+            assert store.high_water_mark() == 0
+    """
 
 
 class UnreadablePersonalData(EventStoreError):
@@ -109,6 +200,29 @@ class UnreadablePersonalData(EventStoreError):
     A forgotten subject's fields read as their replacement, never this: it
     means the store was opened with another key store than the one its events
     were sealed with, or the sealed text was altered.
+
+    Example::
+
+        from typing import Annotated
+
+        from eventcraft.eventstore import EventStore, NewEvent, Personal, UnreadablePersonalData
+        from pydantic import BaseModel
+
+
+        class Registered(BaseModel):
+            customer_id: str
+            email: Annotated[str, Personal(subject="customer_id")]
+
+
+        ann = Registered(customer_id="c7", email="ann@example.com")
+        with EventStore.open("sqlite:///shop.db") as store:  # keys in shop.db's own table
+            store.append("customer-7", [NewEvent("Registered", ann)])
+        with EventStore.open("sqlite:///shop.db", keys="sqlite:///other-keys.db") as wrong:
+            try:
+                list(wrong.read_stream("customer-7"))
+            except UnreadablePersonalData as error:
+                reason = error.reason
+        assert reason == "this store's key store never held"
     """
 
     def __init__(self, where: str, key_id: str, reason: str) -> None:
@@ -128,6 +242,20 @@ class StorePermissionDenied(EventStoreError, PermissionError):
     the role is granted the privilege (or the call made with a role that has it). A
     read-only role (USAGE on the schema, SELECT on its tables) opens a store and reads
     it; its appends end here, naming what they lack.
+
+    The example is the handling: its role may write, so its append is taken.
+
+    Example::
+
+        # needs: postgres
+        from eventcraft.eventstore import EventStore, NewEvent, StorePermissionDenied
+
+        with EventStore.open("postgresql://postgres@localhost:5432/eventcraft") as store:
+            try:
+                store.append("report-1", [NewEvent("Generated", {})])
+            except StorePermissionDenied as error:  # no retry helps: grant, or use another role
+                raise SystemExit(f"{error.role} needs {error.lacking}: {error.detail}") from error
+            assert store.stream_version("report-1") == 1  # this role may write: taken
     """
 
     def __init__(self, role: str, lacking: str, detail: str) -> None:
@@ -145,7 +273,19 @@ class StorePermissionDenied(EventStoreError, PermissionError):
 
 
 class StoreUnavailable(EventStoreError, ConnectionError):
-    """The database could not be reached, or the connection broke mid-call."""
+    """The database could not be reached, or the connection broke mid-call.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, StoreUnavailable
+
+        try:  # nothing listens on port 1
+            EventStore.open("postgresql://app@localhost:1/shop")
+        except StoreUnavailable as error:  # an outage: try again later
+            outage = error
+        assert isinstance(outage, ConnectionError)
+        assert "cannot connect to PostgreSQL" in str(outage)
+    """
 
 
 STORE_CLOSED = "the event store is closed"
@@ -158,6 +298,27 @@ class PoolExhausted(StoreUnavailable):
     Nothing was sent. A larger pool (`?pool_size=` in a PostgreSQL store's
     URL) or a longer wait (`?pool_timeout=`) helps if the database allows
     that many connections; so do fewer concurrent callers.
+
+    Only a PostgreSQL store pools connections. The example is the handling: a
+    connection is free, so its append is taken.
+
+    Example::
+
+        # needs: postgres
+        from eventcraft.eventstore import EventStore, NewEvent, PoolExhausted
+
+
+        def place(store: EventStore, order_id: str) -> tuple[int, str]:
+            # An HTTP handler's answer: busy is a 503 to retry, not a failed order.
+            try:
+                store.append(order_id, [NewEvent("Placed", {})])
+            except PoolExhausted as error:
+                return 503, f"all {error.size} connections busy: retry"
+            return 201, "placed"
+
+
+        with EventStore.open("postgresql://postgres@localhost:5432/eventcraft") as store:
+            assert place(store, "order-1") == (201, "placed")  # a connection came free
     """
 
     def __init__(self, size: int, timeout: float) -> None:
@@ -180,6 +341,23 @@ class AppendOutcomeUnknown(StoreUnavailable):
     event ids) is safe: if the first append was stored, the retry writes
     nothing and returns its result. The error that broke the connection is
     the `__cause__`.
+
+    Only PostgreSQL raises it (a SQLite or memory store's append never leaves the
+    process). The example is the handling, which runs on any store: its append is
+    taken, and the retry after it shows what the retry in the handler would do.
+
+    Example::
+
+        from eventcraft.eventstore import AppendOutcomeUnknown, EventStore, NewEvent
+
+        events = [NewEvent("Placed", {"cents": 500})]  # their ids make the retry safe
+        with EventStore.open("sqlite:///shop.db") as store:
+            try:
+                result = store.append("order-1", events)
+            except AppendOutcomeUnknown:  # written or not: send the same events again
+                result = store.append("order-1", events)
+            assert store.append("order-1", events) == result  # a retry writes nothing
+            assert store.stream_version("order-1") == 1
     """
 
     def __init__(self, stream_id: str, detail: str) -> None:
@@ -195,13 +373,40 @@ class AppendOutcomeUnknown(StoreUnavailable):
 
 
 class RetentionBusy(EventStoreError):
-    """Another retention run holds the store's retention lock: this one did nothing."""
+    """Another retention run holds the store's retention lock: this one did nothing.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, RetentionBusy
+
+        with EventStore.open("sqlite:///shop.db") as store, store.retention.exclusive():
+            other = EventStore.open("sqlite:///shop.db")  # as another process's run would
+            try:
+                with other.retention.exclusive():
+                    raise AssertionError("two runs at once")
+            except RetentionBusy as error:
+                assert "another retention run holds" in str(error)
+            other.close()
+    """
 
 
 class StreamTombstoned(EventStoreError):
     """The stream was deleted with a tombstone: it can never be written again.
 
     Nothing of the append (or of the `append_many` it was part of) was written.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent, StreamTombstoned
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("cart-7", [NewEvent("ItemAdded", {"sku": "A1"})])
+            store.delete_stream("cart-7", tombstone=True)
+            try:
+                store.append("cart-7", [NewEvent("ItemAdded", {"sku": "B2"})])
+            except StreamTombstoned as error:
+                refused = error.stream_id
+            assert refused == "cart-7"
     """
 
     def __init__(self, stream_id: str) -> None:
@@ -222,6 +427,26 @@ class StreamFull(EventStoreError):
     which keeps the stream index's entries a quarter smaller; SQLite and memory
     stores have no such bound. Nothing of the append (or of the `append_many` it
     was part of) was written: start a new stream, as a closed period's books do.
+
+    The example is the handling; on SQLite its append is taken.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent, StreamFull
+
+
+        def record(store: EventStore, entry: NewEvent) -> str:
+            # Append to the ledger; once it is full, go on in the next one.
+            try:
+                store.append("ledger-2026", [entry])
+                return "ledger-2026"
+            except StreamFull as error:  # PostgreSQL only, at MAX_STREAM_VERSION events
+                store.append("ledger-2026.2", [entry])
+                return f"ledger-2026.2 ({error.stream_id} holds {error.most:,})"
+
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            assert record(store, NewEvent("Entered", {"cents": 500})) == "ledger-2026"
     """
 
     def __init__(self, stream_id: str, most: int) -> None:
@@ -239,7 +464,22 @@ class StreamFull(EventStoreError):
 class BadImportLine(InvalidEvent):
     """A line of the file an import reads that the store cannot take: malformed, out of
     its stream's order, or an event the store refuses. Its message names the line; found
-    by the check before anything is written, it says nothing was imported."""
+    by the check before anything is written, it says nothing was imported.
+
+    Example::
+
+        import io
+
+        from eventcraft.eventstore import BadImportLine, EventStore, import_log
+
+        source = io.BytesIO(b'{"stream_id": "order-1", "type": "Placed"}')
+        with EventStore.open("sqlite:///copy.db") as copy:
+            try:
+                import_log(copy, source)
+            except BadImportLine as error:  # found by the check: nothing written
+                assert str(error).startswith("line 1: missing position, id")
+            assert copy.high_water_mark() == 0
+    """
 
 
 class ImportStopped(EventStoreError):
@@ -247,4 +487,27 @@ class ImportStopped(EventStoreError):
     stream, another event at a version, a stream it tombstoned or deleted otherwise than
     the file), or by the temporary copy of a source that cannot be read twice (then
     nothing was imported). The lines before the one it names were imported; the import
-    run again resumes after them."""
+    run again resumes after them.
+
+    Example::
+
+        from eventcraft.eventstore import (
+            EventStore,
+            ImportStopped,
+            NewEvent,
+            export_log,
+            import_log,
+        )
+
+        placed = NewEvent("Placed", {"cents": 500})
+        with EventStore.open("sqlite:///shop.db") as shop, open("shop.ndjson", "wb") as out:
+            shop.append("order-1", [placed])
+            export_log(shop, out)
+        with EventStore.open("sqlite:///copy.db") as copy, open("shop.ndjson", "rb") as source:
+            copy.append("order-9", [placed])  # the same event id, in another stream
+            try:
+                import_log(copy, source)  # the file's check passes: only the store knows
+            except ImportStopped as error:
+                assert "already in the store, in stream 'order-9'" in str(error)
+            assert copy.stream_version("order-1") == 0
+    """
