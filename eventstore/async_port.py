@@ -39,7 +39,23 @@ POLL_CEILING = 0.05
 
 
 class AsyncBackend(abc.ABC):
-    """Storage for one async event store, used from the event loop it was opened on."""
+    """Storage for one async event store, used from the event loop it was opened on.
+
+    A backend of your own subclasses it and implements its abstract methods; the others
+    have defaults it may do better than (`read_event` scans the log, `wait_for_events`
+    polls, `delete_stream` refuses). `register_backend` names the `BackendKind` that
+    opens it, and the conformance suite (`eventcraft.eventstore.testing`) checks it.
+
+    Example::
+
+        from eventcraft.eventstore.async_port import AsyncBackend
+
+        assert sorted(AsyncBackend.__abstractmethods__) == [
+            "append", "append_many", "close", "high_water_mark", "list_streams",
+            "load_snapshot", "read_all", "read_stream", "read_stream_encoded",
+            "save_snapshot", "stream_version",
+        ]
+    """
 
     @abc.abstractmethod
     async def append(

@@ -56,7 +56,23 @@ class AsyncOpener(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class BackendKind:
-    """One kind of backend, as `register_backend` takes it."""
+    """One kind of backend, as `register_backend` takes it.
+
+    Only `name` and `open` are needed. Without `open_async`, `AsyncEventStore` runs the
+    sync backend on a worker thread. Without `key_table`, the keys that seal personal
+    fields live in the process's memory: a store whose events outlive the process needs
+    one, or its personal fields read as forgotten after a restart.
+
+    Example::
+
+        from eventcraft.eventstore import Backend, BackendKind
+
+        def open_mydb(url: str, *, group_commit: bool, create_folders: bool) -> Backend:
+            ...  # connect, and return your Backend subclass over the connection
+
+        kind = BackendKind(name="mydb", open=open_mydb)
+        assert (kind.open_async, kind.key_table, kind.retention) == (None, None, None)
+    """
 
     name: str
     """What `scheme_of` answers for its URLs ("sqlite", "postgresql", ...)."""
@@ -75,7 +91,20 @@ _KINDS: dict[str, BackendKind] = {}
 
 def register_backend(kind: BackendKind, *schemes: str) -> None:
     """Open URLs that begin with each of `schemes` (followed by `://`) with `kind`; a
-    scheme registered before is taken over."""
+    scheme registered before is taken over.
+
+    For the life of the process: there is no unregistering.
+
+    Example::
+
+        from eventcraft.eventstore import Backend, BackendKind, register_backend, scheme_of
+
+        def open_mydb(url: str, *, group_commit: bool, create_folders: bool) -> Backend:
+            ...  # connect, and return your Backend subclass over the connection
+
+        register_backend(BackendKind(name="mydb", open=open_mydb), "mydb", "mydb+tls")
+        assert scheme_of("mydb+tls://db.example/orders") == "mydb"
+    """
     if not schemes:
         raise ValueError(f"register_backend({kind.name!r}) names no URL scheme")
     for scheme in schemes:
@@ -99,7 +128,21 @@ def kind_of(url: object) -> BackendKind:
 
 
 def scheme_of(url: object) -> str:
-    """The backend a store URL names ("memory", "sqlite" or "postgresql"), or raise."""
+    """The backend a store URL names ("memory", "sqlite", "postgresql", or the name of a
+    kind registered since), or raise `UnsupportedStoreURL`, its password masked.
+
+    Example::
+
+        from eventcraft.eventstore import UnsupportedStoreURL, scheme_of
+
+        assert scheme_of("sqlite:///shop.db") == "sqlite"
+        assert scheme_of("postgres://app@db.example/shop") == "postgresql"
+        try:
+            scheme_of("mysql://app:s3cret@db.example/shop")
+        except UnsupportedStoreURL as error:
+            refused = str(error)
+        assert "'mysql://app:***@db.example/shop'" in refused
+    """
     return kind_of(url).name
 
 

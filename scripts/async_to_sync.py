@@ -139,6 +139,10 @@ PAIRS: Sequence[Pair] = (
             ),
             "Sleep until the high-water mark": "Block until the high-water mark",
             "Release connections and threads.": "Release connections.",
+            # The async port is not public: its example imports it from its module.
+            "from eventcraft.eventstore.async_port import AsyncBackend": (
+                "from eventcraft.eventstore import AsyncBackend"
+            ),
         },
     ),
     Pair("eventstore/postgres/async_connections.py", "eventstore/postgres/connections.py"),
