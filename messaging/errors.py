@@ -25,13 +25,43 @@ from typing import Any
 
 
 class MessagingError(Exception):
-    """Base of every error the messaging package raises."""
+    """Base of every error the messaging package raises.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.messaging import InboxErrorStore, MessagingError
+        from eventcraft.projections import Database
+
+        errors = InboxErrorStore(Database.of(None, EventStore.open("sqlite:///shop.db")))
+        try:
+            errors.resend("orders-in", "msg-404")
+        except MessagingError as error:  # any of the package's errors
+            told = f"{type(error).__name__}: {error}"
+        assert told.startswith("FailedMessageNotFound: inbox 'orders-in' has no failed message")
+    """
 
 
 class BrokerUnavailable(MessagingError, ConnectionError):
     """A broker could not be reached, or the connection broke before it confirmed.
 
     What was not confirmed is published again once the broker is back.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.messaging import BrokerUnavailable, RabbitMQPublisher, Relay
+
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-7", [NewEvent("OrderPlaced", {"cents": 1600})])
+        down = RabbitMQPublisher("amqp://guest:guest@127.0.0.1:1/", exchange="shop-orders")
+        with Relay("orders-out", store, down) as relay:  # nothing listens on port 1
+            try:
+                relay.catch_up()
+            except BrokerUnavailable as error:
+                told = str(error)
+            assert relay.status().position == 0  # nothing confirmed: the checkpoint stays
+        assert told.startswith("RabbitMQ amqp://guest:***@127.0.0.1:1/ exchange 'shop-orders'")
     """
 
     def __init__(self, broker: str, detail: str) -> None:
@@ -44,7 +74,35 @@ class BrokerUnavailable(MessagingError, ConnectionError):
 
 
 class MessageRefused(MessagingError):
-    """The broker answered a publish with a negative acknowledgement."""
+    """The broker answered a publish with a negative acknowledgement.
+
+    A relay parks the refused event in the projections' error store and goes on past it.
+    A `Publisher` of your own raises it for a message its broker refuses for good.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.messaging import MessageRefused, Publisher, Relay
+
+        class Webhook(Publisher):  # a partner's endpoint, which takes 1 kB at most
+            broker = "webhook https://partner.example/orders"
+
+            def publish(self, messages):
+                for message in messages:
+                    if len(message.body) > 1024:  # the endpoint would answer 413
+                        raise MessageRefused(self.broker, message.message_id, "413 too large")
+
+            def close(self):
+                pass
+
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-7", [NewEvent("OrderPlaced", {"note": "x" * 2000})])
+        store.append("order-8", [NewEvent("OrderPlaced", {"note": "gift"})])
+        with Relay("orders-out", store, Webhook()) as relay:
+            relay.catch_up()  # order-7's event parked, order-8's published
+            status = relay.status()
+        assert (status.position, status.parked) == (2, 1)
+    """
 
     def __init__(self, broker: str, message_id: str, detail: str) -> None:
         self.broker = broker
@@ -58,11 +116,39 @@ class MessageRefused(MessagingError):
 
 class InvalidMessage(MessagingError, ValueError):
     """An incoming message that cannot become an event: no id, a body that is not
-    JSON, or what the user's mapping made of it is refused."""
+    JSON, or what the user's mapping made of it is refused.
+
+    A mapping raises it to refuse a message: an inbox keeps the message in its error
+    store, and the HTTP intake answers 422 with its words.
+
+    Example::
+
+        from eventcraft.messaging import IncomingMessage, InvalidMessage
+
+        try:
+            IncomingMessage("msg-1", b"<order id='7'/>").json()
+        except InvalidMessage as error:
+            told = str(error)
+        assert told.startswith("message 'msg-1': the body is not JSON")
+    """
 
 
 class MessageIdConflict(MessagingError, ValueError):
-    """A message id already stored, sent again with a different body or stream."""
+    """A message id already stored, sent again with a different body or stream.
+
+    Nothing in eventcraft raises it at present: the HTTP intake answers a used
+    `Idempotency-Key` sent with another body with 409, without raising it.
+
+    Example::
+
+        from eventcraft.messaging import MessageIdConflict
+
+        error = MessageIdConflict("order-7-placed", "it was sent with another body")
+        assert str(error) == (
+            "message id 'order-7-placed' is already used: it was sent with another body"
+        )
+        assert isinstance(error, ValueError) and error.message_id == "order-7-placed"
+    """
 
     def __init__(self, message_id: str, detail: str) -> None:
         self.message_id = message_id
@@ -74,12 +160,46 @@ class MessageIdConflict(MessagingError, ValueError):
 
 
 class FailedMessageNotFound(MessagingError, LookupError):
-    """An inbox's error store holds no message with that id."""
+    """An inbox's error store holds no message with that id.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.messaging import FailedMessageNotFound, Inbox, Mapped
+
+        store = EventStore.open("sqlite:///shop.db")
+        with Inbox("orders-in", store, lambda m: Mapped("order-7", "Received", m.json())) as inbox:
+            try:
+                inbox.retry_failed("msg-404")
+            except FailedMessageNotFound as error:
+                told = str(error)
+        assert told == "inbox 'orders-in' has no failed message with id 'msg-404'"
+    """
 
 
 class MessageDiscarded(MessagingError):
     """A failed message an operator discarded: it is kept, and is not resent or discarded
-    again."""
+    again.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.messaging import (
+            Inbox, InboxErrorStore, IncomingMessage, Mapped, MessageDiscarded,
+        )
+        from eventcraft.projections import Database
+
+        store = EventStore.open("sqlite:///shop.db")
+        with Inbox("orders-in", store, lambda m: Mapped("order-7", "Received", m.json())) as inbox:
+            inbox.take(IncomingMessage("msg-1", b"not json"))  # kept in the error store
+        errors = InboxErrorStore(Database.of(None, store))
+        errors.discard("orders-in", "msg-1", reason="a test message")
+        try:
+            errors.resend("orders-in", "msg-1")
+        except MessageDiscarded as error:
+            refused = error
+        assert (refused.message_id, refused.reason) == ("msg-1", "a test message")
+    """
 
     def __init__(
         self, inbox: str, message_id: str, discarded_at: float, reason: str | None
@@ -103,7 +223,25 @@ class MessageDiscarded(MessagingError):
 class Unauthenticated(MessagingError, PermissionError):
     """Raised by an HTTP intake's `authenticate` hook: the request does not say who sent
     it, or not credibly. The client gets 401 with `detail`, and `challenge` (such as
-    `Bearer realm="orders"`) in `WWW-Authenticate` when given."""
+    `Bearer realm="orders"`) in `WWW-Authenticate` when given.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.messaging import HttpIntake, Inbox, Mapped, Unauthenticated
+        from starlette.testclient import TestClient
+
+        def bearer_token(request) -> None:
+            if not request.headers.get("authorization", "").startswith("Bearer "):
+                raise Unauthenticated("send a bearer token", challenge='Bearer realm="orders"')
+
+        store = EventStore.open("sqlite:///intake.db")
+        inbox = Inbox("orders-http", store, lambda m: Mapped("order-7", "Received", m.json()))
+        client = TestClient(HttpIntake(inbox, authenticate=bearer_token))
+        answer = client.post("/orders", json={"order": 7}, headers={"Idempotency-Key": "order-7"})
+        assert answer.status_code == 401 and answer.json() == {"error": "send a bearer token"}
+        assert answer.headers["www-authenticate"] == 'Bearer realm="orders"'
+    """
 
     def __init__(self, detail: str, *, challenge: str | None = None) -> None:
         self.detail = detail
@@ -120,7 +258,29 @@ def _unauthenticated(detail: str, challenge: str | None) -> Unauthenticated:
 
 class Forbidden(MessagingError, PermissionError):
     """Raised by an HTTP intake's `authenticate` hook: the sender is known and may not
-    send this. The client gets 403 with `detail`."""
+    send this. The client gets 403 with `detail`.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.messaging import Forbidden, HttpIntake, Inbox, Mapped
+        from starlette.testclient import TestClient
+
+        SUSPENDED = {"shop-2"}
+
+        def not_suspended(request) -> None:
+            shop = request.headers.get("x-shop", "")  # as a checked token would name it
+            if shop in SUSPENDED:
+                raise Forbidden(f"{shop} is suspended and may not send orders")
+
+        store = EventStore.open("sqlite:///intake.db")
+        inbox = Inbox("orders-http", store, lambda m: Mapped("order-7", "Received", m.json()))
+        client = TestClient(HttpIntake(inbox, authenticate=not_suspended))
+        headers = {"Idempotency-Key": "order-7", "X-Shop": "shop-2"}
+        answer = client.post("/orders", json={"order": 7}, headers=headers)
+        assert answer.status_code == 403
+        assert answer.json() == {"error": "shop-2 is suspended and may not send orders"}
+    """
 
     def __init__(self, detail: str) -> None:
         self.detail = detail
@@ -128,4 +288,18 @@ class Forbidden(MessagingError, PermissionError):
 
 
 class MessagingConfigError(MessagingError, ValueError):
-    """A relay, inbox or intake endpoint given arguments it cannot work with."""
+    """A relay, inbox or intake endpoint given arguments it cannot work with.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.messaging import Inbox, Mapped, MessagingConfigError
+
+        store = EventStore.open("sqlite:///shop.db")
+        inbox = Inbox("orders-in", store, lambda m: Mapped("order-7", "Received", m.json()))
+        try:
+            inbox.step()  # an inbox made without a source takes only what `take` is handed
+        except MessagingConfigError as error:
+            told = str(error)
+        assert told == "inbox 'orders-in' has no source to take messages from"
+    """
