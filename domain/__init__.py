@@ -6,6 +6,14 @@ from eventcraft.eventstore import EVENT_VERSION
 from .aggregate import Aggregate, command
 from .async_decisions import AsyncDecisions
 from .async_repository import AsyncRepository
+from .catalog import CatalogedType, CatalogError, EventCatalog, Readers
+from .compatibility import (
+    CompatibilityMode,
+    SchemaProblem,
+    assert_compatible,
+    check_compatibility,
+    compatibility_report,
+)
 from .context import CommandContext, caused_by, command_context, current_context
 from .decision_rules import Decision, DecisionProjection
 from .decisions import Decisions
@@ -32,26 +40,35 @@ __all__ = [
     "AggregateNotFound",
     "AsyncDecisions",
     "AsyncRepository",
+    "CatalogError",
+    "CatalogedType",
     "CommandContext",
+    "CompatibilityMode",
     "Decision",
     "DecisionConflict",
     "DecisionProjection",
     "Decisions",
     "DomainError",
     "DomainEvent",
+    "EventCatalog",
     "EventDecodingError",
     "EventRegistry",
     "EventType",
     "NoUpcastPath",
+    "Readers",
     "RegistrationError",
     "Repository",
     "Scenario",
+    "SchemaProblem",
     "State",
     "UnknownEventType",
     "Upcaster",
+    "assert_compatible",
     "caused_by",
+    "check_compatibility",
     "command",
     "command_context",
+    "compatibility_report",
     "current_context",
     "evolve",
     "evolves",

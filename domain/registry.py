@@ -87,6 +87,27 @@ class EventRegistry:
 
         return add
 
+    def upcasters_of(self, name: str) -> Mapping[int, Upcaster]:
+        """The upcasters registered for the type `name`, by the version each starts from.
+
+        Example::
+
+            from eventcraft.domain import DomainEvent, EventRegistry
+
+            registry = EventRegistry()
+
+            @registry.event("Renamed", version=2)
+            class Renamed(DomainEvent):
+                new_name: str
+
+            @registry.upcaster("Renamed", from_version=1)
+            def to_v2(data: dict) -> dict:
+                return {"new_name": data.pop("name")}
+
+            assert list(registry.upcasters_of("Renamed")) == [1]
+        """
+        return self._upcasters.of(name)
+
     @property
     def types(self) -> Mapping[str, EventType]:
         """Every registered event type by name."""

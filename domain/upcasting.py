@@ -33,6 +33,10 @@ class UpcasterChain:
             )
         self._steps[(event_type, from_version)] = step
 
+    def of(self, event_type: str) -> dict[int, Upcaster]:
+        """`event_type`'s steps by the version each starts from, in order."""
+        return {v: step for (t, v), step in sorted(self._steps.items()) if t == event_type}
+
     def upcast(
         self,
         event: RecordedEvent | EncodedEvent,
