@@ -34,12 +34,49 @@ UNSCOPED_NAMESPACE = uuid.UUID("6f1c2b9e-4d0a-5b7e-9c3f-2a8d1e5b7c40")
 to an inbox: a message id that was not a UUID was hashed here, with nothing else."""
 MAX_MESSAGE_ID = 200
 TAGS_HEADER = "eventcraft-tags"
-"""The header of an event's tags: a JSON array of strings; absent when it has none."""
+"""The header of an event's tags: a JSON array of strings; absent when it has none.
+
+Example::
+
+    from eventcraft.messaging import TAGS_HEADER, IncomingMessage
+
+    message = IncomingMessage("msg-1", b"{}", headers={TAGS_HEADER: '["vip", "eu"]'})
+    assert message.tags == ("vip", "eu")
+"""
 
 
 @dataclass(frozen=True)
 class OutgoingMessage:
-    """An event as the relay publishes it."""
+    """An event as the relay publishes it: what a `Publisher` is handed.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.messaging import OutgoingMessage, Publisher, Relay
+
+        class Kept(Publisher):  # keeps what it is handed, as a test's publisher would
+            broker = "memory"
+
+            def __init__(self):
+                self.messages: list[OutgoingMessage] = []
+
+            def publish(self, messages):
+                self.messages.extend(messages)
+
+            def close(self):
+                pass
+
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-7", [NewEvent("OrderPlaced", {"cents": 1600}, tags=["vip"])])
+        kept = Kept()
+        with Relay("orders-out", store, kept) as relay:
+            relay.catch_up()
+        [message] = kept.messages
+        assert (message.subject, message.body) == ("order.OrderPlaced", b'{"cents":1600}')
+        assert message.message_id == str(next(store.read_all()).id)
+        assert message.headers["eventcraft-version"] == "1"
+        assert message.headers["eventcraft-tags"] == '["vip"]'
+    """
 
     message_id: str
     """The event id: the key consumers and JetStream de-duplicate by."""
@@ -86,7 +123,21 @@ def outgoing(event: RecordedEvent) -> OutgoingMessage:
 
 @dataclass(frozen=True)
 class IncomingMessage:
-    """A message taken in from a queue, a JetStream consumer or an HTTP request."""
+    """A message taken in from a queue, a JetStream consumer or an HTTP request.
+
+    Example::
+
+        from eventcraft.messaging import IncomingMessage
+
+        message = IncomingMessage(
+            message_id="order-7-placed",
+            body=b'{"order": 7, "cents": 1600}',
+            headers={"eventcraft-tags": '["vip"]'},
+            subject="order.OrderPlaced",
+        )
+        assert message.json() == {"order": 7, "cents": 1600}
+        assert message.tags == ("vip",)
+    """
 
     message_id: str
     """The producer's id for it; the same id is the same message."""
@@ -143,6 +194,19 @@ def event_id_for(inbox: str, message_id: str) -> uuid.UUID:
 
     The same pair always gives the same id; another inbox, another id. Neither part
     may hold a newline (names and ids are printable), so the pair is read one way only.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.messaging import Inbox, IncomingMessage, Mapped, event_id_for
+
+        store = EventStore.open("sqlite:///shop.db")
+        with Inbox("orders-in", store, lambda m: Mapped("order-7", "Received", m.json())) as inbox:
+            inbox.take(IncomingMessage("msg-1", b'{"order": 7}'))
+
+        event = store.read_event(event_id_for("orders-in", "msg-1"))
+        assert event is not None and event.stream_id == "order-7"
+        assert event_id_for("orders-in", "msg-1") != event_id_for("audit-in", "msg-1")
     """
     if not isinstance(inbox, str) or not inbox or not inbox.isprintable():
         raise InvalidMessage(f"an inbox name is printable characters, not {inbox!r}")
