@@ -36,7 +36,46 @@ from .repository_rules import check_attempts, taken_before
 
 
 class AsyncDecisions(DecisionRules):
-    """Decisions made on the events of `store` whose classes `registry` holds."""
+    """Decisions made on the events of `store` whose classes `registry` holds.
+
+    Example::
+
+        from eventcraft.domain import (
+            AsyncDecisions, DecisionProjection, DomainError, DomainEvent, EventRegistry,
+        )
+        from eventcraft.eventstore import AsyncEventStore
+
+        school = EventRegistry()
+
+        @school.event("StudentSubscribed")
+        class StudentSubscribed(DomainEvent):
+            student_id: str
+            course_id: str
+
+            def event_tags(self) -> list[str]:
+                return [f"course:{self.course_id}", f"student:{self.student_id}"]
+
+        taken = DecisionProjection(0, {StudentSubscribed: lambda n, _: n + 1}, tags=["course:c1"])
+
+        def subscribe(student_id):
+            def decide(decision):
+                if decision["taken"] >= 2:  # a course of two seats
+                    raise DomainError("course c1 is full")
+                return StudentSubscribed(student_id=student_id, course_id="c1")
+
+            return decide
+
+        store = await AsyncEventStore.open("sqlite:///school.db")
+        decisions = AsyncDecisions(store, school)
+        await decisions.execute({"taken": taken}, subscribe("ann"), stream_id="course-c1")
+        await decisions.execute({"taken": taken}, subscribe("bob"), stream_id="course-c1")
+        try:
+            await decisions.execute({"taken": taken}, subscribe("cat"), stream_id="course-c1")
+        except DomainError as full:
+            assert str(full) == "course c1 is full"
+        assert await store.stream_version("course-c1") == 2
+        await store.close()
+    """
 
     def __init__(self, store: AsyncEventStore, registry: EventRegistry) -> None:
         super().__init__(registry)

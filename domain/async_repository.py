@@ -38,7 +38,48 @@ log = logging.getLogger("eventcraft.domain")
 
 
 class AsyncRepository(RepositoryRules[A]):
-    """Aggregates of one type, kept in an `AsyncEventStore`."""
+    """Aggregates of one type, kept in an `AsyncEventStore`.
+
+    `execute` is the usual way in: it loads an aggregate, runs a command on it and
+    saves what it recorded, again on a fresh load if another save came first.
+
+    Example::
+
+        from eventcraft.domain import (
+            Aggregate, AsyncRepository, DomainEvent, EventRegistry, State, evolves,
+        )
+        from eventcraft.eventstore import AsyncEventStore
+
+        bank_events = EventRegistry()
+
+        @bank_events.event("MoneyDeposited")
+        class MoneyDeposited(DomainEvent):
+            amount: int
+
+        class AccountState(State):
+            balance: int = 0
+
+            @evolves
+            def deposited(self, event: MoneyDeposited) -> "AccountState":
+                return self.replace(balance=self.balance + event.amount)
+
+        class BankAccount(Aggregate[AccountState]):
+            category = "account"
+            registry = bank_events
+
+            def deposit(self, amount: int) -> None:
+                self.record(MoneyDeposited(amount=amount))
+
+        store = await AsyncEventStore.open("sqlite:///bank.db")
+        accounts = AsyncRepository(store, BankAccount)
+        await accounts.execute("7", lambda account: account.deposit(500), create=True)
+        await accounts.execute("7", lambda account: account.deposit(250))
+        account = await accounts.load("7")
+        assert (account.version, account.state.balance) == (2, 750)
+        then = await accounts.load("7", version=1)  # as it was after its first event
+        assert then.state.balance == 500
+        await store.close()
+    """
 
     def __init__(
         self,

@@ -37,7 +37,46 @@ from .repository_rules import check_attempts, taken_before
 
 
 class Decisions(DecisionRules):
-    """Decisions made on the events of `store` whose classes `registry` holds."""
+    """Decisions made on the events of `store` whose classes `registry` holds.
+
+    Example::
+
+        from eventcraft.domain import (
+            Decisions, DecisionProjection, DomainError, DomainEvent, EventRegistry,
+        )
+        from eventcraft.eventstore import EventStore
+
+        school = EventRegistry()
+
+        @school.event("StudentSubscribed")
+        class StudentSubscribed(DomainEvent):
+            student_id: str
+            course_id: str
+
+            def event_tags(self) -> list[str]:
+                return [f"course:{self.course_id}", f"student:{self.student_id}"]
+
+        taken = DecisionProjection(0, {StudentSubscribed: lambda n, _: n + 1}, tags=["course:c1"])
+
+        def subscribe(student_id):
+            def decide(decision):
+                if decision["taken"] >= 2:  # a course of two seats
+                    raise DomainError("course c1 is full")
+                return StudentSubscribed(student_id=student_id, course_id="c1")
+
+            return decide
+
+        store = EventStore.open("sqlite:///school.db")
+        decisions = Decisions(store, school)
+        decisions.execute({"taken": taken}, subscribe("ann"), stream_id="course-c1")
+        decisions.execute({"taken": taken}, subscribe("bob"), stream_id="course-c1")
+        try:
+            decisions.execute({"taken": taken}, subscribe("cat"), stream_id="course-c1")
+        except DomainError as full:
+            assert str(full) == "course c1 is full"
+        assert store.stream_version("course-c1") == 2
+        store.close()
+    """
 
     def __init__(self, store: EventStore, registry: EventRegistry) -> None:
         super().__init__(registry)
