@@ -45,7 +45,25 @@ _NAMES_KEPT = 4096
 
 
 class JsonLines(NamedTuple):
-    """Consecutive events of the log as JSON lines."""
+    """Consecutive events of the log as JSON lines.
+
+    A line ends at a newline only: JSON keeps U+2028 raw inside its strings, where
+    `str.splitlines` would break a line in two.
+
+    Example::
+
+        import json
+
+        from eventcraft.eventstore import EventStore, NewEvent
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("order-1", [NewEvent("OrderPlaced", {"cents": 1250})])
+            store.append("order-2", [NewEvent("OrderPlaced", {"cents": 800})])
+            (chunk,) = store.read_all_json()
+        assert (chunk.events, chunk.last_position) == (2, 2)
+        first = json.loads(chunk.text.split("\\n")[0])
+        assert (first["stream_id"], first["data"]) == ("order-1", {"cents": 1250})
+    """
 
     text: str
     """The lines, each ended by a newline."""
@@ -154,7 +172,27 @@ def with_placed(
 ) -> Iterator[tuple[str, JsonLines, int]]:
     """Each of `chunks`, its text with the lines of those of `placed` (in position order, each
     at an event of `chunks`, or at position 0: before them all) that fall in it, and how
-    many did; a log without events gives those at position 0 a chunk of their own."""
+    many did; a log without events gives those at position 0 a chunk of their own.
+
+    Example::
+
+        import json
+
+        from eventcraft.eventstore import EventStore, NewEvent, with_placed
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("cart-7", [NewEvent("ItemAdded", {"sku": "tea"})])
+            store.delete_stream("cart-7")
+            store.append("order-1", [NewEvent("OrderPlaced", {"cents": 1250})])
+            end = store.high_water_mark()
+            chunks, placed = store.read_all_json(0, end), store.placed_deletions(0, end)
+            [(text, chunk, added)] = with_placed(chunks, placed)
+        lines = [json.loads(line) for line in text.split("\\n") if line]
+        assert [line.get("type", line.get("deletion")) for line in lines] == [
+            "ItemAdded", "soft", "OrderPlaced"
+        ]
+        assert (chunk.events, added) == (2, 1)
+    """
     pending = deque(placed)
     first: list[str] = []
     while pending and pending[0][0] == 0:

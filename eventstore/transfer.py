@@ -57,19 +57,51 @@ def _nothing(done: int) -> None:
 
 @dataclass(frozen=True)
 class ExportReport:
-    """What `export_log` wrote."""
+    """What `export_log` wrote.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent, export_log
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("order-1", [NewEvent("OrderPlaced", {"cents": 1250})])
+            with open("backup-1.ndjson", "wb") as out:
+                first = export_log(store, out)
+            store.append("order-1", [NewEvent("OrderPaid", {})])
+            with open("backup-2.ndjson", "wb") as out:  # only what came since
+                second = export_log(store, out, after=first.last_position)
+        assert (first.events, first.last_position) == (1, 1)
+        assert (second.events, second.last_position) == (1, 2)
+    """
 
     events: int
     """Events written."""
     last_position: int | None
-    """The position of the last event written; an export after it continues this one."""
+    """The position of the last event written; an export after it continues this one.
+    None when it wrote no event: the next export starts after the same position."""
     deletions: int = 0
     """Deletions written, each after its stream's event at the version deleted."""
 
 
 @dataclass(frozen=True)
 class ImportReport:
-    """What `import_log` read and wrote."""
+    """What `import_log` read and wrote.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent, export_log, import_log
+
+        with EventStore.open("sqlite:///shop.db") as shop, open("shop.ndjson", "wb") as out:
+            shop.append("order-1", [NewEvent("OrderPlaced", {}), NewEvent("OrderPaid", {})])
+            export_log(shop, out)
+        with EventStore.open("sqlite:///copy.db") as copy:
+            with open("shop.ndjson", "rb") as source:
+                first = import_log(copy, source)
+            with open("shop.ndjson", "rb") as source:  # again: after an interruption, say
+                again = import_log(copy, source)
+        assert (first.events, first.written, first.skipped) == (2, 2, 0)
+        assert (again.events, again.written, again.skipped) == (2, 0, 2)
+    """
 
     events: int
     """Events read from the file."""
@@ -86,7 +118,25 @@ def export_lines(
 ) -> Iterator[tuple[str, JsonLines, int]]:
     """The lines an export writes of the log after `after` to `until` (None: the
     high-water mark now), chunk by chunk: each chunk's text with its deletions' lines, the
-    chunk, and how many deletions it added (`with_placed`)."""
+    chunk, and how many deletions it added (`with_placed`).
+
+    For an export written elsewhere than to a file of bytes.
+
+    Example::
+
+        import gzip
+        import json
+
+        from eventcraft.eventstore import EventStore, NewEvent, export_lines
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("order-1", [NewEvent("OrderPlaced", {}), NewEvent("OrderPaid", {})])
+            with gzip.open("shop.ndjson.gz", "wt", encoding="utf-8") as out:
+                for text, chunk, deletions in export_lines(store):
+                    out.write(text)
+        with gzip.open("shop.ndjson.gz", "rt", encoding="utf-8") as lines:
+            assert [json.loads(line)["type"] for line in lines] == ["OrderPlaced", "OrderPaid"]
+    """
     end = store.high_water_mark() if until is None else until
     chunks = store.read_all_json(after, end, categories=categories or None)
     placed = store.placed_deletions(after, end, categories=categories or None)
@@ -113,6 +163,20 @@ def export_log(
     The line of each stream's deletion follows the stream's event at the version deleted,
     if the export holds it (`placed_deletions`: one query, however many streams); those
     of streams deleted before their first event come first, in an export from the start.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent, export_log
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("order-1", [NewEvent("OrderPlaced", {"cents": 1250})])
+            store.append("cart-7", [NewEvent("ItemAdded", {"sku": "tea"})])
+            store.delete_stream("cart-7")
+            with open("shop.ndjson", "wb") as out:
+                report = export_log(store, out)
+        assert (report.events, report.deletions, report.last_position) == (2, 1, 2)
+        with open("shop.ndjson", encoding="utf-8") as lines:
+            assert len(lines.readlines()) == 3  # an event a line, then the deletion's
     """
     if until is not None and until < after:
         raise InvalidEvent(f"an export until {until} is before its start, after {after}")
@@ -206,6 +270,22 @@ def import_log(
     is fixed completes the copy.
 
     `checking`, then `progress`, is told the bytes read so far, now and then.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent, export_log, import_log
+
+        with EventStore.open("sqlite:///shop.db") as shop, open("shop.ndjson", "wb") as out:
+            shop.append("order-1", [NewEvent("OrderPlaced", {"cents": 1250})])
+            export_log(shop, out)
+            original = list(shop.read_all())
+        with EventStore.open("memory://") as copy, open("shop.ndjson", "rb") as source:
+            report = import_log(copy, source)
+            copied = list(copy.read_all())
+        assert report.written == 1
+        assert [(e.id, e.version, e.recorded_at) for e in copied] == [
+            (e.id, e.version, e.recorded_at) for e in original
+        ]
     """
     with ExitStack() as stack:
         lines = source
