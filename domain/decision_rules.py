@@ -60,6 +60,36 @@ class DecisionProjection(Generic[S]):
     return the next state. `tags=()` reads every event of the handled
     classes: keep that for facts about the whole log, since a condition on
     an item without tags waits for every append (see docs/ARCHITECTURE.md).
+
+    Example::
+
+        from eventcraft.domain import DecisionProjection, Decisions, DomainEvent, EventRegistry
+        from eventcraft.eventstore import EventStore
+
+        school = EventRegistry()
+
+        @school.event("CourseDefined")
+        class CourseDefined(DomainEvent):
+            course_id: str
+            capacity: int
+
+            def event_tags(self) -> list[str]:
+                return [f"course:{self.course_id}"]
+
+        def course_capacity(course_id: str) -> DecisionProjection[int]:
+            return DecisionProjection(
+                0,
+                {CourseDefined: lambda _, event: event.capacity},
+                tags=[f"course:{course_id}"],
+            )
+
+        store = EventStore.open("sqlite:///school.db")
+        for course_id, capacity in [("c1", 30), ("c2", 5)]:
+            defined = CourseDefined(course_id=course_id, capacity=capacity)
+            store.append(f"course-{course_id}", [school.to_new_event(defined, {})])
+        decision = Decisions(store, school).read({"capacity": course_capacity("c2")})
+        assert decision["capacity"] == 5 and decision.events == 1  # c1's event is not read
+        store.close()
     """
 
     __slots__ = ("handlers", "initial", "tags")
@@ -102,7 +132,36 @@ class DecisionProjection(Generic[S]):
 @dataclass(frozen=True, slots=True)
 class Decision:
     """What a decision read: each projection's state by name, and the condition to append
-    with so that the append fails if anything it read has changed since."""
+    with so that the append fails if anything it read has changed since.
+
+    Example::
+
+        from eventcraft.domain import DecisionProjection, Decisions, DomainEvent, EventRegistry
+        from eventcraft.eventstore import AppendConditionFailed, EventStore
+
+        school = EventRegistry()
+
+        @school.event("StudentSubscribed")
+        class StudentSubscribed(DomainEvent):
+            student_id: str
+            course_id: str
+
+            def event_tags(self) -> list[str]:
+                return [f"course:{self.course_id}"]
+
+        store = EventStore.open("sqlite:///school.db")
+        decisions = Decisions(store, school)
+        taken = DecisionProjection(0, {StudentSubscribed: lambda n, _: n + 1}, tags=["course:c1"])
+        decision = decisions.read({"taken": taken})
+        assert (decision["taken"], decision.events, decision.head) == (0, 0, 0)
+        decisions.append(decision, "course-c1", StudentSubscribed(student_id="ann", course_id="c1"))
+        try:  # the read is stale now: ann's subscription matches its query
+            bob = StudentSubscribed(student_id="bob", course_id="c1")
+            decisions.append(decision, "course-c1", bob)
+        except AppendConditionFailed as stale:
+            assert stale.position == 1  # ann's, stored after the read
+        store.close()
+    """
 
     states: Mapping[str, Any]
     """The state of each projection, by the name it was given."""
