@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test test-fast lint typecheck bench services clean generate docs docs-build
+.PHONY: demo test test-fast lint typecheck bench charts services clean generate docs docs-build
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -74,6 +74,11 @@ bench: $(VENV)/.installed-bench services
 	$(BIN)/python -m benchmarks.sagas
 	$(BIN)/python -m benchmarks.console
 	$(BIN)/python -m benchmarks.cli
+
+# The Benchmarks page's charts from the JSON records the benchmarks wrote with --json
+# (docs/benchmarks/data; see benchmarks/README.md): the same records give the same PNGs.
+charts: $(VENV)/.installed-bench
+	$(BIN)/python -m benchmarks.charts docs/benchmarks/data/*.json --out docs/benchmarks
 
 # The documentation site: the package and the docs extra only.
 $(VENV)/.installed-docs: pyproject.toml | $(BIN)/python

@@ -292,6 +292,7 @@ def main() -> None:
     parser.add_argument(
         "--batches", type=int, default=400, help="50-event batches per measurement (SQLite)"
     )
+    parser.add_argument("--prefix", default="bench_gc", help="of the PostgreSQL schemas")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args()
     callers = [int(c) for c in args.callers.split(",")]
@@ -300,7 +301,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for backend in args.backends.split(","):
             url = (
-                fresh_postgres("bench_gc_lone")
+                fresh_postgres(f"{args.prefix}_lone")
                 if backend == "postgres"
                 else f"sqlite:///{fresh_sqlite(Path(folder))}"
             )
@@ -320,7 +321,9 @@ def main() -> None:
                 }
             )
             for count in callers:
-                found = report_singles(backend, count, args.appends, args.rounds, Path(folder))
+                found = report_singles(
+                    backend, count, args.appends, args.rounds, Path(folder), args.prefix
+                )
                 results["singles"].append(found)
         if "sqlite" in args.backends:
             results["batches"] = report_batches(Path(folder), args.rounds, batches=args.batches)
@@ -329,20 +332,22 @@ def main() -> None:
 
 
 def report_singles(
-    backend: str, callers: int, appends: int, rounds: int, folder: Path
+    backend: str, callers: int, appends: int, rounds: int, folder: Path, prefix: str = "bench_gc"
 ) -> dict[str, Any]:
     """Each contender's best round at `callers` callers, printed; its figures for the record."""
     contenders: dict[str, Callable[[], Measured]]
     if backend == "postgres":
         contenders = {
-            "grouped": lambda: store_appends(fresh_postgres("bench_gc_on"), True, callers, appends),
+            "grouped": lambda: store_appends(
+                fresh_postgres(f"{prefix}_on"), True, callers, appends
+            ),
             "ungrouped": lambda: store_appends(
-                fresh_postgres("bench_gc_off"), False, callers, appends
+                fresh_postgres(f"{prefix}_off"), False, callers, appends
             ),
             "async grouped": lambda: task_appends(
-                fresh_postgres("bench_gc_async"), True, callers, appends
+                fresh_postgres(f"{prefix}_async"), True, callers, appends
             ),
-            "raw": lambda: raw_postgres(_schema("bench_gc_raw"), callers, appends),
+            "raw": lambda: raw_postgres(_schema(f"{prefix}_raw"), callers, appends),
         }
     else:
         contenders = {

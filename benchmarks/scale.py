@@ -415,6 +415,7 @@ def main() -> None:
     parser.add_argument("--loads", type=int, default=Counts.loads, help="a round, a side")
     parser.add_argument("--pages", type=int, default=Counts.pages, help="a round, a side")
     parser.add_argument("--folder", type=Path, help="for the SQLite files (default: a temp dir)")
+    parser.add_argument("--prefix", default="bench_scale", help="of the schemas (or files)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args()
     backends = [b for b in args.backends.split(",") if b]
@@ -424,7 +425,7 @@ def main() -> None:
     counts = Counts(args.rounds, args.singles, args.batches, args.loads, args.pages)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     record = Record("scale", args, postgres=PG if "postgresql" in backends else "")
-    results = run(backends, sizes, args.sqlite_up_to, counts, folder=args.folder)
+    results = run(backends, sizes, args.sqlite_up_to, counts, args.prefix, args.folder)
     if args.json:
         record.write(args.json, as_json(results))
 

@@ -32,6 +32,7 @@ import statistics
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, NewEvent
@@ -41,6 +42,7 @@ from eventcraft.projections.spark import Archive, replay, spark_session
 
 from .contenders import PG, payload
 from .projections import balances
+from .record import Record
 
 PER_ACCOUNT = 20
 WRITERS = 3
@@ -109,12 +111,13 @@ def cpu_seconds() -> float:
     return total
 
 
-def fill(url: str, events: int) -> None:
-    """Top the log up to `events`, with writer processes (one append per account)."""
+def fill(url: str, events: int) -> float | None:
+    """Top the log up to `events`, with writer processes (one append per account); the
+    seconds it took, None when the log was there."""
     with EventStore.open(url) as store:
         missing = events - store.high_water_mark()
     if missing <= 0:
-        return
+        return None
     accounts = -(-missing // PER_ACCOUNT)
     started = time.perf_counter()
     context = multiprocessing.get_context("spawn")
@@ -125,7 +128,9 @@ def fill(url: str, events: int) -> None:
     for writer in writers:
         writer.join()
         assert writer.exitcode == 0, "a writer failed"
-    print(f"  generated {missing:,} events in {time.perf_counter() - started:.0f} s", flush=True)
+    took = time.perf_counter() - started
+    print(f"  generated {missing:,} events in {took:.0f} s", flush=True)
+    return took
 
 
 def main() -> None:
@@ -140,21 +145,28 @@ def main() -> None:
         default=10_000_000,
         help="replay from PostgreSQL only for logs up to this size (it is the slow source)",
     )
+    parser.add_argument("--prefix", default="bench_spark", help="of the logs' schemas")
+    parser.add_argument("--archives", type=Path, default=ARCHIVES, help="where archives go")
+    parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args()
+    record = Record("spark", args, postgres=PG)
+    results: list[dict[str, Any]] = []
     rounds = max(args.rounds, 2)
     cores_list = [int(c) for c in args.cores.split(",")]
     print("replay of a balance-per-account fold (PostgreSQL 15; Spark in local mode)")
     for size in (int(s) for s in args.sizes.split(",")):
-        schema = f"bench_spark_{size}"
+        schema = f"{args.prefix}_{size}"
         url = f"{PG}?schema={schema}"
-        archive_path = ARCHIVES / schema
+        archive_path = args.archives / schema
         if args.fresh:
             from .contenders import reset_schema
 
             reset_schema(schema)
             shutil.rmtree(archive_path, ignore_errors=True)
         print(f"\n{size:,} events", flush=True)
-        fill(url, size)
+        at_size: dict[str, Any] = {"size": size, "generated_seconds": fill(url, size)}
+        at_size.update(in_process=[], cores=[])
+        results.append(at_size)
         rates: dict[str, float] = {}
         with EventStore.open(url) as store, ProjectionRunner(store, [balances, reduced]) as runner:
             for kind, fold in FOLDS.items():
@@ -163,6 +175,15 @@ def main() -> None:
                 seconds = time.perf_counter() - started
                 cpus = (cpu_seconds() - cpu) / seconds
                 rates[f"in-process {kind}"] = events / seconds
+                at_size["in_process"].append(
+                    {
+                        "fold": kind,
+                        "events": events,
+                        "seconds": seconds,
+                        "events_per_s": events / seconds,
+                        "cpus": cpus,
+                    }
+                )
                 print(
                     f"  {f'in-process rebuild ({kind})':<34} {seconds:>7.1f} s "
                     f"{events / seconds:>10,.0f} ev/s {cpus:>5.2f} CPUs busy (and PostgreSQL's)",
@@ -172,7 +193,11 @@ def main() -> None:
             started = time.perf_counter()
             spark = spark_session(f"local[{cores}]", settings=settings(cores))
             spark.range(1).count()
-            print(f"  spark local[{cores}]: session start {time.perf_counter() - started:.1f} s")
+            session_start = time.perf_counter() - started
+            print(f"  spark local[{cores}]: session start {session_start:.1f} s")
+            with_cores: dict[str, Any] = {"cores": cores, "session_start_seconds": session_start}
+            with_cores.update(export=None, replays=[])
+            at_size["cores"].append(with_cores)
             # Each core count exports the whole log, into an archive of its own making.
             shutil.rmtree(archive_path, ignore_errors=True)
             archive = Archive(str(archive_path))
@@ -181,6 +206,12 @@ def main() -> None:
             if exported.events:
                 took = time.perf_counter() - started
                 rates[f"{cores} export"] = exported.events / took
+                with_cores["export"] = {
+                    "read_path": exported.read_path,
+                    "events": exported.events,
+                    "seconds": took,
+                    "events_per_s": exported.events / took,
+                }
                 print(
                     f"    {f'export to the archive ({exported.read_path})':<32} {took:>7.1f} s "
                     f"{exported.events / took:>10,.0f} ev/s",
@@ -190,6 +221,8 @@ def main() -> None:
             unparsed = Archive(str(archive_path) + "-unparsed", parsed=False)
             shutil.rmtree(unparsed.path, ignore_errors=True)
             unparsed.export(spark, url)
+            with_cores["archive_mb"] = _megabytes(archive_path)
+            with_cores["unparsed_archive_mb"] = _megabytes(Path(unparsed.path))
             print(
                 f"    archive {_megabytes(archive_path):.1f} MB, "
                 f"{_megabytes(Path(unparsed.path)):.1f} MB without the data parsed",
@@ -217,6 +250,19 @@ def main() -> None:
                     rates[f"{cores} {label} {kind}"] = rate
                     cpus = statistics.median(busy[1:])
                     path = f"{kind}, {cold.read_path}{' by key' if cold.by_key else ''}"
+                    with_cores["replays"].append(
+                        {
+                            "source": label,
+                            "fold": kind,
+                            "read_path": cold.read_path,
+                            "by_key": cold.by_key,
+                            "events": runs[0].events,
+                            "seconds": warm,
+                            "events_per_s": rate,
+                            "cpus": cpus,
+                            "first_run_seconds": cold.seconds,
+                        }
+                    )
                     print(
                         f"    replay {label} ({path}){'':<{max(0, 14 - len(path))}} "
                         f"{warm:>7.1f} s {rate:>10,.0f} ev/s "
@@ -225,14 +271,19 @@ def main() -> None:
                     )
             spark.stop()
             shutil.rmtree(unparsed.path, ignore_errors=True)
-        _summary(rates, cores_list)
+        at_size["summary"] = _summary(rates, cores_list)
+    if args.json:
+        record.write(args.json, {"sizes": results})
 
 
 def _megabytes(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
 
 
-def _summary(rates: dict[str, float], cores_list: list[int]) -> None:
+def _summary(rates: dict[str, float], cores_list: list[int]) -> list[dict[str, Any]]:
+    """Each source and fold's speed-up from 1 to 2 cores and the cores at which it overtakes
+    the in-process rebuild, printed; the same for the record."""
+    found: list[dict[str, Any]] = []
     for label in ("from the Parquet archive", UNPARSED, "from PostgreSQL"):
         for kind in FOLDS:
             reference = rates[f"in-process {kind}"]
@@ -244,16 +295,29 @@ def _summary(rates: dict[str, float], cores_list: list[int]) -> None:
             if not by_cores:
                 continue
             line = f"  {label} ({kind}): "
+            speedup = None
             if 1 in by_cores and 2 in by_cores:
-                line += f"1 -> 2 cores x{by_cores[2] / by_cores[1]:.2f}; "
+                speedup = by_cores[2] / by_cores[1]
+                line += f"1 -> 2 cores x{speedup:.2f}; "
             overtakes = [c for c in sorted(by_cores) if by_cores[c] > reference]
             if overtakes:
-                line += f"overtakes the in-process rebuild at {overtakes[0]} core(s)"
+                needed = overtakes[0]
+                line += f"overtakes the in-process rebuild at {needed} core(s)"
             else:
                 most = max(by_cores)
                 needed = math.ceil(reference / (by_cores[most] / most))
                 line += f"overtakes the in-process rebuild at ~{needed} cores (extrapolated)"
             print(line, flush=True)
+            found.append(
+                {
+                    "source": label,
+                    "fold": kind,
+                    "speedup_1_to_2_cores": speedup,
+                    "overtakes_at_cores": needed,
+                    "extrapolated": not overtakes,
+                }
+            )
+    return found
 
 
 if __name__ == "__main__":
