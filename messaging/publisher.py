@@ -17,6 +17,34 @@ class Publisher(abc.ABC):
     connects again), and `MessageRefused` when the broker refuses one. Either
     way some of the batch may have arrived: the relay publishes it all again,
     which is why every message carries its event id.
+
+    `RabbitMQPublisher` and `JetStreamPublisher` are two; a broker of another kind gets
+    one of your own.
+
+    Example::
+
+        import json
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.messaging import Publisher, Relay
+
+        class NdjsonFile(Publisher):  # a file a batch job picks up: one JSON line a message
+            broker = "file outbox.ndjson"
+
+            def publish(self, messages):
+                with open("outbox.ndjson", "a") as outbox:
+                    for m in messages:
+                        print(json.dumps({"id": m.message_id, "subject": m.subject}), file=outbox)
+
+            def close(self):
+                pass
+
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-7", [NewEvent("OrderPlaced", {"cents": 1600})])
+        with Relay("orders-out", store, NdjsonFile()) as relay:
+            relay.catch_up()
+        with open("outbox.ndjson") as outbox:
+            assert [json.loads(line)["subject"] for line in outbox] == ["order.OrderPlaced"]
     """
 
     broker: str
