@@ -31,6 +31,7 @@ from .evolve import evolve, evolves
 from .registry import EventRegistry, EventType
 from .repository import Repository
 from .state import State
+from .stored_schemas import StoredEventsVerification, StoredTypeVersion, verify_stored_events
 from .testing import Scenario, scenario
 from .upcasting import Upcaster
 
@@ -61,6 +62,8 @@ __all__ = [
     "Scenario",
     "SchemaProblem",
     "State",
+    "StoredEventsVerification",
+    "StoredTypeVersion",
     "UnknownEventType",
     "Upcaster",
     "assert_compatible",
@@ -73,4 +76,5 @@ __all__ = [
     "evolve",
     "evolves",
     "scenario",
+    "verify_stored_events",
 ]

@@ -145,5 +145,5 @@ def test_a_file_that_is_no_catalog_is_refused_naming_it(
 
 
 def test_a_missing_file_is_one_clear_error() -> None:
-    with pytest.raises(CatalogError, match="cannot read the catalog 'nowhere.json'"):
+    with pytest.raises(CatalogError, match=r"cannot read the catalog 'nowhere\.json'"):
         EventCatalog.read("nowhere.json")

@@ -159,9 +159,7 @@ def test_a_type_dropped_and_a_retired_name_reused_are_named() -> None:
 
 
 def test_a_personal_field_made_plain_is_named() -> None:
-    before = registry_of(
-        customer_id=str, email=Annotated[str, Personal(subject="customer_id")]
-    )
+    before = registry_of(customer_id=str, email=Annotated[str, Personal(subject="customer_id")])
     (found,) = problems(before, registry_of(customer_id=str, email=str))
     assert "a personal field was made plain" in found
 
@@ -261,4 +259,6 @@ def test_when_the_check_finds_no_problem_every_stored_event_reads(
     try:
         cls.model_validate(stored)
     except ValidationError as error:
-        raise AssertionError(f"the check passed {old} -> {new}, yet {stored} fails: {error}")
+        raise AssertionError(
+            f"the check passed {old} -> {new}, yet {stored} fails: {error}"
+        ) from None
