@@ -28,7 +28,22 @@ U = TypeVar("U", bound=Upcaster)
 
 @dataclass(frozen=True, slots=True)
 class EventType:
-    """A registered event class."""
+    """A registered event class.
+
+    Example::
+
+        from eventcraft.domain import DomainEvent, EventRegistry, EventType
+
+        bank_events = EventRegistry()
+
+        @bank_events.event("MoneyDeposited", version=2)
+        class MoneyDeposited(DomainEvent):
+            amount: int
+
+        entry = bank_events.type_of(MoneyDeposited)
+        assert entry == EventType("MoneyDeposited", 2, MoneyDeposited)
+        assert bank_events.types["MoneyDeposited"] == entry and entry.version_text == "2"
+    """
 
     name: str
     """The stable name events of this class are stored under."""
@@ -43,7 +58,28 @@ class EventType:
 
 
 class EventRegistry:
-    """Event classes by stable name; encodes them for the store and decodes them back."""
+    """Event classes by stable name; encodes them for the store and decodes them back.
+
+    Example::
+
+        from eventcraft.domain import DomainEvent, EventRegistry
+        from eventcraft.eventstore import EventStore
+
+        bank_events = EventRegistry()
+
+        @bank_events.event("MoneyDeposited")  # stored under this name, whatever the class's
+        class MoneyDeposited(DomainEvent):
+            amount: int
+
+        store = EventStore.open("sqlite:///bank.db")
+        deposited = bank_events.to_new_event(MoneyDeposited(amount=500), {"user": "ann"})
+        store.append("account-7", [deposited])
+        (stored,) = store.read_stream("account-7")
+        assert (stored.type, stored.data) == ("MoneyDeposited", {"amount": 500})
+        assert stored.metadata == {"user": "ann", "event_version": 1}
+        assert bank_events.decode(stored) == MoneyDeposited(amount=500)
+        store.close()
+    """
 
     def __init__(self) -> None:
         self._by_name: dict[str, EventType] = {}

@@ -16,7 +16,34 @@ from .checks import positive_int
 from .errors import NoUpcastPath, RegistrationError
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
-"""One step: the data at version n in (a copy, yours to change), the data at n + 1 out."""
+"""One step: the data at version n in (a copy, yours to change), the data at n + 1 out.
+
+Example::
+
+    from eventcraft.domain import DomainEvent, EventRegistry, Upcaster
+    from eventcraft.eventstore import EventStore, NewEvent
+
+    bank_events = EventRegistry()
+
+    @bank_events.event("MoneyDeposited", version=3)
+    class MoneyDeposited(DomainEvent):
+        amount: int
+        currency: str
+
+    steps: dict[int, Upcaster] = {  # by the version each starts from
+        1: lambda data: {"amount": data["cents"]},  # version 2 renamed cents
+        2: lambda data: {**data, "currency": "EUR"},  # version 3 added the currency
+    }
+    for from_version, step in steps.items():
+        bank_events.upcaster("MoneyDeposited", from_version=from_version)(step)
+
+    store = EventStore.open("sqlite:///bank.db")
+    store.append("account-7", [NewEvent("MoneyDeposited", {"cents": 500})])  # by version 1
+    (stored,) = store.read_stream("account-7")
+    assert bank_events.decode(stored) == MoneyDeposited(amount=500, currency="EUR")
+    assert stored.data == {"cents": 500}  # stored events never change
+    store.close()
+"""
 
 
 class UpcasterChain:
