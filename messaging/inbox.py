@@ -59,7 +59,34 @@ def body_hash(body: bytes) -> str:
 
 @dataclass(frozen=True)
 class Mapped:
-    """The event a message becomes: where it goes and what it says."""
+    """The event a message becomes: where it goes and what it says.
+
+    An inbox's mapping returns it for each message.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.messaging import Inbox, IncomingMessage, Mapped
+
+        def payment_received(message: IncomingMessage) -> Mapped:
+            payment = message.json()
+            return Mapped(
+                stream_id=f"invoice-{payment['invoice']}",
+                type="PaymentReceived",
+                data={"cents": payment["cents"]},
+                metadata={"received_as": message.subject},
+                tags=message.tags,  # those the relay sent, kept
+            )
+
+        store = EventStore.open("sqlite:///billing.db")
+        body, headers = b'{"invoice": 12, "cents": 990}', {"eventcraft-tags": '["eu"]'}
+        with Inbox("payments-in", store, payment_received) as inbox:
+            inbox.take(IncomingMessage("pay-1", body, headers, subject="payment.Captured"))
+        event = next(store.read_stream("invoice-12"))
+        assert (event.data, event.tags) == ({"cents": 990}, ("eu",))
+        assert event.metadata["received_as"] == "payment.Captured"
+        assert event.metadata["message_id"] == "pay-1"  # the inbox records it beside
+    """
 
     stream_id: str
     type: str
@@ -76,18 +103,27 @@ Mapping_ = Callable[[IncomingMessage], Mapped]
 class Inbox:
     """Stores the messages of `source` as events of `store`, once each by message id.
 
-    ::
+    With a source (`RabbitMQSource`, `JetStreamSource`), `start()` follows it in a
+    thread, `run()` in this one, and `step()` takes one batch. Without a source it still
+    takes messages handed to `take` (the HTTP intake does that) and keeps their error
+    store.
 
-        def to_event(message: IncomingMessage) -> Mapped:
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.messaging import Inbox, IncomingMessage, Mapped
+
+        def order_received(message: IncomingMessage) -> Mapped:
             order = message.json()
             return Mapped(f"order-{order['id']}", "OrderReceived", order)
 
-        source = RabbitMQSource("amqp://guest:guest@127.0.0.1:5672/", queue="orders")
-        with Inbox("orders-in", store, to_event, source) as inbox:
-            inbox.start()
-
-    Without a source it still takes messages handed to `take` (the HTTP
-    intake does that) and keeps their error store.
+        store = EventStore.open("sqlite:///shop.db")
+        message = IncomingMessage("msg-1", b'{"id": 7, "cents": 1600}')
+        with Inbox("orders-in", store, order_received) as inbox:
+            first = inbox.take(message)
+            again = inbox.take(message)  # redelivered: answered as the first time, not stored
+        assert first == again and first.positions == (1,)
+        assert [e.type for e in store.read_stream("order-7")] == ["OrderReceived"]
 
     Inboxes before 0.2 stored a message under an id of the message id alone; with
     `unscoped_ids` (the default) a message is first looked for there, so a redelivery
