@@ -50,14 +50,85 @@ class Meta:
 
 
 POSITION = Meta("position")
-"""A reducer's field that is the event's position in the global log."""
+"""A reducer's field that is the event's position in the global log.
+
+Example::
+
+    import sqlalchemy as sa
+    from eventcraft.eventstore import EventStore, NewEvent
+    from eventcraft.projections import ProjectionRunner, ReducerFold, StreamKey
+    from eventcraft.projections.reducers import POSITION, Max
+
+    accounts = sa.Table(
+        "accounts", sa.MetaData(),
+        sa.Column("account", sa.Text, primary_key=True),
+        sa.Column("changed_at", sa.BigInteger),  # the position of its last event
+    )
+    fold = ReducerFold(
+        "accounts", table=accounts, key=StreamKey("account-"),
+        columns={"changed_at": Max(POSITION)},
+    )
+    with EventStore.open("memory://") as store, ProjectionRunner(store, [fold]) as runner:
+        store.append("account-1", [NewEvent("Opened", {})])
+        written = store.append("account-2", [NewEvent("Opened", {}), NewEvent("Deposited", {})])
+        runner.catch_up()
+        with runner.database.reading() as connection:
+            rows = connection.execute(sa.select(accounts).order_by("account")).all()
+        assert rows == [("1", 1), ("2", written.positions[-1])]
+"""
+
 RECORDED_AT = Meta("recorded_at")
-"""A reducer's field that is the time the event was recorded."""
+"""A reducer's field that is the time the event was recorded.
+
+Example::
+
+    from datetime import UTC
+
+    import sqlalchemy as sa
+    from eventcraft.eventstore import EventStore, NewEvent
+    from eventcraft.projections import ProjectionRunner, ReducerFold, StreamKey
+    from eventcraft.projections.reducers import RECORDED_AT, First, Last
+
+    users = sa.Table(
+        "users", sa.MetaData(),
+        sa.Column("user", sa.Text, primary_key=True),
+        sa.Column("first_seen", sa.DateTime(timezone=True)),
+        sa.Column("last_seen", sa.DateTime(timezone=True)),
+    )
+    fold = ReducerFold(
+        "users", table=users, key=StreamKey("user-"),
+        columns={"first_seen": First(RECORDED_AT), "last_seen": Last(RECORDED_AT)},
+    )
+    with EventStore.open("memory://") as store, ProjectionRunner(store, [fold]) as runner:
+        store.append("user-ann", [NewEvent("LoggedIn", {})])
+        store.append("user-ann", [NewEvent("LoggedIn", {})])
+        first, last = store.read_stream("user-ann")
+        runner.catch_up()
+        with runner.database.reading() as connection:
+            row = connection.execute(sa.select(users)).one()
+        # SQLite keeps no time zone: it gives the UTC time back naive.
+        assert row.first_seen.replace(tzinfo=UTC) == first.recorded_at
+        assert row.last_seen.replace(tzinfo=UTC) == last.recorded_at
+"""
 
 
 @dataclass(frozen=True, init=False)
 class Reducer:
-    """A column's value, folded from one field of the key's events (of `types`, if given)."""
+    """A column's value, folded from one field of the key's events (of `types`, if given).
+
+    Example::
+
+        from eventcraft.projections.reducers import Count, Max, Reducer, Sum
+
+        columns: dict[str, Reducer] = {  # what a ReducerFold's `columns` maps each column to
+            "deposited": Sum("cents", types="Deposited"),
+            "deposits": Count(types="Deposited"),
+            "largest": Max("cents", types="Deposited"),
+        }
+        assert repr(columns["deposited"]) == "Sum('cents', types=['Deposited'])"
+        assert columns["deposited"].step(500, 250) == 750  # the column after one more event
+        assert columns["largest"].step(500, None) == 500  # an event without the field
+    """
 
     field: tuple[str, ...] | Meta | None
     types: tuple[str, ...] | None
@@ -85,7 +156,31 @@ class Reducer:
 
 
 class Sum(Reducer):
-    """The sum of the field's values; 0 before any."""
+    """The sum of the field's values; 0 before any.
+
+    Example::
+
+        import sqlalchemy as sa
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ProjectionRunner, ReducerFold, StreamKey
+        from eventcraft.projections.reducers import Sum
+
+        balances = sa.Table(
+            "balances", sa.MetaData(),
+            sa.Column("account", sa.Text, primary_key=True),
+            sa.Column("deposited", sa.BigInteger, nullable=False),
+        )
+        fold = ReducerFold(
+            "balances", table=balances, key=StreamKey("account-"),
+            columns={"deposited": Sum("cents", types="Deposited")},
+        )
+        with EventStore.open("memory://") as store, ProjectionRunner(store, [fold]) as runner:
+            store.append("account-7", [NewEvent("Deposited", {"cents": 500}),
+                                       NewEvent("Deposited", {"cents": 250})])
+            runner.catch_up()
+            with runner.database.reading() as connection:
+                assert connection.execute(sa.select(balances)).all() == [("7", 750)]
+    """
 
     initial = 0
 
@@ -94,7 +189,40 @@ class Sum(Reducer):
 
 
 class Count(Reducer):
-    """How many events (of `types`) there were; with a field, how many carried it."""
+    """How many events (of `types`) there were; with a field, how many carried it.
+
+    A field counts where it holds a value of the column's kind, as for every
+    reducer: in an integer column (a count's), a JSON integer. An event whose
+    field holds text or null is not counted.
+
+    Example::
+
+        import sqlalchemy as sa
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ProjectionRunner, ReducerFold, StreamKey
+        from eventcraft.projections.reducers import Count
+
+        carts = sa.Table(
+            "carts", sa.MetaData(),
+            sa.Column("cart", sa.Text, primary_key=True),
+            sa.Column("items", sa.Integer, nullable=False),
+            sa.Column("discounted", sa.Integer, nullable=False),
+        )
+        fold = ReducerFold(
+            "carts", table=carts, key=StreamKey("cart-"),
+            columns={
+                "items": Count(types="ItemAdded"),  # every ItemAdded
+                # those whose discount_cents holds an integer
+                "discounted": Count("discount_cents", types="ItemAdded"),
+            },
+        )
+        with EventStore.open("memory://") as store, ProjectionRunner(store, [fold]) as runner:
+            store.append("cart-1", [NewEvent("ItemAdded", {"sku": "tea"}),
+                                    NewEvent("ItemAdded", {"sku": "cup", "discount_cents": 50})])
+            runner.catch_up()
+            with runner.database.reading() as connection:
+                assert connection.execute(sa.select(carts)).all() == [("1", 2, 1)]
+    """
 
     initial = 0
     needs_field = False
@@ -104,35 +232,158 @@ class Count(Reducer):
 
 
 class Min(Reducer):
-    """The least of the field's values; null before any."""
+    """The least of the field's values; null before any.
+
+    Example::
+
+        import sqlalchemy as sa
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ProjectionRunner, ReducerFold, StreamKey
+        from eventcraft.projections.reducers import Min
+
+        prices = sa.Table(
+            "lowest_prices", sa.MetaData(),
+            sa.Column("sku", sa.Text, primary_key=True),
+            sa.Column("lowest", sa.BigInteger),  # null until a price is set
+        )
+        fold = ReducerFold(
+            "lowest-prices", table=prices, key=StreamKey("product-"),
+            columns={"lowest": Min("cents", types="PriceSet")},
+        )
+        with EventStore.open("memory://") as store, ProjectionRunner(store, [fold]) as runner:
+            prices_set = [NewEvent("PriceSet", {"cents": n}) for n in (450, 390, 420)]
+            store.append("product-tea", prices_set)
+            runner.catch_up()
+            with runner.database.reading() as connection:
+                assert connection.execute(sa.select(prices)).all() == [("tea", 390)]
+    """
 
     def step(self, current: Any, value: Any) -> Any:
         return value if value is not None and (current is None or value < current) else current
 
 
 class Max(Reducer):
-    """The greatest of the field's values; null before any."""
+    """The greatest of the field's values; null before any.
+
+    Example::
+
+        import sqlalchemy as sa
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ProjectionRunner, ReducerFold, StreamKey
+        from eventcraft.projections.reducers import Max
+
+        bids = sa.Table(
+            "highest_bids", sa.MetaData(),
+            sa.Column("auction", sa.Text, primary_key=True),
+            sa.Column("highest", sa.BigInteger),  # null until the first bid
+        )
+        fold = ReducerFold(
+            "highest-bids", table=bids, key=StreamKey("auction-"),
+            columns={"highest": Max("bid.cents", types="BidPlaced")},  # a path into the data
+        )
+        with EventStore.open("memory://") as store, ProjectionRunner(store, [fold]) as runner:
+            placed = [NewEvent("BidPlaced", {"bid": {"cents": n}}) for n in (100, 250, 180)]
+            store.append("auction-9", placed)
+            runner.catch_up()
+            with runner.database.reading() as connection:
+                assert connection.execute(sa.select(bids)).all() == [("9", 250)]
+    """
 
     def step(self, current: Any, value: Any) -> Any:
         return value if value is not None and (current is None or value > current) else current
 
 
 class First(Reducer):
-    """The field's first value, in log order."""
+    """The field's first value, in log order.
+
+    Example::
+
+        import sqlalchemy as sa
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ProjectionRunner, ReducerFold, StreamKey
+        from eventcraft.projections.reducers import First
+
+        customers = sa.Table(
+            "first_orders", sa.MetaData(),
+            sa.Column("customer", sa.Text, primary_key=True),
+            sa.Column("first_sku", sa.Text),
+        )
+        fold = ReducerFold(
+            "first-orders", table=customers, key=StreamKey("customer-"),
+            columns={"first_sku": First("sku", types="OrderPlaced")},
+        )
+        with EventStore.open("memory://") as store, ProjectionRunner(store, [fold]) as runner:
+            store.append("customer-ann", [NewEvent("OrderPlaced", {"sku": "tea"}),
+                                          NewEvent("OrderPlaced", {"sku": "cup"})])
+            runner.catch_up()
+            with runner.database.reading() as connection:
+                assert connection.execute(sa.select(customers)).all() == [("ann", "tea")]
+    """
 
     def step(self, current: Any, value: Any) -> Any:
         return value if current is None else current
 
 
 class Last(Reducer):
-    """The field's last value, in log order."""
+    """The field's last value, in log order.
+
+    Example::
+
+        import sqlalchemy as sa
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ProjectionRunner, ReducerFold, StreamKey
+        from eventcraft.projections.reducers import Last
+
+        parcels = sa.Table(
+            "parcels", sa.MetaData(),
+            sa.Column("parcel", sa.Text, primary_key=True),
+            sa.Column("seen_in", sa.Text),
+        )
+        fold = ReducerFold(
+            "parcels", table=parcels, key=StreamKey("parcel-"),
+            columns={"seen_in": Last("city")},  # events without a city pass over it
+        )
+        with EventStore.open("memory://") as store, ProjectionRunner(store, [fold]) as runner:
+            store.append("parcel-1", [NewEvent("Scanned", {"city": "Lyon"}),
+                                      NewEvent("Scanned", {"city": "Paris"}),
+                                      NewEvent("Delayed", {"reason": "strike"})])
+            runner.catch_up()
+            with runner.database.reading() as connection:
+                assert connection.execute(sa.select(parcels)).all() == [("1", "Paris")]
+    """
 
     def step(self, current: Any, value: Any) -> Any:
         return current if value is None else value
 
 
 class Set(Reducer):
-    """What the last event of `types` carried in the field, null included."""
+    """What the last event of `types` carried in the field, null included.
+
+    Example::
+
+        import sqlalchemy as sa
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ProjectionRunner, ReducerFold, StreamKey
+        from eventcraft.projections.reducers import Set
+
+        contacts = sa.Table(
+            "contacts", sa.MetaData(),
+            sa.Column("customer", sa.Text, primary_key=True),
+            sa.Column("phone", sa.Text),
+        )
+        fold = ReducerFold(
+            "contacts", table=contacts, key=StreamKey("customer-"),
+            columns={"phone": Set("phone", types=["Registered", "PhoneChanged"])},
+        )
+        with EventStore.open("memory://") as store, ProjectionRunner(store, [fold]) as runner:
+            store.append("customer-ann", [NewEvent("Registered", {"phone": "555-0100"})])
+            store.append("customer-bob", [NewEvent("Registered", {"phone": "555-0199"}),
+                                          NewEvent("PhoneChanged", {"phone": None})])  # removed
+            runner.catch_up()
+            with runner.database.reading() as connection:
+                rows = connection.execute(sa.select(contacts).order_by("customer")).all()
+            assert rows == [("ann", "555-0100"), ("bob", None)]
+    """
 
     def __init__(self, field: str | Meta, *, types: Sequence[str] | str) -> None:
         if types is None:
@@ -144,20 +395,7 @@ class Set(Reducer):
 
 
 class ReducerFold(Fold):
-    """A `Fold` whose row is a reducer per column::
-
-        totals = ReducerFold(
-            "account_totals",
-            table=totals_table,                  # primary key: account_id
-            key=StreamKey("account-"),
-            columns={
-                "deposited": Sum("amount_cents", types="MoneyDeposited"),
-                "deposits": Count(types="MoneyDeposited"),
-                "largest": Max("amount_cents", types="MoneyDeposited"),
-                "owner": Set("owner", types="AccountOpened"),
-                "last_seen": Max(RECORDED_AT),
-            },
-        )
+    """A `Fold` whose row is a reducer per column.
 
     Every column of the table but the key has a reducer. Keys follow
     `Fold`'s rules; a `StreamKey` lets Spark compute them in the JVM too.
@@ -166,6 +404,42 @@ class ReducerFold(Fold):
     Spark SQL as in Python, so it cannot run an upcaster: `registry=` is
     refused. Reduce fields whose meaning no upcaster changes, or give a
     `Fold` the registry, which reads typed events in every runner.
+
+    Example::
+
+        import sqlalchemy as sa
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ProjectionRunner, ReducerFold, StreamKey
+        from eventcraft.projections.reducers import Count, Set, Sum
+
+        totals_table = sa.Table(
+            "account_totals", sa.MetaData(),
+            sa.Column("account_id", sa.Text, primary_key=True),
+            sa.Column("deposited", sa.BigInteger, nullable=False),
+            sa.Column("deposits", sa.Integer, nullable=False),
+            sa.Column("owner", sa.Text),
+        )
+        totals = ReducerFold(
+            "account_totals",
+            table=totals_table,  # primary key: account_id
+            key=StreamKey("account-"),
+            columns={
+                "deposited": Sum("amount_cents", types="MoneyDeposited"),
+                "deposits": Count(types="MoneyDeposited"),
+                "owner": Set("owner", types="AccountOpened"),
+            },
+        )
+        store = EventStore.open("sqlite:///bank.db")
+        store.append("account-1", [
+            NewEvent("AccountOpened", {"owner": "ann"}),
+            NewEvent("MoneyDeposited", {"amount_cents": 500}),
+            NewEvent("MoneyDeposited", {"amount_cents": 1200}),
+        ])
+        with ProjectionRunner(store, [totals]) as runner:
+            runner.catch_up()
+            with runner.database.reading() as connection:
+                assert connection.execute(sa.select(totals_table)).all() == [("1", 1700, 2, "ann")]
+        store.close()
     """
 
     def __init__(
