@@ -52,7 +52,22 @@ class ArchivedSegment:
 
 
 class ArchiveFiles:
-    """The archive in the folder `path` (a local path or `file:` URL)."""
+    """The archive in the folder `path` (a local path or `file:` URL).
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ArchiveFiles
+
+        archive = ArchiveFiles("archive")  # a folder; pyarrow, no Spark
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("order-1", [NewEvent("OrderPlaced", {}), NewEvent("OrderPaid", {})])
+            store.append("order-2", [NewEvent("OrderPlaced", {})])
+            assert archive.write_segment(1, 3, store.read_all()) == 3
+        assert archive.last_position() == 3
+        placed = archive.read(after=1, types=["OrderPlaced"])  # as stored: RecordedEvents
+        assert [(event.position, event.stream_id) for event in placed] == [(3, "order-2")]
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         text = os.fspath(path)

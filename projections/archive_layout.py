@@ -16,7 +16,15 @@ def segment_name(first: int, last: int) -> str:
 
 
 def span_of(name: str) -> tuple[int, int] | None:
-    """The positions a segment's folder name says it holds; None if it is no segment's."""
+    """The positions a segment's folder name says it holds; None if it is no segment's.
+
+    Example::
+
+        from eventcraft.projections import segment_span
+
+        assert segment_span("from-000000000000001-to-000000000000300") == (1, 300)
+        assert segment_span("_SUCCESS") is None  # not a segment's folder
+    """
     match = SEGMENT_NAME.fullmatch(name)
     return (int(match.group(1)), int(match.group(2))) if match else None
 
@@ -26,6 +34,17 @@ def chain_break(spans: Iterable[tuple[int, int]]) -> str | None:
 
     Each must start where the one before ended: a later start leaves a gap an
     archive reader would skip, an earlier one overlaps and would read events twice.
+
+    Example::
+
+        from eventcraft.projections import archive_chain_break, segment_span
+
+        folders = ["from-1-to-300", "from-301-to-450", "from-460-to-500"]
+        spans = sorted(span for span in map(segment_span, folders) if span is not None)
+        assert archive_chain_break(spans) == (
+            "segment from 460 to 500 leaves a gap (the log continues at 451)"
+        )
+        assert archive_chain_break(spans[:2]) is None  # one log from position 1
     """
     expected = 1
     for first, last in spans:

@@ -27,13 +27,46 @@ LOCK_FILE = ".retention.lock"
 
 
 class ArchiveBusy(ProjectionError):
-    """Another retention run holds the archive's lock."""
+    """Another retention run holds the archive's lock.
+
+    Example::
+
+        from pathlib import Path
+
+        from eventcraft.projections import ArchiveBusy, archive_run_lock
+
+        folder = Path("archive")
+        folder.mkdir()
+        with archive_run_lock(folder):
+            try:
+                with archive_run_lock(folder):  # another retention run on the same archive
+                    pass
+            except ArchiveBusy as error:
+                assert "another retention run holds" in str(error)
+                assert "this run did nothing" in str(error)
+    """
 
 
 @contextmanager
 def run_lock(folder: Path) -> Iterator[None]:
     """Hold the lock of the archive in `folder` (which exists) until the block ends;
-    `ArchiveBusy` at once if another run holds it."""
+    `ArchiveBusy` at once if another run holds it.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ArchiveFiles, archive_run_lock
+
+        archive = ArchiveFiles("archive")
+        archive.path.mkdir()
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("order-1", [NewEvent("OrderPlaced", {}), NewEvent("OrderPaid", {})])
+            with archive_run_lock(archive.path):  # no other run extends the archive meanwhile
+                after, upto = archive.last_position(), store.high_water_mark()
+                events = store.read_all(after=after, limit=upto - after)
+                archive.write_segment(after + 1, upto, events)
+        assert archive.last_position() == 2
+    """
     path = folder / LOCK_FILE
 
     def busy(holder: str) -> ArchiveBusy:

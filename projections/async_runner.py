@@ -39,13 +39,29 @@ _faces: weakref.WeakKeyDictionary[AsyncEventStore, BlockingEventStore] = weakref
 
 
 class AsyncProjectionRunner:
-    """Keeps `definitions` up to date from an async store's log::
+    """Keeps `definitions` up to date from an async store's log.
 
-    runner = await AsyncProjectionRunner.open(store, [balances, receipts])
-    async with runner:
-        following = asyncio.create_task(runner.run())
-        await runner.wait_until(position)       # read your own writes
-        following.cancel()
+    Example::
+
+        import asyncio
+
+        from eventcraft.eventstore import AsyncEventStore, NewEvent
+        from eventcraft.projections import AsyncProjectionRunner, Subscription
+
+        mailed = []
+
+        async def send_receipt(event) -> None:  # awaited on this loop
+            mailed.append(event.stream_id)
+
+        receipts = Subscription("receipts", send_receipt, types=["OrderPaid"])
+        async with await AsyncEventStore.open("sqlite:///shop.db") as store:
+            runner = await AsyncProjectionRunner.open(store, [receipts])
+            async with runner:
+                following = asyncio.create_task(runner.run())
+                written = await store.append("order-1", [NewEvent("OrderPaid", {"cents": 900})])
+                await runner.wait_until(written.positions[-1])  # read your own writes
+                following.cancel()
+        assert mailed == ["order-1"]
     """
 
     def __init__(self, runner: ProjectionRunner) -> None:

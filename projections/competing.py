@@ -51,7 +51,34 @@ members = sa.Table(
 
 
 class PartitionWorker(Protocol):
-    """One partition's worker: the runner leases it, steps it and lets it go."""
+    """One partition's worker: the runner leases it, steps it and lets it go.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.projections import PartitionedRunner, PartitionWorker
+
+        class Sweeper:  # one partition of a job of your own; leases kept elsewhere
+            def __init__(self, name: str) -> None:
+                self.name, self.position, self.batches = name, 0, 0
+
+            def acquire(self) -> bool:
+                return True
+
+            def step(self) -> bool:
+                self.batches += 1
+                return False  # nothing more to do now
+
+            def release(self) -> None:
+                pass
+
+        workers: list[PartitionWorker] = [Sweeper(f"sweep.p{i}of2") for i in range(2)]
+        with EventStore.open("memory://") as store:
+            with PartitionedRunner(store, "sweep", workers) as runner:
+                runner.step()
+                assert runner.held == {"sweep.p0of2", "sweep.p1of2"}
+        assert [worker.batches for worker in workers] == [1, 1]
+    """
 
     name: str
     position: int
@@ -74,16 +101,32 @@ class _Renewing(Protocol):
 class PartitionedRunner:
     """Works this process's fair share of `workers`, one batch at a time, in a thread.
 
-    ::
-
-        with PartitionedRunner.for_subscription(store, receipts, partitions=4) as runner:
-            runner.start()     # in each of several processes, on several machines
-
     Every process of the group passes workers of the same names; a relay is
     split with `Relay.partitioned`. `owner` is the name this process goes by in
     the group's membership and the partitions' leases, unique to it (by
     default `host:pid:random`); `stop()` reaches the projectors among
     `workers`, so that one waiting to try a failed event again stops at once.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import PartitionedRunner, Subscription
+
+        shipped = []
+        labels = Subscription("labels", lambda event: shipped.append(event.stream_id))
+        store = EventStore.open("sqlite:///shop.db")
+        for n in range(6):
+            store.append(f"order-{n}", [NewEvent("OrderShipped", {})])
+        one = PartitionedRunner.for_subscription(store, labels, partitions=4)
+        two = PartitionedRunner.for_subscription(store, labels, partitions=4)  # another process's
+        for _ in range(3):  # in a service: runner.start() in each process
+            one.step()
+            two.step()
+        assert len(one.held) == len(two.held) == 2  # a fair share each
+        assert sorted(shipped) == [f"order-{n}" for n in range(6)]  # each stream once
+        one.close()
+        two.close()
+        store.close()
     """
 
     def __init__(

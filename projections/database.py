@@ -30,6 +30,26 @@ class Database:
     On SQLite every transaction takes the write lock when it begins (BEGIN
     IMMEDIATE): two projectors never interleave, and neither fails half-way
     for having started as a reader.
+
+    Example::
+
+        import sqlalchemy as sa
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import (
+            Database, ProjectionRunner, Subscription, checkpoint_positions,
+        )
+
+        read_models = Database(sa.create_engine("sqlite:///read_models.db"))  # not the store's
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-1", [NewEvent("OrderPaid", {"cents": 900})])
+        receipts = Subscription("receipts", lambda event: None)
+        with ProjectionRunner(store, [receipts], database=read_models) as runner:
+            runner.catch_up()
+        assert checkpoint_positions(read_models, ["receipts"]) == {"receipts": 1}
+        with read_models.reading() as connection:  # a read-only transaction
+            assert "eventcraft_projections" in sa.inspect(connection).get_table_names()
+        read_models.close()
+        store.close()
     """
 
     def __init__(self, engine: sa.Engine, *, keep_open: bool = False) -> None:

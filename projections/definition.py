@@ -26,6 +26,23 @@ class Definition(abc.ABC):
 
     The name is durable: it identifies the checkpoint, so renaming one
     starts it again from the beginning of the log.
+
+    Example::
+
+        import sqlalchemy as sa
+        from eventcraft.projections import Definition, Fold, StreamKey, Subscription
+
+        totals = sa.Table("totals", sa.MetaData(), sa.Column("order_id", sa.Text, primary_key=True),
+                          sa.Column("cents", sa.BigInteger, nullable=False))
+        definitions: list[Definition] = [  # what a runner or an App takes
+            Fold("order-totals", table=totals, types=["OrderPlaced"], key=StreamKey("order-"),
+                 initial=lambda key: {"order_id": key, "cents": 0},
+                 apply=lambda row, event: {**row, "cents": event.data["cents"]}),
+            Subscription("receipts", print, types=["OrderPaid"]),
+        ]
+        assert [(d.name, d.types) for d in definitions] == [
+            ("order-totals", ("OrderPlaced",)), ("receipts", ("OrderPaid",))]
+        assert [d.in_transaction for d in definitions] == [True, False]  # exactly/at least once
     """
 
     in_transaction = True

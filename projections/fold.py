@@ -23,7 +23,27 @@ from .read_model import ReadModel
 from .typed_event import EventDecoder, TypedEvent
 
 State = dict[str, Any]
-"""A key's row: column name to value."""
+"""A key's row: column name to value.
+
+Example::
+
+    from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent
+    from eventcraft.projections import State
+
+    def new_cart(cart_id: str) -> State:  # a Fold's `initial`: a key's first row
+        return {"cart_id": cart_id, "items": 0}
+
+    def apply(cart: State, event: RecordedEvent) -> State | None:  # a Fold's `apply`
+        if event.type == "CartEmptied":
+            return None  # the key's row is deleted
+        return {**cart, "items": cart["items"] + 1}
+
+    with EventStore.open("memory://") as store:
+        store.append("cart-7", [NewEvent("ItemAdded", {}), NewEvent("CartEmptied", {})])
+        added, emptied = store.read_stream("cart-7")
+    assert apply(new_cart("7"), added) == {"cart_id": "7", "items": 1}
+    assert apply({"cart_id": "7", "items": 1}, emptied) is None
+"""
 
 _CHUNK = 500  # keys per IN list, well under every database's parameter limit
 _INT64 = 2**63
@@ -48,17 +68,6 @@ def normal_key(name: str, key: float) -> float:
 class Fold(Definition):
     """One row per key of `table`, evolved by `apply` for each of the key's events.
 
-    ::
-
-        balances = Fold(
-            "balances",
-            table=balances_table,                      # primary key: account_id
-            types=["Deposited", "Withdrawn"],
-            key=lambda event: event.stream_id,         # None: not this fold's event
-            initial=lambda key: {"account_id": key, "balance": 0},
-            apply=lambda state, event: {**state, "balance": state["balance"] + ...},
-        )
-
     `query` (an eventstore `Query` of types and tags) narrows the events it
     reads, as `types` and `categories` do. `apply` returning None deletes the
     key's row; anything else but a row (a dict) is a `DefinitionError`, a
@@ -71,6 +80,37 @@ class Fold(Definition):
     cannot decode (give `types=sorted(registry.types)` to read only the ones
     it knows) fails as `apply` failing would, under `on_error`, in every
     runner, a Spark replay's included.
+
+    Example::
+
+        import sqlalchemy as sa
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import Fold, ProjectionRunner
+
+        balances_table = sa.Table(
+            "balances", sa.MetaData(),
+            sa.Column("account_id", sa.Text, primary_key=True),
+            sa.Column("balance", sa.BigInteger, nullable=False),
+        )
+        signs = {"Deposited": 1, "Withdrawn": -1}
+        balances = Fold(
+            "balances",
+            table=balances_table,  # primary key: account_id
+            types=["Deposited", "Withdrawn"],
+            key=lambda event: event.stream_id,  # None: not this fold's event
+            initial=lambda key: {"account_id": key, "balance": 0},
+            apply=lambda state, event: {
+                **state, "balance": state["balance"] + signs[event.type] * event.data["cents"]
+            },
+        )
+        store = EventStore.open("sqlite:///bank.db")
+        store.append("account-1", [NewEvent("Deposited", {"cents": 900}),
+                                   NewEvent("Withdrawn", {"cents": 250})])
+        with ProjectionRunner(store, [balances]) as runner:
+            runner.catch_up()
+            with runner.database.reading() as connection:
+                assert connection.execute(sa.select(balances_table)).all() == [("account-1", 650)]
+        store.close()
     """
 
     def __init__(

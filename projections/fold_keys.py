@@ -18,6 +18,18 @@ class StreamKey:
 
     ``StreamKey("account-")`` keys `account-42`'s events by `"42"`;
     ``StreamKey()`` keys them by `"account-42"`.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import StreamKey
+
+        with EventStore.open("memory://") as store:
+            store.append("account-42", [NewEvent("Deposited", {"cents": 500})])
+            (event,) = store.read_all()
+        assert StreamKey("account-")(event) == "42"  # a Fold's key: key=StreamKey("account-")
+        assert StreamKey()(event) == "account-42"
+        assert StreamKey("order-")(event) == "account-42"  # no such prefix: the whole id
     """
 
     __slots__ = ("prefix",)

@@ -23,7 +23,23 @@ def kept_alive(
     renew: Callable[[], bool], pause: Callable[[], float], retry: float, what: str
 ) -> Iterator[None]:
     """While the block runs, `renew()` after each `pause()` seconds, until it returns
-    False (what it renews was lost: it says so itself) or the block ends."""
+    False (what it renews was lost: it says so itself) or the block ends.
+
+    Example::
+
+        import threading
+
+        from eventcraft.projections import kept_alive
+
+        renewed = threading.Event()
+
+        def renew() -> bool:  # e.g. extend a lease in the database; False once it is lost
+            renewed.set()
+            return True
+
+        with kept_alive(renew, pause=lambda: 0.01, retry=1.0, what="the export's lease"):
+            assert renewed.wait(timeout=5)  # a long call that cannot renew it itself
+    """
     done = threading.Event()
 
     def keep() -> None:

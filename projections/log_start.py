@@ -92,7 +92,20 @@ def archived_batch(
 
 def event_at(store: EventStore, position: int) -> RecordedEvent | None:
     """The event at `position`, from the archive at or below the store's low-water mark
-    (where the store may no longer hold it), else from the store; None if neither has one."""
+    (where the store may no longer hold it), else from the store; None if neither has one.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import event_at
+
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-1", [NewEvent("OrderPlaced", {}), NewEvent("OrderPaid", {})])
+        event = event_at(store, 2)  # from the archive instead, if retention removed it
+        assert event is not None and (event.stream_id, event.type) == ("order-1", "OrderPaid")
+        assert event_at(store, 3) is None  # no event there (yet)
+        store.close()
+    """
     mark = current_low_water_mark(store)
     if position <= mark:
         read = archive_below(store, mark).read(after=position - 1, upto=position, window=1)

@@ -23,14 +23,34 @@ from .subscription import Subscription
 
 
 def partition_of(stream_id: str, count: int) -> int:
-    """The partition of `stream_id` among `count`: the same in every process and version."""
+    """The partition of `stream_id` among `count`: the same in every process and version.
+
+    Example::
+
+        from eventcraft.projections import partition_of
+
+        streams = [f"order-{n}" for n in range(100)]
+        shares = [partition_of(stream, 4) for stream in streams]
+        assert set(shares) == {0, 1, 2, 3}  # streams spread over the four
+        assert partition_of("order-7", 4) == shares[7]  # the same in every process, every time
+    """
     digest = hashlib.blake2b(stream_id.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") % count
 
 
 @dataclass(frozen=True)
 class Partition:
-    """Partition `index` of `count` (from 0)."""
+    """Partition `index` of `count` (from 0).
+
+    Example::
+
+        from eventcraft.projections import Partition, partition_of
+
+        partitions = Partition.all(4)
+        assert [p.name_of("labels") for p in partitions[:2]] == ["labels.p0of4", "labels.p1of4"]
+        owners = [p for p in partitions if p.owns("order-42")]  # each stream has one partition
+        assert owners == [Partition(partition_of("order-42", 4), 4)]
+    """
 
     index: int
     count: int
@@ -57,7 +77,26 @@ class Partition:
 
 
 class PartitionSubscription(Subscription):
-    """One partition's share of a subscription: its streams only, its own checkpoint."""
+    """One partition's share of a subscription: its streams only, its own checkpoint.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import (
+            Partition, PartitionSubscription, Subscription, partition_of,
+        )
+
+        labels = []
+        printing = Subscription("labels", lambda event: labels.append(event.stream_id))
+        first_half = PartitionSubscription(printing, Partition(0, 2))  # its own checkpoint
+        assert first_half.name == "labels.p0of2"
+        with EventStore.open("memory://") as store:
+            for n in range(6):
+                store.append(f"order-{n}", [NewEvent("OrderShipped", {})])
+            for event in store.read_all():
+                first_half.deliver(event)  # what a runner does: only partition 0's streams pass
+        assert labels == [f"order-{n}" for n in range(6) if partition_of(f"order-{n}", 2) == 0]
+    """
 
     def __init__(self, subscription: Subscription, partition: Partition) -> None:
         super().__init__(
@@ -85,6 +124,29 @@ class PartitionProjection(Definition):
     stream's do (or change them in ways that commute), since partitions commit
     side by side. The tables are the projection's own, created once by
     `PartitionedRunner.for_projection`; a partitioned projection is not rebuilt.
+
+    Example::
+
+        import sqlalchemy as sa
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import (
+            Partition, PartitionedRunner, PartitionProjection, Projection,
+        )
+
+        shipped = sa.Table("shipped", sa.MetaData(), sa.Column("stream", sa.Text, primary_key=True))
+        shipments = Projection("shipments", tables=[shipped])  # each stream writes its own row
+        shipments.on("OrderShipped")(lambda read_model, event: read_model.execute(
+            sa.insert(read_model[shipped]).values(stream=event.stream_id)))
+        share = PartitionProjection(shipments, Partition(1, 2))  # for_projection makes these
+        assert (share.name, share.types) == ("shipments.p1of2", ("OrderShipped",))
+        store = EventStore.open("sqlite:///shop.db")
+        for n in range(4):
+            store.append(f"order-{n}", [NewEvent("OrderShipped", {})])
+        with PartitionedRunner.for_projection(store, shipments, partitions=2) as runner:
+            runner.step()  # alone in its group: it works both partitions
+            with runner.database.reading() as connection:
+                assert len(connection.execute(sa.select(shipped)).all()) == 4
+        store.close()
     """
 
     def __init__(self, projection: Projection, partition: Partition) -> None:

@@ -15,6 +15,27 @@ class ErrorPolicy:
     Either way the event is parked in the error store with its exception;
     `then="stop"` leaves the checkpoint just before it (nothing after it is
     applied until it is retried or discarded), `then="skip"` moves on.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ErrorPolicy, ProjectionRunner, Subscription
+
+        def send_receipt(event):
+            if not event.data.get("email"):
+                raise ValueError("no address to mail the receipt to")
+
+        receipts = Subscription("receipts", send_receipt,
+                                on_error=ErrorPolicy(attempts=2, backoff=0.01, then="skip"))
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-1", [NewEvent("OrderPaid", {"email": ""})])
+        store.append("order-2", [NewEvent("OrderPaid", {"email": "bob@example.com"})])
+        with ProjectionRunner(store, [receipts]) as runner:
+            runner.catch_up()  # order-1 tried twice, parked and skipped; order-2 mailed
+            (parked,) = runner.parked("receipts")
+            assert (parked.stream_id, parked.attempts) == ("order-1", 2)
+            assert runner.status()[0].position == 2
+        store.close()
     """
 
     attempts: int = 3

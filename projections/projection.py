@@ -15,21 +15,31 @@ from .read_model import ReadModel
 from .typed_event import EventDecoder, TypedEvent
 
 Handler = Callable[[ReadModel, RecordedEvent], None] | Callable[[ReadModel, TypedEvent[Any]], None]
-"""A projection's handler of one event type: the event as stored, or typed with a registry."""
+"""A projection's handler of one event type: the event as stored, or typed with a registry.
+
+Example::
+
+    import sqlalchemy as sa
+    from eventcraft.eventstore import RecordedEvent
+    from eventcraft.projections import Handler, Projection, ReadModel
+
+    orders = sa.Table("orders", sa.MetaData(), sa.Column("order_id", sa.Text, primary_key=True))
+
+    def placed(read_model: ReadModel, event: RecordedEvent) -> None:
+        read_model.execute(sa.insert(read_model[orders]).values(order_id=event.stream_id))
+
+    handlers: dict[str, Handler] = {"OrderPlaced": placed, "OrderImported": placed}
+    order_list = Projection("order-list", tables=[orders])
+    for event_type, handler in handlers.items():
+        order_list.on(event_type)(handler)
+    assert order_list.types == ("OrderImported", "OrderPlaced")
+"""
+
 H = TypeVar("H", bound=Handler)
 
 
 class Projection(Definition):
     """A read model: its tables, and a handler per event type that writes to them.
-
-    ::
-
-        orders = sa.Table("orders_by_customer", metadata, ...)
-        by_customer = Projection("orders-by-customer", tables=[orders])
-
-        @by_customer.on("OrderPlaced")
-        def placed(read_model: ReadModel, event: RecordedEvent) -> None:
-            read_model.execute(sa.insert(read_model[orders]).values(...))
 
     With `query` (an eventstore `Query` of types and tags) it reads only the
     events of its handlers' types that match the query.
@@ -43,6 +53,32 @@ class Projection(Definition):
     Handlers run inside the transaction that also moves the checkpoint, so
     each event changes the read model exactly once. They must act only
     through `read_model`: the same definition runs live and in a rebuild.
+
+    Example::
+
+        import sqlalchemy as sa
+        from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent
+        from eventcraft.projections import Projection, ProjectionRunner, ReadModel
+
+        orders = sa.Table(
+            "orders_by_customer", sa.MetaData(),
+            sa.Column("order_id", sa.Text, primary_key=True),
+            sa.Column("customer", sa.Text, nullable=False),
+        )
+        by_customer = Projection("orders-by-customer", tables=[orders])
+
+        @by_customer.on("OrderPlaced")
+        def placed(read_model: ReadModel, event: RecordedEvent) -> None:
+            row = {"order_id": event.stream_id, "customer": event.data["customer"]}
+            read_model.execute(sa.insert(read_model[orders]).values(**row))
+
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-1", [NewEvent("OrderPlaced", {"customer": "ann"})])
+        with ProjectionRunner(store, [by_customer]) as runner:
+            runner.catch_up()
+            with runner.database.reading() as connection:
+                assert connection.execute(sa.select(orders)).all() == [("order-1", "ann")]
+        store.close()
     """
 
     def __init__(

@@ -365,6 +365,20 @@ def read_batch(
     A short page means every matching event up to the high-water mark read
     beforehand is in hand, so the checkpoint may pass the events this
     definition does not read.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import Subscription, read_batch
+
+        receipts = Subscription("receipts", lambda event: None, types=["OrderPaid"])
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-1", [NewEvent("OrderPlaced", {}), NewEvent("OrderPaid", {})])
+        store.append("order-2", [NewEvent("OrderPlaced", {})])
+        events, upto = read_batch(store, receipts, after=0, limit=100)
+        assert [event.position for event in events] == [2]
+        assert upto == 3  # a short page: the checkpoint may pass the OrderPlaced at 3
+        store.close()
     """
     mark = low_water_mark(store, after)
     if after >= mark:

@@ -16,10 +16,33 @@ class ReadModel:
     A projection declares its tables once; the runner keeps them in
     generations (so a rebuild can fill new ones while the old ones serve)
     and hands each handler the generation it writes to. Write through
-    `read_model[table]`, never through the declared table itself::
+    `read_model[table]`, never through the declared table itself.
 
-        accounts = read_model[accounts_table]
-        read_model.execute(sa.insert(accounts).values(id=..., balance=0))
+    Example::
+
+        import sqlalchemy as sa
+        from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent
+        from eventcraft.projections import Projection, ProjectionRunner, ReadModel
+
+        accounts_table = sa.Table(
+            "accounts", sa.MetaData(),
+            sa.Column("id", sa.Text, primary_key=True),
+            sa.Column("balance", sa.BigInteger, nullable=False),
+        )
+        accounts_view = Projection("accounts", tables=[accounts_table])
+
+        @accounts_view.on("AccountOpened")
+        def opened(read_model: ReadModel, event: RecordedEvent) -> None:
+            accounts = read_model[accounts_table]  # this generation's table
+            read_model.execute(sa.insert(accounts).values(id=event.stream_id, balance=0))
+
+        store = EventStore.open("sqlite:///bank.db")
+        store.append("account-1", [NewEvent("AccountOpened", {})])
+        with ProjectionRunner(store, [accounts_view]) as runner:
+            runner.catch_up()
+            with runner.database.reading() as connection:
+                assert connection.execute(sa.select(accounts_table)).all() == [("account-1", 0)]
+        store.close()
     """
 
     def __init__(self, connection: sa.Connection, tables: Mapping[str, sa.Table]) -> None:

@@ -37,7 +37,27 @@ _INSERT_CHUNK = 5000
 
 @dataclass(frozen=True)
 class RebuildReport:
-    """What a rebuild did: the generation it built and swapped in, and up to where."""
+    """What a rebuild did: the generation it built and swapped in, and up to where.
+
+    Example::
+
+        import sqlalchemy as sa
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import Fold, ProjectionRunner, RebuildReport, StreamKey
+
+        totals = sa.Table("totals", sa.MetaData(), sa.Column("order_id", sa.Text, primary_key=True),
+                          sa.Column("cents", sa.BigInteger, nullable=False))
+        order_totals = Fold("order-totals", table=totals, key=StreamKey("order-"),
+                            initial=lambda key: {"order_id": key, "cents": 0},
+                            apply=lambda row, event: {**row, "cents": event.data["cents"]})
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-1", [NewEvent("OrderPlaced", {"cents": 900})])
+        with ProjectionRunner(store, [order_totals]) as runner:
+            runner.catch_up()
+            report: RebuildReport = runner.rebuild("order-totals")  # into totals__g2, then swapped
+            assert (report.generation, report.position, report.events) == (2, 1, 1)
+        store.close()
+    """
 
     name: str
     generation: int

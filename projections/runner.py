@@ -59,16 +59,25 @@ _POLL_CEILING = 0.05
 class ProjectionRunner:
     """Keeps `definitions` up to date from `store`'s log.
 
-    ::
-
-        with ProjectionRunner(store, [balances, orders_by_customer]) as runner:
-            runner.start()                 # follow live, in threads
-            runner.wait_until(position)    # read your own writes
-
     `database` is where the read models and checkpoints live: a SQLAlchemy
     URL or Engine, by default the store's own database. `lease_ttl=None`
     runs without leases (every runner works; the checkpoint check still
     applies each event once).
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ProjectionRunner, Subscription
+
+        mailed = []
+        receipts = Subscription("receipts", mailed.append, types=["OrderPaid"])
+        store = EventStore.open("sqlite:///shop.db")
+        with ProjectionRunner(store, [receipts]) as runner:
+            runner.start()  # follow live, in threads
+            written = store.append("order-1", [NewEvent("OrderPaid", {"cents": 1200})])
+            runner.wait_until(written.positions[-1])  # read your own writes
+            assert [event.stream_id for event in mailed] == ["order-1"]
+        store.close()
     """
 
     def __init__(

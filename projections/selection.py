@@ -21,7 +21,20 @@ from .definition import Definition
 
 def narrowed(query: Query, types: tuple[str, ...] | None) -> Query | None:
     """The events of `query` that are also of `types` (None: any type), as one query;
-    None when no event can be both."""
+    None when no event can be both.
+
+    Example::
+
+        from eventcraft.eventstore import Query, QueryItem
+        from eventcraft.projections import narrowed
+
+        course = Query([QueryItem(tags=["course:c1"])])  # a definition's `query=`
+        enrolments = narrowed(course, ("StudentEnrolled", "StudentLeft"))  # and its handlers' types
+        both = QueryItem(types=["StudentEnrolled", "StudentLeft"], tags=["course:c1"])
+        assert enrolments == Query([both])
+        fees = Query([QueryItem(types=["FeePaid"], tags=["course:c1"])])
+        assert narrowed(fees, ("StudentEnrolled",)) is None  # no event can be both
+    """
     if types is None:
         return query
     if query.matches_all:

@@ -24,12 +24,45 @@ from .selection import narrowed
 
 LAG_COUNTED = 10_000
 """The most events a lag counts: beyond, it is this many and `lag_capped` (a count walks
-one index entry an event, a few milliseconds for ten thousand)."""
+one index entry an event, a few milliseconds for ten thousand).
+
+Example::
+
+    from eventcraft.eventstore import EventStore, NewEvent
+    from eventcraft.projections import LAG_COUNTED, ProjectionStatus, Subscription, never_run
+
+    def behind(status: ProjectionStatus) -> str:  # a lag as a dashboard shows it
+        return f"over {LAG_COUNTED:,}" if status.lag_capped else f"{status.lag_events:,}"
+
+    store = EventStore.open("sqlite:///shop.db")
+    store.append("order-1", [NewEvent("OrderPaid", {"cents": n}) for n in (900, 1200, 50)])
+    (status,) = never_run(store, [Subscription("receipts", print)])
+    assert behind(status) == "3" and LAG_COUNTED == 10_000
+    store.close()
+"""
 
 
 @dataclass(frozen=True)
 class ProjectionStatus:
-    """Where a projection stands: its checkpoint, its lag, who runs it, what it parked."""
+    """Where a projection stands: its checkpoint, its lag, who runs it, what it parked.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ProjectionRunner, ProjectionStatus, Subscription
+
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-1", [NewEvent("OrderPaid", {}), NewEvent("OrderShipped", {})])
+        with ProjectionRunner(store, [Subscription("receipts", lambda event: None)]) as runner:
+            runner.catch_up()
+            store.append("order-2", [NewEvent("OrderPaid", {})])
+            (status,) = runner.status()
+            assert isinstance(status, ProjectionStatus)
+            assert (status.name, status.position, status.head) == ("receipts", 2, 3)
+            assert status.lag_events == 1 and status.lag_seconds >= 0
+            assert (status.generation, status.parked, status.stopped_at) == (1, 0, None)
+        store.close()
+    """
 
     name: str
     position: int
@@ -61,7 +94,22 @@ class ProjectionStatus:
 
 @dataclass(frozen=True)
 class Lag:
-    """What a definition has still to apply from a checkpoint to a head."""
+    """What a definition has still to apply from a checkpoint to a head.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import Lag, Subscription, lag_of
+
+        receipts = Subscription("receipts", print, types=["OrderPaid"])
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-1", [NewEvent("OrderPlaced", {}), NewEvent("OrderPaid", {})])
+        lag = lag_of(store, receipts, position=0, head=store.high_water_mark())
+        assert isinstance(lag, Lag)
+        assert (lag.events, lag.capped) == (1, False) and lag.seconds >= 0  # only OrderPaid counts
+        assert lag_of(store, receipts, 2, 2) == Lag(events=0, capped=False, seconds=0.0)
+        store.close()
+    """
 
     events: int
     """The events it reads in between, at most `LAG_COUNTED`."""
@@ -73,7 +121,23 @@ class Lag:
 
 def lag_of(store: EventStore, definition: Definition, position: int, head: int) -> Lag:
     """What `definition` (a projection's, or a relay's selection) has to apply after
-    `position` up to `head`: the events its categories, types and query take."""
+    `position` up to `head`: the events its categories, types and query take.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import Subscription, lag_of
+
+        receipts = Subscription("receipts", print, categories=["order"], types=["OrderPaid"])
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-1", [NewEvent("OrderPaid", {"cents": 900})])
+        store.append("cart-7", [NewEvent("ItemAdded", {"sku": "tea"})])  # not read by receipts
+        store.append("order-2", [NewEvent("OrderPaid", {"cents": 400})])
+        checkpoint = 1  # where a relay or a projection of your own got to
+        behind = lag_of(store, receipts, checkpoint, store.high_water_mark())
+        assert behind.events == 1 and not behind.capped
+        store.close()
+    """
     if head <= position:
         return Lag(0, False, 0.0)
     if definition.query is not None:
@@ -174,7 +238,20 @@ def unknown(name: str, position: int) -> ProjectionStatus:
 
 def never_run(store: EventStore, definitions: Sequence[Definition]) -> list[ProjectionStatus]:
     """Where projections stand that no runner has set up (their database holds no
-    checkpoints): at position 0, all they read behind them, read without a database."""
+    checkpoints): at position 0, all they read behind them, read without a database.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import Subscription, never_run
+
+        receipts = Subscription("receipts", lambda event: None, types=["OrderPaid"])
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-1", [NewEvent("OrderPlaced", {}), NewEvent("OrderPaid", {})])
+        (status,) = never_run(store, [receipts])  # before any runner: no database needed
+        assert (status.position, status.head, status.lag_events) == (0, 2, 1)
+        store.close()
+    """
     head = store.high_water_mark()
     statuses = []
     for definition in definitions:

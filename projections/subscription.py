@@ -26,14 +26,6 @@ Delivery = (
 class Subscription(Definition):
     """Deliver events of some categories and types to `handler`, at least once.
 
-    ::
-
-        def send_receipt(event: RecordedEvent) -> None:
-            mailer.send(..., idempotency_key=str(event.id))
-
-        receipts = Subscription("receipts", send_receipt,
-                                types=["OrderPaid"], where=lambda data: data["total"] > 0)
-
     `query` (an eventstore `Query` of types and tags) narrows it to the
     events matching it, as `categories` and `types` do:
     `Subscription("roster", enrol, query=Query([QueryItem(tags=["course:c1"])]))`.
@@ -47,6 +39,26 @@ class Subscription(Definition):
     the two delivers the event again: make the handler idempotent, with the
     event's id as the de-duplication key. Each subscription reads the log
     independently of every other.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent
+        from eventcraft.projections import ProjectionRunner, Subscription
+
+        sent = {}
+
+        def send_receipt(event: RecordedEvent) -> None:
+            sent[str(event.id)] = event.data["total"]  # keyed by the event's id: idempotent
+
+        receipts = Subscription("receipts", send_receipt,
+                                types=["OrderPaid"], where=lambda data: data["total"] > 0)
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-1", [NewEvent("OrderPaid", {"total": 1200})])
+        store.append("order-2", [NewEvent("OrderPaid", {"total": 0})])  # free: no receipt
+        with ProjectionRunner(store, [receipts]) as runner:
+            runner.catch_up()
+        assert list(sent.values()) == [1200]
+        store.close()
     """
 
     in_transaction = False

@@ -82,7 +82,26 @@ SCOPED = store_telemetry.Scoped(SCOPE, _Instruments)
 def make_projection_gauges() -> None:
     """Make the projections' observable gauges now, if a meter provider is set: a metrics
     endpoint calls it before its first scrape, as gauges first made during a scrape
-    would wait for the lock the scrape holds."""
+    would wait for the lock the scrape holds.
+
+    Example::
+
+        from opentelemetry import metrics
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from eventcraft.eventstore import EventStore
+        from eventcraft.projections import ProjectionRunner, Subscription, make_projection_gauges
+
+        reader = InMemoryMetricReader()  # a metrics endpoint's, e.g. Prometheus'
+        metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+        make_projection_gauges()  # before the first scrape, not during it
+        with EventStore.open("memory://") as store:
+            with ProjectionRunner(store, [Subscription("receipts", lambda event: None)]):
+                scraped = reader.get_metrics_data()
+        names = {metric.name for resource in scraped.resource_metrics
+                 for scope in resource.scope_metrics for metric in scope.metrics}
+        assert {"eventcraft.projection.lag", "eventcraft.projection.parked"} <= names
+    """
     SCOPED.instruments()
 
 

@@ -18,7 +18,22 @@ _CONTEXT = "\nDuring handling of the above exception, another exception occurred
 
 def bare_traceback(error: BaseException) -> str:
     """`error`'s traceback as Python prints it, each exception of its chain (causes and
-    contexts) reduced to its frames and its type: no message, no notes."""
+    contexts) reduced to its frames and its type: no message, no notes.
+
+    Example::
+
+        from eventcraft.projections import bare_traceback
+
+        def charge(card: str) -> None:
+            raise ValueError(f"card {card} was refused")
+
+        try:
+            charge("4111 1111 1111 1111")
+        except ValueError as error:
+            text = bare_traceback(error)
+        assert "in charge" in text and text.rstrip().endswith("ValueError")  # where, and what type
+        assert "4111" not in text  # what it said stays out: the message is kept apart
+    """
     chain: list[tuple[BaseException, str]] = []
     seen: set[int] = set()
     current: BaseException | None = error

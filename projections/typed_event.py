@@ -37,6 +37,26 @@ class EventDecoder(Protocol):
     upcasters and validates the data into the registered class, or raises
     (`UnknownEventType` for a type without a class, `NoUpcastPath`,
     `EventDecodingError`), exactly as it does for a repository's load.
+
+    Example::
+
+        from eventcraft.domain import EventRegistry
+        from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent
+        from eventcraft.projections import EventDecoder, ProjectionRunner, Subscription
+
+        class Cents:  # any object with decode(recorded) is one
+            def decode(self, recorded: RecordedEvent) -> int:
+                return recorded.data["cents"]
+
+        assert isinstance(EventRegistry(), EventDecoder) and isinstance(Cents(), EventDecoder)
+        paid = []
+        receipts = Subscription("receipts", lambda event: paid.append(event.data), registry=Cents())
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-1", [NewEvent("OrderPaid", {"cents": 1200})])
+        with ProjectionRunner(store, [receipts]) as runner:
+            runner.catch_up()
+        assert paid == [1200]
+        store.close()
     """
 
     def decode(self, recorded: RecordedEvent) -> Any:
@@ -48,12 +68,36 @@ class TypedEvent(Generic[D]):
     """An event as a definition given a registry receives it: `data` is the typed event
     (the one a repository's load decodes), and the rest is the event's envelope as stored.
 
-    ::
+    Example::
+
+        import sqlalchemy as sa
+        from eventcraft.domain import DomainEvent, EventRegistry
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import Projection, ProjectionRunner, ReadModel, TypedEvent
+
+        bank_events = EventRegistry()
+
+        @bank_events.event("MoneyDeposited")
+        class MoneyDeposited(DomainEvent):
+            amount_cents: int
+
+        deposits_table = sa.Table("deposits", sa.MetaData(),
+                                  sa.Column("position", sa.BigInteger, primary_key=True),
+                                  sa.Column("cents", sa.BigInteger, nullable=False))
+        deposits = Projection("deposits", tables=[deposits_table], registry=bank_events)
 
         @deposits.on("MoneyDeposited")
         def deposited(read_model: ReadModel, event: TypedEvent[MoneyDeposited]) -> None:
-            read_model.execute(sa.insert(...).values(
+            read_model.execute(sa.insert(read_model[deposits_table]).values(
                 position=event.position, cents=event.data.amount_cents))
+
+        store = EventStore.open("sqlite:///bank.db")
+        store.append("account-1", [NewEvent("MoneyDeposited", {"amount_cents": 500})])
+        with ProjectionRunner(store, [deposits]) as runner:
+            runner.catch_up()
+            with runner.database.reading() as connection:
+                assert connection.execute(sa.select(deposits_table)).all() == [(1, 500)]
+        store.close()
     """
 
     data: D
