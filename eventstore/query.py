@@ -34,7 +34,18 @@ def _check_types(where: str, types: object) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True, init=False)
 class QueryItem:
-    """Events of any of `types` (any type if none) that carry all of `tags`."""
+    """Events of any of `types` (any type if none) that carry all of `tags`.
+
+    Example::
+
+        from eventcraft.eventstore import QueryItem
+
+        seats = QueryItem(types=["SeatBooked", "SeatReleased"], tags=["course:c1"])
+        assert seats.matches("SeatBooked", ["course:c1", "student:s7"])  # all of its tags
+        assert not seats.matches("SeatBooked", ["course:c2"])
+        assert not seats.matches("CourseRenamed", ["course:c1"])  # any of its types
+        assert QueryItem(tags=["student:s7"]).matches("Anything", ["student:s7"])
+    """
 
     types: tuple[str, ...]
     tags: tuple[str, ...]
@@ -54,7 +65,28 @@ class QueryItem:
 
 @dataclass(frozen=True, slots=True, init=False)
 class Query:
-    """An OR of `QueryItem`s; `Query()` (no items) matches every event."""
+    """An OR of `QueryItem`s; `Query()` (no items) matches every event.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent, Query, QueryItem
+
+        # What deciding on a booking of course c1 by student s7 needs: the course, and
+        # what s7 booked already.
+        query = Query(
+            [
+                QueryItem(types=["CourseDefined"], tags=["course:c1"]),
+                QueryItem(types=["SeatBooked"], tags=["student:s7"]),
+            ]
+        )
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("course-c1", [NewEvent("CourseDefined", {}, tags=["course:c1"])])
+            for booking, student in (("booking-1", "s7"), ("booking-2", "s8")):
+                seat = NewEvent("SeatBooked", {}, tags=["course:c2", f"student:{student}"])
+                store.append(booking, [seat])
+            found = store.read_query(query)
+        assert [e.stream_id for e in found.events] == ["course-c1", "booking-1"]
+    """
 
     items: tuple[QueryItem, ...]
 
@@ -99,6 +131,28 @@ class AppendCondition:
 
     `after` is the position a decision read up to (`QueryResult.head`); None
     refuses the append if any matching event is stored at all.
+
+    Example::
+
+        from eventcraft.eventstore import AppendCondition, EventStore, NewEvent, Query, QueryItem
+
+        course = Query([QueryItem(tags=["course:c1"])])
+
+
+        def book(store: EventStore, student: str) -> None:
+            seen = store.read_query(course)  # decide on what the course's events say
+            booked = sum(e.type == "SeatBooked" for e in seen.events)
+            if booked >= 1:
+                raise ValueError("course c1 is full")
+            booking = NewEvent("SeatBooked", {"student": student}, tags=["course:c1"])
+            # Refused if a booking of c1 came after what this decision read.
+            condition = AppendCondition(course, after=seen.head)
+            store.append(f"booking-{student}", [booking], condition=condition)
+
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            book(store, "s7")
+            assert store.stream_version("booking-s7") == 1
     """
 
     fail_if_events_match: Query
@@ -117,7 +171,19 @@ class AppendCondition:
 
 
 class QueryResult(NamedTuple):
-    """What `read_query` read: the matching events, and the position the read covered."""
+    """What `read_query` read: the matching events, and the position the read covered.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent, Query, QueryItem
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("booking-1", [NewEvent("SeatBooked", {}, tags=["course:c1"])])
+            store.append("booking-2", [NewEvent("SeatBooked", {}, tags=["course:c2"])])
+            result = store.read_query(Query([QueryItem(tags=["course:c1"])]))
+            assert [e.stream_id for e in result.events] == ["booking-1"]
+            assert result.head == 2  # covered up to here: the `after` of an AppendCondition
+    """
 
     events: list[RecordedEvent]
     """The events matching the query, in position order."""
