@@ -56,7 +56,30 @@ Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 Authenticate: TypeAlias = Callable[["Request"], "bool | Awaitable[bool | None] | None"]
-"""A hook deciding who may send: see `HttpIntake`."""
+"""A hook deciding who may send: see `HttpIntake`.
+
+Example::
+
+    import hmac
+
+    from eventcraft.eventstore import EventStore
+    from eventcraft.messaging import Authenticate, HttpIntake, Inbox, Mapped
+    from starlette.requests import Request
+    from starlette.testclient import TestClient
+
+    def bearer_token(request: Request) -> bool:
+        sent = request.headers.get("authorization", "")
+        return hmac.compare_digest(sent, "Bearer s3cret-token")  # False: 401
+
+    check: Authenticate = bearer_token
+    store = EventStore.open("sqlite:///intake.db")
+    inbox = Inbox("orders-http", store, lambda m: Mapped("order-7", "Received", m.json()))
+    client = TestClient(HttpIntake(inbox, authenticate=check))
+    key = {"Idempotency-Key": "order-7-placed"}
+    assert client.post("/orders", json={}, headers=key).status_code == 401
+    signed = {**key, "Authorization": "Bearer s3cret-token"}
+    assert client.post("/orders", json={}, headers=signed).status_code == 202
+"""
 
 _KEY = "idempotency-key"
 _JSON = ("application/json",)
@@ -77,6 +100,25 @@ class HttpIntake:
     in; False refuses it (401); raising `Unauthenticated` (401, with its challenge
     in `WWW-Authenticate`) or `Forbidden` (403) refuses it with that detail; any
     other exception is 503, logged, and the client told nothing of it.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.messaging import HttpIntake, Inbox, IncomingMessage, Mapped
+        from starlette.testclient import TestClient
+
+        def order_received(message: IncomingMessage) -> Mapped:
+            return Mapped(f"order-{message.json()['order']}", "OrderReceived", message.json())
+
+        store = EventStore.open("sqlite:///intake.db")
+        app = HttpIntake(Inbox("orders-http", store, order_received))  # uvicorn myservice:app
+        client = TestClient(app)
+        key = {"Idempotency-Key": "order-7-placed"}
+        answer = client.post("/orders", json={"order": 7}, headers=key)
+        assert answer.status_code == 202 and answer.json()["position"] == 1
+        assert client.post("/orders", json={"order": 7}, headers=key).json() == answer.json()
+        assert client.post("/orders", json={"order": 8}, headers=key).status_code == 409
+        assert store.high_water_mark() == 1  # the retry stored nothing more
     """
 
     def __init__(
