@@ -297,7 +297,16 @@ def unavailable(url: str, error: EventStoreError | OSError) -> StoreUnavailable:
 
 
 def redacted(url: str) -> str:
-    """`url` with its password, if any, masked."""
+    """`url` with its password, if any, masked.
+
+    Example::
+
+        from eventcraft.eventstore import redacted
+
+        url = "postgresql://app:s3cret@db.example:5432/shop"
+        assert redacted(url) == "postgresql://app:***@db.example:5432/shop"
+        assert redacted("sqlite:///shop.db") == "sqlite:///shop.db"
+    """
     try:
         password = urlsplit(url).password
     except ValueError:  # unparsable: where a password would be is unknown
@@ -308,7 +317,18 @@ def redacted(url: str) -> str:
 
 
 def without_password(url: str, text: str) -> str:
-    """`text`, a driver's message, with the password of `url` masked should it quote it."""
+    """`text`, a driver's message, with the password of `url` masked should it quote it.
+
+    Example::
+
+        from eventcraft.eventstore import without_password
+
+        url = "postgresql://app:s3cret@db.example:5432/shop"
+        message = 'connection failed: password "s3cret" refused for user "app"'
+        assert without_password(url, message) == (
+            'connection failed: password "***" refused for user "app"'
+        )
+    """
     try:
         password = urlsplit(url).password
     except ValueError:

@@ -39,6 +39,26 @@ def events_from_columns(column: Callable[[str], Sequence[Any]]) -> list[Recorded
     microseconds since the epoch, UTC: exact, unlike a float timestamp) and `tags` (a
     row's tags, or None for none). The fields are taken as they are, unchecked: they are
     what a store wrote.
+
+    Example::
+
+        from eventcraft.eventstore import events_from_columns
+
+        columns = {  # the log held column by column: an Arrow batch of the archive, say
+            "id": ["01a2278b-eadc-7371-9175-26c7095cbccd", "01a2278b-eae3-728d-811f-4e02cb240c77"],
+            "stream_id": ["order-1", "order-1"],
+            "version": [1, 2],
+            "position": [1, 2],
+            "type": ["OrderPlaced", "OrderPaid"],
+            "data": ['{"cents": 1250}', "{}"],
+            "metadata": ["{}", "{}"],
+            "recorded_at": [1_700_000_000_000_000, 1_700_000_060_000_000],
+            "tags": [None, ["customer:c1"]],
+        }
+        placed, paid = events_from_columns(columns.__getitem__)
+        assert (placed.type, placed.data, placed.tags) == ("OrderPlaced", {"cents": 1250}, ())
+        assert paid.tags == ("customer:c1",)
+        assert (paid.recorded_at - placed.recorded_at).total_seconds() == 60
     """
     with collector_paused():
         ids, stream_ids, versions, positions, types, data, metadata = map(column, COLUMNS)

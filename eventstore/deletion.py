@@ -47,7 +47,20 @@ from .events import ANY, NO_STREAM, StreamState, category_of
 
 @dataclass(frozen=True)
 class StreamDeletion:
-    """A stream's deletion, as the store keeps it."""
+    """A stream's deletion, as the store keeps it.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent, StreamDeletion
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("cart-7", [NewEvent("ItemAdded", {"sku": "tea"})])
+            store.append("cart-7", [NewEvent("ItemAdded", {"sku": "jam"})])
+            deletion: StreamDeletion = store.delete_stream("cart-7", tombstone=True)
+            assert store.stream_deletion("cart-7") == deletion
+            assert list(store.read_stream("cart-7")) == []
+        assert (deletion.version, deletion.tombstone) == (2, True)
+    """
 
     stream_id: str
     version: int
@@ -55,6 +68,7 @@ class StreamDeletion:
     tombstone: bool
     """The stream can never be written again."""
     deleted_at: datetime
+    """When it was deleted, timezone-aware (UTC); an import keeps the original's."""
 
 
 def visible_version(deletion: StreamDeletion | None, stored: int) -> int:

@@ -6,7 +6,25 @@ from typing import NamedTuple
 
 
 class HeldPosition(NamedTuple):
-    """A position readers wait at because the append that drew it is still running."""
+    """A position readers wait at because the append that drew it is still running.
+
+    Only PostgreSQL holds one: what an operator's alert looks at.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, HeldPosition, LogStatus
+
+        def held_too_long(status: LogStatus, seconds: float = 30.0) -> str | None:
+            held = status.held
+            if held is None or held.seconds < seconds:
+                return None
+            return f"readers wait at {held.position} for backend {held.pid} ({held.seconds:.0f} s)"
+
+        stuck = LogStatus(head=12, high_water_mark=9, held=HeldPosition(10, 4242, 95.0))
+        assert held_too_long(stuck) == "readers wait at 10 for backend 4242 (95 s)"
+        with EventStore.open("sqlite:///shop.db") as store:
+            assert held_too_long(store.log_status()) is None
+    """
 
     position: int
     """The first position past the high-water mark: drawn, neither committed nor rolled back."""
@@ -22,6 +40,15 @@ class LogStatus(NamedTuple):
 
     On SQLite and in memory positions are committed in order: `head` and
     `high_water_mark` are always equal and nothing is ever held.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, LogStatus, NewEvent
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("order-1", [NewEvent("OrderPlaced", {"cents": 1250})])
+            status = store.log_status()
+        assert status == LogStatus(head=1, high_water_mark=1, held=None)
     """
 
     head: int

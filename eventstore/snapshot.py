@@ -20,7 +20,21 @@ from .errors import InvalidEvent
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """The newest snapshot of a stream, as stored."""
+    """The newest snapshot of a stream, as stored.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent, Snapshot
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("order-1", [NewEvent("OrderPlaced", {"cents": 1250})])
+            store.save_snapshot("order-1", version=1, type="Order", data={"cents": 1250})
+            store.append("order-1", [NewEvent("OrderPaid", {})])
+            snapshot: Snapshot | None = store.load_snapshot("order-1")
+            assert snapshot is not None and snapshot.data == {"cents": 1250}
+            since = store.read_stream("order-1", from_version=snapshot.version + 1)
+            assert [event.type for event in since] == ["OrderPaid"]  # the rest of the state
+    """
 
     stream_id: str
     """The stream whose state this is."""

@@ -33,7 +33,20 @@ MARK_READ_EVERY = 1.0
 
 @dataclass(frozen=True)
 class LogProblem:
-    """Something `verify_log` found wrong."""
+    """Something `verify_log` found wrong.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent, verify_log
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("order-1", [NewEvent("OrderPlaced", {"cents": 1250})])
+            # A read model restored from a later backup than the store's: ahead of the log.
+            report = verify_log(store, checkpoints=lambda: {"order-totals": 5})
+        [problem] = report.problems
+        assert (problem.kind, problem.where) == ("checkpoint ahead", "order-totals")
+        assert problem.detail == "checkpoint at position 5, past the high-water mark 1"
+    """
 
     kind: str
     """One of: version gap, version repeated, position order, duplicate id, snapshot
@@ -46,7 +59,20 @@ class LogProblem:
 
 @dataclass(frozen=True)
 class LogVerification:
-    """What `verify_log` read and found."""
+    """What `verify_log` read and found.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent, verify_log
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("order-1", [NewEvent("OrderPlaced", {"cents": 1250})])
+            store.save_snapshot("order-1", version=1, type="Order", data={"cents": 1250})
+            verification = verify_log(store)
+        assert verification.ok and verification.problem_count == 0
+        assert (verification.events, verification.streams, verification.snapshots) == (1, 1, 1)
+        assert verification.checkpoints is None  # none were asked for
+    """
 
     events: int
     """Events read: the log up to the high-water mark taken when the pass began."""
@@ -82,6 +108,17 @@ def verify_log(
     is read: each must be at most the high-water mark the pass read to).
 
     `progress` is told the position reached, now and then.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent, verify_log
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("order-1", [NewEvent("OrderPlaced", {"cents": 1250})])
+            store.append("order-2", [NewEvent("OrderPlaced", {"cents": 800})])
+            report = verify_log(store, checkpoints=lambda: {"order-totals": 2})
+        assert report.ok, report.problems
+        assert (report.events, report.high_water_mark, report.checkpoints) == (2, 2, 1)
     """
     found: list[LogProblem] = []
     count = 0
