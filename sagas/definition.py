@@ -12,14 +12,63 @@ from .errors import SagaDefinitionError
 from .failures import Kind
 
 Action = Callable[[dict[str, Any], StepContext], Any | Awaitable[Any]]
-"""`action(data, context) -> result`: plain or async; the result must be JSON-encodable."""
+"""`action(data, context) -> result`: plain or async; the result must be JSON-encodable.
+
+Example::
+
+    from eventcraft.eventstore import EventStore
+    from eventcraft.sagas import Action, Orchestrator, Saga, Step
+
+    stock = {"tea": 10}
+
+    def take(amount: int) -> Action:  # an action, made for each use
+        def action(data, context):
+            stock[data["sku"]] -= amount
+            return {"left": stock[data["sku"]]}  # its result: JSON, kept in the saga's stream
+
+        return action
+
+    fulfilment = Saga("fulfilment", [Step("reserve", take(1), compensation=take(-1))])
+    store = EventStore.open("sqlite:///shop.db")
+    orchestrator = Orchestrator(store, [fulfilment])
+    orchestrator.start(fulfilment, {"sku": "tea"}, saga_id="order-1")
+    orchestrator.run_pending()
+    assert orchestrator.state("fulfilment", "order-1").results == {"reserve": {"left": 9}}
+    store.close()
+"""
 
 _NAME = re.compile(r"[A-Za-z0-9_.]{1,80}")
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How often a failing action or compensation is tried, and how long to wait between."""
+    """How often a failing action or compensation is tried, and how long to wait between.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import Orchestrator, RetryPolicy, Saga, Step
+
+        tries = []
+
+        def charge(data, context):
+            tries.append(context.attempt)
+            if len(tries) < 3:
+                raise ConnectionError("the payment service is restarting")
+            return {"charged": data["cents"]}
+
+        policy = RetryPolicy(attempts=3, backoff=0.01)  # three tries, 0.01 s then 0.02 s apart
+        assert (policy.delay(1), policy.delay(2)) == (0.01, 0.02)
+        charging = Step("charge", charge, retry=policy, retry_on=(ConnectionError,))
+        checkout = Saga("checkout", [charging])
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [checkout])
+        orchestrator.start(checkout, {"cents": 1200}, saga_id="order-1")
+        orchestrator.run_pending()
+        assert orchestrator.state("checkout", "order-1").status == "completed"
+        assert tries == [1, 2, 3]
+        store.close()
+    """
 
     attempts: int = 1
     """Tries in all, the first included."""
@@ -61,6 +110,38 @@ class Step:
     A failed step's own compensation is not called: its action is taken to
     have done nothing. `compensate_on_failure=True` calls it too (first),
     for an action that may have done part of its work before it failed.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import Orchestrator, Saga, Step
+
+        stock = {"piano": 1}
+
+        class CourierRefused(Exception):
+            "The courier says no: a business answer, not an outage."
+
+        def reserve(data, context):
+            stock[data["sku"]] -= 1
+
+        def release(data, context):
+            stock[data["sku"]] += 1
+
+        def ship(data, context):
+            raise CourierRefused(f"the courier does not carry a {data['sku']}")
+
+        fulfilment = Saga("fulfilment", [
+            Step("reserve", reserve, release),  # an action and its compensation
+            Step("ship", ship, fails_on=(CourierRefused,)),
+        ])
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [fulfilment])
+        orchestrator.start(fulfilment, {"sku": "piano"}, saga_id="order-1")
+        orchestrator.run_pending()
+        state = orchestrator.state("fulfilment", "order-1")
+        assert (state.status, state.compensated) == ("compensated", ["reserve"])
+        assert stock == {"piano": 1}  # reserved, then released
+        store.close()
     """
 
     name: str
@@ -111,7 +192,26 @@ class Step:
 
 @dataclass(frozen=True)
 class Awaiting:
-    """The action of a step that waits for an event to be signalled into the saga."""
+    """The action of a step that waits for an event to be signalled into the saga.
+
+    `wait_for` makes such a step.
+
+    Example::
+
+        from eventcraft.sagas import Awaiting, Saga, Step, wait_for
+
+        def reserve(data, context): ...
+        def ship(data, context): ...
+
+        fulfilment = Saga("fulfilment", [
+            Step("reserve", reserve),
+            wait_for("payment", "OrderPaid"),
+            Step("ship", ship),
+        ])
+        waits = {s.name: s.action for s in fulfilment.steps if isinstance(s.action, Awaiting)}
+        assert waits == {"payment": Awaiting("OrderPaid")}
+        assert waits["payment"].event_type == "OrderPaid"
+    """
 
     event_type: str
 
@@ -126,6 +226,31 @@ def wait_for(
 
     Its result is the signalled event's data. With a `timeout` it fails once
     the time passes with no signal, and the saga compensates.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.sagas import Orchestrator, Saga, Step, wait_for
+
+        parcels = []
+
+        def ship(data, context):
+            parcels.append(data["sku"])
+
+        checkout = Saga("checkout", [
+            wait_for("payment", "OrderPaid", timeout=7 * 24 * 3600),  # a week, then compensated
+            Step("ship", ship),
+        ])
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [checkout])
+        orchestrator.start(checkout, {"sku": "tea"}, saga_id="order-1")
+        assert orchestrator.run_pending() == 1  # waiting for the payment
+        store.append("order-1", [NewEvent("OrderPaid", {"cents": 1200})])
+        (paid,) = store.read_stream("order-1")
+        orchestrator.signal("checkout", "order-1", paid)  # what a ProcessManager's route does
+        assert orchestrator.run_pending() == 0 and parcels == ["tea"]
+        assert orchestrator.state("checkout", "order-1").results["payment"] == {"cents": 1200}
+        store.close()
     """
     if not isinstance(event_type, str) or not event_type:
         raise SagaDefinitionError(f"step {name!r}: event_type must be a non-empty str")
@@ -147,6 +272,38 @@ class Saga:
     instances under the old name. `compensation` undoes the start itself (what
     was done before the saga started, or on its behalf): it runs last whenever
     the saga is compensated, recorded as the compensation of step `saga.start`.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import Failure, Orchestrator, Saga, Step
+
+        done = []
+
+        def reserve(data, context):
+            done.append("reserved")
+
+        def release(data, context):
+            done.append("released")
+
+        def charge(data, context):
+            return Failure("card declined")
+
+        def reopen_cart(data, context):  # undoes what placing the order did
+            done.append("cart reopened")
+
+        checkout = Saga(
+            "checkout",  # durable: stored with every instance
+            [Step("reserve", reserve, release), Step("charge", charge)],
+            compensation=reopen_cart,
+        )
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [checkout])
+        orchestrator.start(checkout, {"cart": "c-7"}, saga_id="order-1")
+        orchestrator.run_pending()
+        assert orchestrator.state("checkout", "order-1").status == "compensated"
+        assert done == ["reserved", "released", "cart reopened"]
+        store.close()
     """
 
     def __init__(
