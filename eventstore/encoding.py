@@ -33,10 +33,39 @@ MAX_EVENT_BYTES = 4 * 1024 * 1024
 """Default for the most bytes of JSON an event's data and metadata may take together.
 
 A store opened with `max_event_bytes=` has its own limit.
+
+Example::
+
+    from eventcraft.eventstore import MAX_EVENT_BYTES, EventStore, InvalidEvent, NewEvent
+
+    with EventStore.open("sqlite:///shop.db") as store:
+        assert store.max_event_bytes == MAX_EVENT_BYTES  # 4 MiB: keep files elsewhere
+        try:
+            store.append("doc-1", [NewEvent("Uploaded", {"body": "x" * MAX_EVENT_BYTES})])
+        except InvalidEvent as error:
+            assert "the store's limit is 4194304 (max_event_bytes)" in str(error)
+        assert store.stream_version("doc-1") == 0
 """
 
 MAX_INT = 2**63 - 1
-"""Largest version, position or limit: both databases keep them as 64-bit signed integers."""
+"""Largest version, position or limit: both databases keep them as 64-bit signed integers.
+
+Example::
+
+    from eventcraft.eventstore import MAX_INT, EventStore, NewEvent
+
+
+    def since(store: EventStore, stream_id: str, version: str) -> list[str]:
+        # ?from_version= of a request: a number past any version reads nothing, no error
+        start = min(int(version), MAX_INT)
+        return [e.type for e in store.read_stream(stream_id, from_version=start)]
+
+
+    with EventStore.open("sqlite:///shop.db") as store:
+        store.append("order-1", [NewEvent("Placed", {}), NewEvent("Paid", {})])
+        assert since(store, "order-1", "2") == ["Paid"]
+        assert since(store, "order-1", "99999999999999999999") == []
+"""
 
 # PostgreSQL's text and jsonb cannot hold NUL; refusing it everywhere keeps
 # the backends interchangeable.
@@ -68,6 +97,19 @@ def check_name(what: str, value: object) -> str:
     The rules for names looked up. A name written for the first time must
     also pass `check_new_name`; a stream written before that rule existed
     stays readable.
+
+    Example::
+
+        from eventcraft.eventstore import InvalidEvent, check_name
+
+        # A stream id typed into a search form is looked up: it must pass the rules
+        # every stored name passes, not check_new_name's, which older names may break.
+        assert check_name("stream id", "order-1") == "order-1"
+        try:
+            check_name("stream id", "order-" + "1" * 300)
+        except InvalidEvent as error:
+            reason = str(error)
+        assert reason.startswith("stream id is 306 characters long; the limit is 255")
     """
     if not isinstance(value, str):
         raise InvalidEvent(f"{what} must be a str, not {type(value).__name__}: {value!r}")
@@ -96,6 +138,18 @@ def check_new_name(what: str, value: object) -> str:
     Beyond `check_name`: no control characters and no whitespace at either
     end, which look like another name when printed or are lost when a name
     is copied from a log line.
+
+    Example::
+
+        from eventcraft.eventstore import InvalidEvent, check_name, check_new_name
+
+        typed = "OrderPlaced "  # pasted with a space after it
+        assert check_name("event type", typed) == typed  # may be looked up
+        try:
+            check_new_name("event type", typed)  # may not name a new type
+        except InvalidEvent as error:
+            reason = str(error)
+        assert reason == "event type must not begin or end with whitespace: 'OrderPlaced '"
     """
     name = check_name(what, value)
     # One C-speed test for the common case: isprintable() is False for every
@@ -106,7 +160,19 @@ def check_new_name(what: str, value: object) -> str:
 
 
 def check_stream_id(value: object) -> str:
-    """Return `value` if it may name a new stream, else raise."""
+    """Return `value` if it may name a new stream, else raise.
+
+    Example::
+
+        from eventcraft.eventstore import InvalidEvent, check_stream_id
+
+        assert check_stream_id("order-42") == "order-42"
+        try:
+            check_stream_id("-42")  # an order id that lost its category
+        except InvalidEvent as error:
+            reason = str(error)
+        assert "its category, the part before the first '-', would be empty" in reason
+    """
     stream_id = check_new_name("stream id", value)
     if stream_id[0] == "-":
         raise InvalidEvent(
@@ -180,7 +246,24 @@ def check_position(name: str, value: object, most: int = MAX_INT) -> int:
 
 MAX_AFTER = MAX_INT - 1
 """Largest `after` of a read of the log: no event can follow position MAX_INT, and
-PostgreSQL's high-water mark looks one position past `after`."""
+PostgreSQL's high-water mark looks one position past `after`.
+
+Example::
+
+    from eventcraft.eventstore import MAX_AFTER, EventStore, NewEvent
+
+
+    def feed(store: EventStore, after: str) -> list[int]:
+        # ?after= of a feed's URL: a number past any position reads nothing, no error
+        start = min(int(after), MAX_AFTER)
+        return [e.position for e in store.read_all(after=start, limit=100)]
+
+
+    with EventStore.open("sqlite:///shop.db") as store:
+        store.append("order-1", [NewEvent("Placed", {}), NewEvent("Paid", {})])
+        assert feed(store, "1") == [2]
+        assert feed(store, "99999999999999999999") == []
+"""
 
 
 def check_limit(value: object) -> int | None:
@@ -343,7 +426,26 @@ def check_events(
     stream_id: str, events: Sequence[NewEvent], max_event_bytes: int = MAX_EVENT_BYTES
 ) -> None:
     """Make the store's checks of an append of `events` to `stream_id`, encoding
-    included, without a store; raises `InvalidEvent` on the first fault."""
+    included, without a store; raises `InvalidEvent` on the first fault.
+
+    Example::
+
+        from eventcraft.eventstore import InvalidEvent, NewEvent, check_events
+
+
+        def accepted(order_id: str, items: object) -> bool:
+            # An HTTP intake's check of a request, before it is queued for the store.
+            try:
+                check_events(f"order-{order_id}", [NewEvent("ItemsAdded", {"items": items})])
+            except InvalidEvent:
+                return False
+            return True
+
+
+        assert accepted("42", ["A1", "B2"])
+        assert not accepted("42", {"A1", "B2"})  # a set: JSON has none
+        assert not accepted("42", [float("inf")])  # nor infinity
+    """
     PreparedBatch(stream_id, events, max_event_bytes).all()
 
 
@@ -365,7 +467,19 @@ def _where(stream_id: str, index: int, event: NewEvent) -> str:
 
 
 def encode_object(where: str, value: dict[str, Any] | BaseModel) -> bytes:
-    """Encode a dict or pydantic model as a JSON object; errors say `where` it was."""
+    """Encode a dict or pydantic model as a JSON object; errors say `where` it was.
+
+    Example::
+
+        from eventcraft.eventstore import InvalidEvent, encode_object
+
+        assert encode_object("cart-7's state", {"items": ["A1"]}) == b'{"items":["A1"]}'
+        try:
+            encode_object("cart-7's state", {"items": {"A1"}})
+        except InvalidEvent as error:
+            reason = str(error)
+        assert reason.startswith("cart-7's state cannot be encoded as JSON")
+    """
     try:
         return _encode(value)
     except InvalidEvent as error:
