@@ -43,10 +43,47 @@ from .errors import FailedMessageNotFound, MessageDiscarded
 from .messages import IncomingMessage
 
 FAILED = "eventcraft_inbox_failed"
-"""The error store's table, in the store's database or an App's read-model database."""
+"""The error store's table, in the store's database or an App's read-model database.
+
+Public as `eventcraft.messaging.FAILED_TABLE`.
+
+Example::
+
+    import sqlalchemy as sa
+    from eventcraft.eventstore import EventStore
+    from eventcraft.messaging import FAILED_TABLE, Inbox, IncomingMessage, Mapped
+
+    store = EventStore.open("sqlite:///shop.db")
+    with Inbox("orders-in", store, lambda m: Mapped("order-7", "Received", m.json())) as inbox:
+        inbox.take(IncomingMessage("msg-1", b"not json"))  # kept in the error store
+
+    engine = sa.create_engine("sqlite:///shop.db")  # the inbox's database: the store's here
+    with engine.connect() as connection:
+        query = sa.text(f"SELECT inbox, message_id, attempts FROM {FAILED_TABLE}")
+        assert connection.execute(query).all() == [("orders-in", "msg-1", 1)]
+"""
 DATA_SUBJECTS_HEADER = "eventcraft-data-subjects"
 """The header naming whose personal data a message holds: a JSON array of data subjects'
-ids. A failed message naming them is erased when one of them is forgotten."""
+ids. A failed message naming them is erased when one of them is forgotten.
+
+Example::
+
+    from eventcraft.eventstore import EventStore
+    from eventcraft.messaging import (
+        DATA_SUBJECTS_HEADER, Inbox, InboxErrorStore, IncomingMessage, Mapped,
+    )
+    from eventcraft.projections import Database
+
+    store = EventStore.open("sqlite:///shop.db")
+    headers = {DATA_SUBJECTS_HEADER: '["customer-7"]'}
+    with Inbox("signups-in", store, lambda m: Mapped("signups", "SignedUp", m.json())) as inbox:
+        inbox.take(IncomingMessage("msg-1", b"name: Ann", headers))  # not JSON: kept
+
+    errors = InboxErrorStore(Database.of(None, store))
+    assert errors.listed()[0].data_subjects == ("customer-7",)
+    assert errors.forget("customer-7") == 1  # Ann asked to be forgotten
+    assert errors.listed(discarded=True)[0].body == b""
+"""
 DISCARDED = "<discarded>"
 """What a discarded message's error reads as after its type: its message was erased."""
 
@@ -83,7 +120,25 @@ _ADDED = ("discarded_at", "discard_reason", "data_subjects")
 
 @dataclass(frozen=True)
 class FailedMessage:
-    """A message an inbox could not store."""
+    """A message an inbox could not store.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.messaging import Inbox, IncomingMessage, Mapped
+
+        def order_received(message: IncomingMessage) -> Mapped:
+            order = message.json()
+            return Mapped(f"order-{order['id']}", "OrderReceived", order)
+
+        store = EventStore.open("sqlite:///shop.db")
+        with Inbox("orders-in", store, order_received) as inbox:
+            assert inbox.take(IncomingMessage("msg-1", b'{"order": 7}')) is None  # no "id"
+            [failed] = inbox.failures()
+        assert (failed.inbox, failed.message_id, failed.attempts) == ("orders-in", "msg-1", 1)
+        assert failed.error == "KeyError: 'id'" and failed.body == b'{"order": 7}'
+        assert not failed.discarded and not failed.resend
+    """
 
     inbox: str
     message_id: str
@@ -373,15 +428,26 @@ class InboxErrorStore:
     again, with its own mapping) or discarded, and those naming a forgotten data subject
     erased.
 
-    ::
-
-        errors = InboxErrorStore(Database.of(None, store))   # the store's own database
-        for message in errors.listed("orders-in"):
-            errors.resend(message.inbox, message.message_id)
-
     Each call is a transaction of its own, which re-reads what it acts on. A database no
     inbox ever used holds no error store: nothing is listed or erased there, and nothing
     created; one an earlier release made is brought up to date first.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.messaging import Inbox, InboxErrorStore, IncomingMessage, Mapped
+        from eventcraft.projections import Database
+
+        store = EventStore.open("sqlite:///shop.db")
+        inbox = Inbox("orders-in", store, lambda m: Mapped("order-7", "Received", m.json()))
+        inbox.take(IncomingMessage("msg-1", b"not json"))  # kept in the error store
+
+        errors = InboxErrorStore(Database.of(None, store))  # the store's own database
+        for message in errors.listed("orders-in"):
+            errors.resend(message.inbox, message.message_id)
+        assert errors.find("orders-in", "msg-1").resend
+        inbox.take_resends()  # as the running inbox's step() does: here it fails again
+        assert errors.find("orders-in", "msg-1").attempts == 2
     """
 
     def __init__(self, database: Database) -> None:
