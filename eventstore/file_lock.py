@@ -21,6 +21,29 @@ def file_lock(path: Path, busy: Callable[[str], Exception]) -> Iterator[None]:
     It is `flock`, not a file made with O_EXCL: the kernel drops it when its
     holder's process dies, so a killed run leaves no lock behind for an operator
     to clear. A lock is an open file's, so two opens in one process exclude too.
+
+    Example::
+
+        import os
+        from pathlib import Path
+
+        from eventcraft.eventstore import file_lock
+
+
+        class NightlyBusy(Exception):
+            pass
+
+
+        def busy(holder: str) -> NightlyBusy:
+            return NightlyBusy(f"the nightly job runs already, in process {holder}")
+
+
+        with file_lock(Path("nightly.lock"), busy):  # one nightly job at a time
+            try:
+                with file_lock(Path("nightly.lock"), busy):  # a second run, refused at once
+                    raise AssertionError("two nightly jobs at once")
+            except NightlyBusy as error:
+                assert str(error).endswith(f"in process {os.getpid()}")
     """
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:

@@ -38,7 +38,32 @@ MARK = "$personal"
 """The top-level key of an event's data that holds its sealed fields."""
 TEXT_MARK = f'"{MARK}"'
 """`MARK` as it appears in JSON text: a cheap first test of stored text (exported as
-`SEALED_MARK`, for readers of the store's tables that filter on it)."""
+`SEALED_MARK`, for readers of the store's tables that filter on it).
+
+Example::
+
+    import sqlite3
+    from typing import Annotated
+
+    from eventcraft.eventstore import SEALED_MARK, EventStore, NewEvent, Personal
+    from pydantic import BaseModel
+
+
+    class Registered(BaseModel):
+        customer_id: str
+        email: Annotated[str, Personal(subject="customer_id")]
+
+
+    ann = Registered(customer_id="c7", email="ann@example.com")
+    with EventStore.open("sqlite:///shop.db") as store:
+        store.append("customer-7", [NewEvent("Registered", ann)])
+        store.append("order-1", [NewEvent("Placed", {"customer_id": "c7"})])
+    # A report reading the store's table itself finds the events that hold sealed fields.
+    db = sqlite3.connect("shop.db")
+    query = "SELECT stream_id FROM eventcraft_events WHERE instr(data, ?) > 0"
+    assert db.execute(query, (SEALED_MARK,)).fetchall() == [("customer-7",)]
+    db.close()
+"""
 
 _NONCE = 12
 _ENTRY_KEYS = frozenset({"subject", "key", "fields", "sealed", "forgotten"})

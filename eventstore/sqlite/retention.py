@@ -43,7 +43,19 @@ from .transaction import immediate
 RUNS = "eventcraft_retention_runs"
 ACTIVE = "eventcraft_retention_active"
 RETENTION_LOCK_SUFFIX = ".retention.lock"
-"""Added to the database file's path: the file whose lock is the store's retention lock."""
+"""Added to the database file's path: the file whose lock is the store's retention lock.
+
+Example::
+
+    from pathlib import Path
+
+    from eventcraft.eventstore import RETENTION_LOCK_SUFFIX, EventStore
+
+    with EventStore.open("sqlite:///shop.db") as store, store.retention.exclusive():
+        # What an operator looks at: the lock's file, naming the process of the run.
+        lock = Path("shop.db" + RETENTION_LOCK_SUFFIX)
+        assert lock.name == "shop.db.retention.lock" and lock.read_text().strip().isdigit()
+"""
 
 T = TypeVar("T")
 
