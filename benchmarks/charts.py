@@ -23,7 +23,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -36,7 +36,10 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from .record import FORMAT
 
-STYLE = {
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
+STYLE: dict[RcKeyType, Any] = {
     "figure.dpi": 100,
     "savefig.dpi": 100,
     "font.family": "DejaVu Sans",  # matplotlib's own font: the same glyphs on any machine
