@@ -58,9 +58,21 @@ class JetStreamPublisher(BrokerClient, Publisher):
     With `stream` named, that stream is created on first use if missing,
     taking `{prefix}.>`; otherwise a stream must already take the subjects.
 
-    ::
+    Example::
 
-        publisher = JetStreamPublisher("nats://127.0.0.1:4222", prefix="orders", stream="ORDERS")
+        # needs: broker
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.messaging import JetStreamPublisher, Relay
+
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("payment-9", [NewEvent("PaymentCaptured", {"cents": 1600})])
+        nats = "nats://127.0.0.1:4222"
+        # The stream PAYMENTS, taking payments.>, is made if missing.
+        publisher = JetStreamPublisher(nats, prefix="payments", stream="PAYMENTS")
+        with Relay("payments-out", store, publisher) as relay:
+            relay.catch_up()  # to payments.payment.PaymentCaptured, acknowledged by JetStream
+            status = relay.status()
+        assert (status.position, status.published, status.lag_events) == (1, 1, 0)
     """
 
     connection_errors = CONNECTION_ERRORS
@@ -145,6 +157,33 @@ class JetStreamSource(BrokerClient, Source):
     otherwise); one published without it is known by its stream and sequence
     number, which a redelivery keeps. What is not acknowledged within `ack_wait`
     seconds is delivered again.
+
+    Example::
+
+        # needs: broker
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.messaging import (
+            Inbox, IncomingMessage, JetStreamPublisher, JetStreamSource, Mapped, Relay,
+        )
+
+        orders = EventStore.open("sqlite:///orders.db")
+        warehouse = EventStore.open("sqlite:///warehouse.db")
+        nats = "nats://127.0.0.1:4222"
+        orders.append("order-42", [NewEvent("OrderPlaced", {"order": 42})])
+        publisher = JetStreamPublisher(nats, prefix="sales", stream="SALES")
+        with Relay("sales-out", orders, publisher) as relay:
+            relay.catch_up()
+
+        consumer = JetStreamSource(nats, stream="SALES", durable="picking", subject="sales.order.>")
+
+        def to_pick(message: IncomingMessage) -> Mapped:
+            return Mapped(f"pick-{message.json()['order']}", "PickRequested", message.json())
+
+        with Inbox("sales-in", warehouse, to_pick, consumer) as inbox:
+            placed = next(orders.read_all())
+            while inbox.stored_event(str(placed.id)) is None:  # Nats-Msg-Id: the event id
+                inbox.step()
+        assert [e.type for e in warehouse.read_stream("pick-42")] == ["PickRequested"]
     """
 
     connection_errors = CONNECTION_ERRORS

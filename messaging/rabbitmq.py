@@ -41,9 +41,24 @@ CONNECTION_ERRORS = (
 class RabbitMQPublisher(BrokerClient, Publisher):
     """Publishes to `exchange` (a durable topic exchange, declared if missing).
 
-    ::
+    Each message's routing key is `{category}.{type}`. RabbitMQ drops what no queue is
+    bound to: bind the consumers' queues before relaying.
 
-        publisher = RabbitMQPublisher("amqp://guest:guest@127.0.0.1:5672/", exchange="orders")
+    Example::
+
+        # needs: broker
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.messaging import RabbitMQPublisher, Relay
+
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("payment-9", [NewEvent("PaymentCaptured", {"cents": 1600})])
+        amqp = "amqp://guest:guest@127.0.0.1:5672/"
+        publisher = RabbitMQPublisher(amqp, exchange="payments")  # key: payment.PaymentCaptured
+        with Relay("payments-out", store, publisher) as relay:
+            relay.catch_up()  # returns once RabbitMQ confirmed every message
+            status = relay.status()
+        assert (status.position, status.published, status.lag_events) == (1, 1, 0)
+        assert status.broker == "RabbitMQ amqp://guest:***@127.0.0.1:5672/ exchange 'payments'"
     """
 
     connection_errors = CONNECTION_ERRORS
@@ -120,6 +135,34 @@ class RabbitMQSource(BrokerClient, Source):
     durable topic exchanges, as a relay's are). Up to `prefetch` messages are
     in flight unacknowledged; those are delivered again if the connection
     drops before they are acknowledged.
+
+    Example::
+
+        # needs: broker
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.messaging import (
+            Inbox, IncomingMessage, Mapped, RabbitMQPublisher, RabbitMQSource, Relay,
+        )
+
+        orders = EventStore.open("sqlite:///orders.db")
+        warehouse = EventStore.open("sqlite:///warehouse.db")
+        amqp = "amqp://guest:guest@127.0.0.1:5672/"
+        queue = RabbitMQSource(amqp, queue="warehouse-picking", bindings=[("sales", "order.#")])
+
+        def to_pick(message: IncomingMessage) -> Mapped:
+            return Mapped(f"pick-{message.json()['order']}", "PickRequested", message.json())
+
+        with (
+            Inbox("sales-in", warehouse, to_pick, queue) as inbox,
+            Relay("sales-out", orders, RabbitMQPublisher(amqp, exchange="sales")) as relay,
+        ):
+            inbox.step(timeout=0.1)  # connects: the queue is declared and bound
+            orders.append("order-42", [NewEvent("OrderPlaced", {"order": 42})])
+            relay.catch_up()
+            placed = next(orders.read_all())
+            while inbox.stored_event(str(placed.id)) is None:  # message id: the event id
+                inbox.step()
+        assert [e.type for e in warehouse.read_stream("pick-42")] == ["PickRequested"]
     """
 
     connection_errors = CONNECTION_ERRORS
