@@ -35,6 +35,7 @@ from .personal_commands import forget
 from .projection_commands import projections
 from .retention_commands import retention
 from .saga_commands import sagas
+from .schema_commands import schema
 from .shell import Shell
 from .spark_commands import spark
 from .transfer_commands import TRANSFER_COMMANDS
@@ -82,6 +83,7 @@ for command in (*LOG_COMMANDS, *TRANSFER_COMMANDS):
     cli.add_command(command)
 cli.add_command(projections)
 cli.add_command(sagas)
+cli.add_command(schema)
 cli.add_command(messaging)
 cli.add_command(spark)
 cli.add_command(console)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import pytest
 from eventcraft.domain import (
@@ -30,7 +30,7 @@ class OrderPlaced(DomainEvent):
 
 
 @shop.upcaster("OrderPlaced", from_version=1)
-def _placed_v1(data: dict) -> dict:
+def _placed_v1(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "email": ""}
 
 

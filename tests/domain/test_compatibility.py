@@ -115,7 +115,7 @@ def test_an_upcaster_that_raises_on_old_data_is_caught() -> None:
     now = registry_of(2, order_id=str)
 
     @now.upcaster("OrderPlaced", from_version=1)
-    def drop_note(data: dict) -> dict:
+    def drop_note(data: dict[str, Any]) -> dict[str, Any]:
         del data["note"]  # fails on events stored without a note
         return data
 
@@ -151,8 +151,8 @@ def test_a_type_dropped_and_a_retired_name_reused_are_named() -> None:
         type("OrderPlaced", (DomainEvent,), {"__annotations__": {"order_id": str}}),
         "OrderPlaced",
     )
-    found = [str(p) for p in check_compatibility(reused, retired)]
-    assert found == [
+    lines = [str(p) for p in check_compatibility(reused, retired)]
+    assert lines == [
         "CouponAdded v1: the name was retired: events stored under it by the old type would "
         "be read as the new class; fix: register the new class under a name never used before"
     ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from eventcraft.domain import DomainEvent, EventRegistry, verify_stored_events
 from eventcraft.eventstore import EVENT_VERSION, EventStore, NewEvent
@@ -15,7 +17,7 @@ def shop_registry() -> EventRegistry:
         cents: int
 
     @registry.upcaster("OrderPlaced", from_version=1)
-    def euros_to_cents(data: dict) -> dict:
+    def euros_to_cents(data: dict[str, Any]) -> dict[str, Any]:
         return {"cents": data.pop("euros") * 100}
 
     @registry.event("OrderShipped")
@@ -25,7 +27,7 @@ def shop_registry() -> EventRegistry:
     return registry
 
 
-def placed(version: int, data: dict) -> NewEvent:
+def placed(version: int, data: dict[str, Any]) -> NewEvent:
     return NewEvent("OrderPlaced", data, metadata={EVENT_VERSION: version})
 
 
@@ -51,7 +53,7 @@ def test_events_are_counted_by_type_and_stored_version_and_failures_kept(
         ("OrderPlaced", 3, 1, 1, 6, 2),
         ("OrderShipped", 1, 1, 0, None, 1),
     ]
-    errors = {(c.event_type, c.version): c.error for c in found.counts}
+    errors = {(c.event_type, c.version): c.error or "" for c in found.counts}
     assert "the upcaster from version 1 failed: KeyError('euros')" in errors[("OrderPlaced", 1)]
     assert "stream 'order-2'" in errors[("OrderPlaced", 1)]
     assert "written by a newer schema" in errors[("OrderPlaced", 3)]
@@ -84,6 +86,8 @@ def test_a_sample_reads_windows_spread_over_the_log(sqlite_url: str) -> None:
 @pytest.mark.parametrize(
     ("arguments", "says"), [({"limit": 0}, "limit"), ({"sample": 0}, "sample")]
 )
-def test_a_bound_that_is_no_count_is_refused(store: EventStore, arguments: dict, says: str) -> None:
+def test_a_bound_that_is_no_count_is_refused(
+    store: EventStore, arguments: dict[str, int], says: str
+) -> None:
     with pytest.raises(ValueError, match=says):
         verify_stored_events(store, shop_registry(), **arguments)
