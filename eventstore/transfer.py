@@ -230,7 +230,32 @@ def checked_import(
     A source that cannot be read twice (a pipe) is copied to a temporary file as it is
     checked, and the copy is what is handed back (and removed afterwards). `checking` is
     told the bytes checked so far, now and then. The default `max_event_bytes` is that of
-    a store opened without one."""
+    a store opened without one.
+
+    Example::
+
+        from pathlib import Path
+
+        from eventcraft.eventstore import BadImportLine, EventStore, checked_import, import_log
+
+
+        def copy(export: str, url: str) -> None:
+            # The file is checked whole before the store is opened: a bad one makes none.
+            with (
+                open(export, "rb") as source,
+                checked_import(source) as lines,
+                EventStore.open(url) as store,
+            ):
+                import_log(store, lines, check=False)
+
+
+        Path("broken.ndjson").write_text('{"stream_id": "order-1", "type": "Placed"}')
+        try:
+            copy("broken.ndjson", "sqlite:///copy.db")
+        except BadImportLine as error:
+            reason = str(error)
+        assert reason.startswith("line 1: missing") and not Path("copy.db").exists()
+    """
     with checked(source, max_event_bytes=max_event_bytes, progress=checking) as lines:
         yield lines
 

@@ -23,7 +23,28 @@ from ..errors import InvalidEvent
 
 FORGOTTEN = "<forgotten>"
 """What a personal field reads as once its subject is forgotten, unless it names another
-replacement (`Personal(forgotten=...)`)."""
+replacement (`Personal(forgotten=...)`).
+
+Example::
+
+    from typing import Annotated
+
+    from eventcraft.eventstore import FORGOTTEN, EventStore, NewEvent, Personal
+    from pydantic import BaseModel
+
+
+    class Registered(BaseModel):
+        customer_id: str
+        email: Annotated[str, Personal(subject="customer_id")]
+
+
+    ann = Registered(customer_id="c7", email="ann@example.com")
+    with EventStore.open("sqlite:///shop.db") as store:
+        store.append("customer-7", [NewEvent("Registered", ann)])
+        store.forget("c7")  # the right to erasure: the subject's key is deleted
+        (event,) = store.read_stream("customer-7")
+    assert event.data == {"customer_id": "c7", "email": FORGOTTEN}
+"""
 
 Subject = str | Callable[[Any], object] | None
 """Whose data a personal field holds: the name of another field of the event holding the
