@@ -73,6 +73,22 @@ class BlockingEventStore:
     Each is the async store's method of the same name (same arguments, same
     docstring), its coroutine waited for; a read is read to its end on the
     loop, then handed over.
+
+    Example::
+
+        import asyncio
+
+        from eventcraft.eventstore import AsyncEventStore, BlockingEventStore, NewEvent
+
+        async with await AsyncEventStore.open("sqlite:///shop.db") as store:
+            await store.append("order-1", [NewEvent("OrderPlaced", {"cents": 1250})])
+            blocking = BlockingEventStore.over(store)  # for sync code, in threads of its own
+            read = await asyncio.to_thread(lambda: list(blocking.read_stream("order-1")))
+            try:
+                blocking.stream_version("order-1")  # on the loop's thread, it would block it
+            except RuntimeError as error:
+                refused = str(error)
+        assert [event.type for event in read] == ["OrderPlaced"] and "would block" in refused
     """
 
     def __init__(

@@ -19,7 +19,19 @@ from .sql.schema import EVENTS
 def postgres_holds_store(url: str, target: PostgresTarget) -> bool:
     """Whether the schema `target` names (the search path's, if none) holds an event
     store, or is one the role may not use: an open then names the USAGE it lacks.
-    `StoreUnavailable` naming `url` (its password masked) if nothing answers."""
+    `StoreUnavailable` naming `url` (its password masked) if nothing answers.
+
+    Example::
+
+        # needs: postgres
+        from eventcraft.eventstore import EventStore, PostgresTarget, postgres_holds_store
+
+        url = "postgresql://postgres@localhost:5432/eventcraft"
+        target = PostgresTarget.from_url(url)
+        assert not postgres_holds_store(url, target)  # a new database; looking makes no store
+        EventStore.open(url).close()  # opening does
+        assert postgres_holds_store(url, target)
+    """
     table = EVENTS if target.schema is None else f"{target.schema}.{EVENTS}"
     with opening(url):  # StoreUnavailable naming the URL, as EventStore.open
         conn = ConnectionPool(target).connect()
@@ -37,7 +49,18 @@ def postgres_holds_store(url: str, target: PostgresTarget) -> bool:
 
 def sqlite_file_holds_store(path: str) -> bool:
     """Whether the existing file `path` is a SQLite database holding an event store;
-    `StoreUnavailable` if it cannot be opened (a folder, no permission)."""
+    `StoreUnavailable` if it cannot be opened (a folder, no permission).
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, sqlite_file_holds_store
+
+        EventStore.open("sqlite:///shop.db").close()
+        with open("notes.txt", "w") as notes:
+            notes.write("not a database")
+        assert sqlite_file_holds_store("shop.db")
+        assert not sqlite_file_holds_store("notes.txt")  # looked at read-only, left as it was
+    """
     # Read-only: a look must not turn another program's file (or an empty one) into a
     # database, nor leave a journal beside it.
     try:

@@ -54,15 +54,31 @@ appended to (a snapshot's stream)."""
 
 @dataclass(frozen=True, slots=True)
 class Personal:
-    """Marks a field of a pydantic event as personal data of one data subject::
+    """Marks a field of a pydantic event as personal data of one data subject.
+
+    The subject's id is stored in the clear beside the sealed fields (it
+    names the key): make it an opaque id, never personal data itself.
+
+    Example::
+
+        from typing import Annotated
+
+        from eventcraft.domain import DomainEvent
+        from eventcraft.eventstore import FORGOTTEN, EventStore, NewEvent, Personal
 
         class Registered(DomainEvent):
             customer_id: str
             name: Annotated[str, Personal(subject="customer_id")]
-            email: Annotated[str, Personal(subject="customer_id")]
+            phone: Annotated[str | None, Personal(subject="customer_id", forgotten=None)]
 
-    The subject's id is stored in the clear beside the sealed fields (it
-    names the key): make it an opaque id, never personal data itself.
+        registered = Registered(customer_id="c1", name="Ada", phone="+44 20 7946 0000")
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("customer-c1", [NewEvent("Registered", registered)])
+            (event,) = store.read_stream("customer-c1")
+            assert event.data["name"] == "Ada"  # sealed as stored, opened for readers
+            store.forget("c1")  # the subject's key is deleted
+            (event,) = store.read_stream("customer-c1")
+        assert event.data == {"customer_id": "c1", "name": FORGOTTEN, "phone": None}
     """
 
     subject: Subject = None

@@ -52,7 +52,29 @@ class _Cached:
 
 
 class KeyStore:
-    """A key table and the keys cached from it; shared by a store's threads."""
+    """A key table and the keys cached from it; shared by a store's threads.
+
+    Example::
+
+        from typing import Annotated
+
+        from eventcraft.domain import DomainEvent
+        from eventcraft.eventstore import FORGOTTEN, EventStore, KeyStore, NewEvent, Personal
+
+        class Registered(DomainEvent):
+            customer_id: str
+            email: Annotated[str, Personal(subject="customer_id")]
+
+        registered = Registered(customer_id="c1", email="ada@example.com")
+        with EventStore.open("sqlite:///shop.db", keys="sqlite:///keys.db") as store:
+            store.append("customer-c1", [NewEvent("Registered", registered)])
+        with KeyStore.open("sqlite:///keys.db", existing=True) as keys:  # an erasure request
+            assert keys.forget("c1") == 1
+            assert [key.material for key in keys.of_subject("c1")] == [None]
+        with EventStore.open("sqlite:///shop.db", keys="sqlite:///keys.db") as store:
+            (event,) = store.read_stream("customer-c1")
+        assert event.data == {"customer_id": "c1", "email": FORGOTTEN}
+    """
 
     def __init__(
         self,

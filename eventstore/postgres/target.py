@@ -35,7 +35,18 @@ _MOST_POOL_SIZE = 1000
 
 @dataclass(frozen=True)
 class PostgresTarget:
-    """Where a PostgreSQL store lives."""
+    """Where a PostgreSQL store lives.
+
+    Example::
+
+        from eventcraft.eventstore import PostgresTarget
+
+        url = "postgresql://app:s3cret@db.example:5432/shop?schema=orders&pool_size=20"
+        target = PostgresTarget.from_url(url)  # read and checked; nothing is connected to
+        assert (target.schema, target.pool_size, target.pool_timeout) == ("orders", 20, 30.0)
+        assert target.conninfo.endswith("/shop?application_name=eventcraft")  # for libpq
+        assert "search_path=orders" in target.options()
+    """
 
     conninfo: str
     """A libpq URI without the store's own parameters."""
@@ -48,6 +59,8 @@ class PostgresTarget:
 
     @classmethod
     def from_url(cls, url: str) -> PostgresTarget:
+        """The target `url` names; `UnsupportedStoreURL` for a URL libpq or the store would
+        refuse, before anything is connected to."""
         parts = urlsplit(url)
         query = dict(parse_qsl(parts.query, keep_blank_values=True))
         schema = query.pop("schema", None)
@@ -68,6 +81,8 @@ class PostgresTarget:
         return cls(conninfo, schema, int(pool_size), float(pool_timeout))
 
     def options(self) -> str:
+        """The libpq `options` a connection to the store is opened with (`-c` settings):
+        for a connection of one's own that must see the store as the store does."""
         # UTC so that recorded_at comes back the same whatever the server's zone;
         # READ COMMITTED whatever the server's default, so that each statement
         # of the append function sees what committed before it began.

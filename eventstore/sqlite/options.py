@@ -39,7 +39,18 @@ OPTIONS = ("synchronous",)
 
 @dataclass(frozen=True)
 class SQLiteTarget:
-    """Where a SQLite store is and how it syncs, from its URL."""
+    """Where a SQLite store is and how it syncs, from its URL.
+
+    Example::
+
+        from eventcraft.eventstore import SQLiteTarget
+
+        target = SQLiteTarget.from_url("sqlite:///shop.db?synchronous=normal")
+        assert (target.path, target.synchronous) == ("shop.db", "normal")
+        assert SQLiteTarget.from_url("sqlite:////var/lib/app/shop.db") == SQLiteTarget(
+            "/var/lib/app/shop.db", "full"  # every commit synced: the default
+        )
+    """
 
     path: str
     """The database file, or `:memory:`."""
@@ -48,6 +59,8 @@ class SQLiteTarget:
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteTarget:
+        """The target `url` names; `UnsupportedStoreURL` for another URL, or an option
+        it does not take."""
         if not url.startswith(PREFIX) or len(url) == len(PREFIX):
             raise UnsupportedStoreURL(
                 f"a SQLite store URL is sqlite:///relative/path.db or sqlite:////abs/path.db, "
