@@ -60,7 +60,32 @@ _FIRST_BACKOFF = 0.1
 
 @dataclass(frozen=True)
 class RelayStatus:
-    """Where a relay stands: its checkpoint against the log, and the broker's state."""
+    """Where a relay stands: its checkpoint against the log, and the broker's state.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.messaging import Publisher, Relay, RelayStatus
+
+        class Nowhere(Publisher):  # stands in for a broker's publisher
+            broker = "nowhere"
+
+            def publish(self, messages):
+                pass
+
+            def close(self):
+                pass
+
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-7", [NewEvent("OrderPlaced", {"cents": 1600})])
+        with Relay("orders-out", store, Nowhere()) as relay:
+            before: RelayStatus = relay.status()
+            relay.catch_up()
+            after = relay.status()
+        assert (before.position, before.head, before.lag_events) == (0, 1, 1)
+        assert (after.position, after.lag_events, after.published) == (1, 0, 1)
+        assert after.state == "stopped" and after.paused_since is None  # catch_up ran, returned
+    """
 
     name: str
     broker: str
@@ -92,11 +117,36 @@ class RelayStatus:
 class Relay:
     """Publishes the events of `store` that it selects through `publisher`.
 
-    ::
+    The publisher is a `RabbitMQPublisher`, a `JetStreamPublisher` or a `Publisher` of
+    your own. `start()` follows the log in a thread, `run()` in this one, and
+    `catch_up()` publishes up to the head and returns.
 
-        publisher = RabbitMQPublisher("amqp://guest:guest@127.0.0.1:5672/", exchange="orders")
-        with Relay("orders-out", store, publisher, categories=["order"]) as relay:
-            relay.start()                   # follow the log in a thread
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.messaging import Publisher, Relay
+
+        class Kept(Publisher):  # stands in for RabbitMQPublisher or JetStreamPublisher
+            broker = "memory"
+
+            def __init__(self):
+                self.subjects = []
+
+            def publish(self, messages):
+                self.subjects += [m.subject for m in messages]
+
+            def close(self):
+                pass
+
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-7", [NewEvent("OrderPlaced", {"cents": 1600})])
+        store.append("cart-3", [NewEvent("ItemAdded", {"sku": "tea"})])
+        kept = Kept()
+        with Relay("orders-out", store, kept, categories=["order"]) as relay:
+            relay.catch_up()  # published, confirmed, then checkpointed
+            store.append("order-7", [NewEvent("OrderPaid", {"cents": 1600})])
+            relay.catch_up()  # from its checkpoint on
+        assert kept.subjects == ["order.OrderPlaced", "order.OrderPaid"] and relay.position == 3
 
     `categories`, `types`, `query` (an eventstore `Query` of types and tags)
     and `where` (a predicate on the event's data) select the events; the
