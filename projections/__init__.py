@@ -13,7 +13,9 @@ from .archive_layout import span_of as segment_span
 from .archive_lock import ArchiveBusy
 from .archive_lock import run_lock as archive_run_lock
 from .async_runner import AsyncProjectionRunner
-from .checkpoint import checkpoint_leases, checkpoint_positions
+from .checkpoint import Checkpoint, checkpoint_leases, checkpoint_positions
+from .checkpoint_table import CheckpointTable
+from .clock import local_deadline as lease_deadline
 from .competing import PartitionedRunner, PartitionWorker
 from .database import Database
 from .definition import Definition
@@ -71,6 +73,8 @@ __all__ = [
     "ArchiveBusy",
     "ArchiveFiles",
     "AsyncProjectionRunner",
+    "Checkpoint",
+    "CheckpointTable",
     "Database",
     "Definition",
     "DefinitionError",
@@ -110,6 +114,7 @@ __all__ = [
     "forget_parked_errors",
     "kept_alive",
     "lag_of",
+    "lease_deadline",
     "make_projection_gauges",
     "narrowed",
     "never_run",

@@ -18,7 +18,25 @@ from .schema import checkpoints as table
 
 @dataclass(frozen=True)
 class Checkpoint:
+    """Where a projection, or another follower of the log, stands: a row of the
+    checkpoint table (`CheckpointTable`), with its lease.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.projections import CheckpointTable, Database
+
+        store = EventStore.open("sqlite:///shop.db")
+        with Database.of(None, store).transaction() as connection:
+            table = CheckpointTable(connection)
+            table.create()
+            checkpoint = table.start("orders-out")
+        assert checkpoint.name == "orders-out" and checkpoint.position == 0
+        assert checkpoint.owner is None  # nobody holds its lease
+    """
+
     name: str
+    """The projection's name (or the relay's, or a partition's share of either)."""
     position: int
     """Every event of the log up to here has been applied, and none after."""
     generation: int
@@ -30,6 +48,7 @@ class Checkpoint:
     lease_until: float | None
     """When the lease lapses unless renewed (seconds since the epoch, the database's)."""
     updated_at: float
+    """When the row last changed (seconds since the epoch, the writer's clock)."""
 
 
 def read(connection: sa.Connection, name: str, *, lock: bool = False) -> Checkpoint | None:

@@ -35,5 +35,28 @@ def read_now(connection: sa.Connection) -> float:
 
 def local_deadline(ttl: float) -> float:
     """When a lease taken by a statement sent after this call lapses, on this process's
-    monotonic clock (compare with `time.monotonic()`)."""
+    monotonic clock (compare with `time.monotonic()`).
+
+    Reckoned before the statement, it is never later than the end the database holds,
+    however far this host's clock is from the database's: renew the lease by then (at
+    half of it, say), and it never lapses while you believe it held.
+
+    Example::
+
+        import time
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.projections import CheckpointTable, Database, lease_deadline
+
+        store = EventStore.open("sqlite:///shop.db")
+        deadline = lease_deadline(10.0)  # before the statement that takes the lease
+        with Database.of(None, store).transaction() as connection:
+            table = CheckpointTable(connection)
+            table.create()
+            table.start("orders-out")
+            held = table.acquire_lease("orders-out", "worker-1", ttl=10.0)
+        assert held and 0 < deadline - time.monotonic() <= 10.0
+        renewal_due = time.monotonic() > deadline - 10.0 / 2  # half of it has passed
+        assert not renewal_due
+    """
     return time.monotonic() + ttl
