@@ -20,7 +20,37 @@ from . import relay_selection, relay_state
 @dataclass(frozen=True)
 class RelayRecord:
     """A relay as its rows show it to another process: its checkpoint against the log,
-    and its state as it last said."""
+    and its state as it last said.
+
+    A relay says its state when it starts following the log (`start()`, `run()`) and
+    when that stops; one only ever driven by `catch_up()` or `step()` says none, and is
+    not listed.
+
+    Example::
+
+        import time
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.messaging import Publisher, Relay, RelayRecord, relay_records
+
+        class Nowhere(Publisher):  # stands in for a broker's publisher
+            broker = "nowhere"
+
+            def publish(self, messages):
+                pass
+
+            def close(self):
+                pass
+
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-7", [NewEvent("OrderPlaced", {"cents": 1600})])
+        with Relay("orders-out", store, Nowhere()).start() as relay:  # follows the log in a thread
+            while relay.status().lag_events:
+                time.sleep(0.01)
+            [record] = relay_records(store)  # what `eventcraft messaging relays` shows
+            assert isinstance(record, RelayRecord) and record.owner == relay.owner
+            assert (record.state, record.position, record.lag_events) == ("running", 1, 0)
+    """
 
     name: str
     broker: str
@@ -53,7 +83,35 @@ class RelayRecord:
 def relay_records(store: EventStore, database: Database | None = None) -> list[RelayRecord]:
     """Every relay that ever ran against `store`, by name, its rows read in `database`
     (None: the store's own); its lag counted from the selection it records beside its
-    state, reading nothing else."""
+    state, reading nothing else.
+
+    Example::
+
+        import time
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.messaging import Publisher, Relay, relay_records
+
+        class Nowhere(Publisher):  # stands in for a broker's publisher
+            broker = "nowhere"
+
+            def publish(self, messages):
+                pass
+
+            def close(self):
+                pass
+
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-7", [NewEvent("OrderPlaced", {"cents": 1600})])
+        with Relay("orders-out", store, Nowhere()).start() as relay:
+            while relay.status().lag_events:
+                time.sleep(0.01)
+        store.append("order-8", [NewEvent("OrderPlaced", {"cents": 900})])
+
+        # Another process (a health check, say) reads what every relay last said:
+        relays = [(r.name, r.state, r.lag_events) for r in relay_records(store)]
+        assert relays == [("orders-out", "stopped", 1)]
+    """
     head = store.high_water_mark()
     opened = Database.of(database, store)
     try:
