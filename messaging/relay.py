@@ -1,7 +1,7 @@
 """The relay: the global log published to a broker, at least once, in log order.
 
 A relay is a subscription with a stored checkpoint (a row of the
-projections' checkpoint table, with its lease): it reads a batch after its
+projections' `CheckpointTable`, with its lease): it reads a batch after its
 checkpoint, publishes the events it selects, waits until the broker has
 confirmed every one, and only then moves the checkpoint past the batch. A
 crash anywhere before that move publishes the batch again on restart, so
@@ -35,16 +35,14 @@ from typing import Any
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, Query, RecordedEvent
 from eventcraft.projections import (
+    CheckpointTable,
     Database,
     Partition,
     Subscription,
-    checkpoint,
     checkpoint_leases,
     lag_of,
-    parking,
     read_batch,
 )
-from eventcraft.projections import schema as checkpoint_schema
 
 from . import relay_selection, relay_state, telemetry
 from .errors import BrokerUnavailable, MessageRefused, MessagingConfigError
@@ -211,14 +209,10 @@ class Relay:
 
     def _setup(self) -> None:
         with self.database.transaction() as connection:
-            checkpoint_schema.create(connection)
+            CheckpointTable(connection).create()
             relay_state.create(connection)
         with self.database.transaction() as connection:
-            row = checkpoint.read(connection, self.name, lock=True)
-            if row is None:
-                checkpoint.insert(connection, self.name, 1)
-            else:
-                self.position = row.position
+            self.position = CheckpointTable(connection).start(self.name).position
 
     # --- one batch -------------------------------------------------------------
 
@@ -248,13 +242,14 @@ class Relay:
             self._park(chosen, refused)
             return True
         with self.database.transaction() as connection:
-            row = checkpoint.read(connection, self.name, lock=True)
+            table = CheckpointTable(connection)
+            row = table.read(self.name, lock=True)
             if row is None or row.position != after or not self.lease.ours(row):
                 # Another process took over and moved on: follow it.
                 self.position = after if row is None else row.position
                 self.lease.lost()
                 return True
-            checkpoint.advance(connection, self.name, upto, lease_ttl=self.lease.renewing_ttl())
+            table.advance(self.name, upto, lease_ttl=self.lease.renewing_ttl())
         self.position = upto
         self.published += len(chosen)
         telemetry.published(self, len(chosen))
@@ -273,14 +268,14 @@ class Relay:
         if not chosen:
             return chosen
         with self.database.reading() as connection:
-            refused = {p.position for p in parking.listed(connection, self.name)}
+            refused = {p.position for p in CheckpointTable(connection).parked(self.name)}
         return [e for e in chosen if e.position not in refused] if refused else chosen
 
     def _park(self, chosen: Sequence[RecordedEvent], refused: MessageRefused) -> None:
         event = next(e for e in chosen if str(e.id) == refused.message_id)
         log.error("relay %r: %s; parked, going on past it", self.name, refused)
         with self.database.transaction() as connection:
-            parking.park(connection, self.name, event, refused, attempts=1)
+            CheckpointTable(connection).park(self.name, event, refused, attempts=1)
 
     def catch_up(self) -> None:
         """Publish everything up to the log's head now, in this thread, then return.
@@ -420,7 +415,7 @@ class Relay:
             self.name, (self.position, None)
         )
         with self.database.reading() as connection:
-            parked = len(parking.listed(connection, self.name))
+            parked = len(CheckpointTable(connection).parked(self.name))
         running = self._thread is not None and self._thread.is_alive()
         state = "paused" if self.paused_since is not None else "running" if running else "stopped"
         behind = lag_of(self.store, self.selection, position, head)

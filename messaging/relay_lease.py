@@ -18,8 +18,8 @@ where the batch began. Once it is not, another process has the batch in hand;
 the keeper stops, and the commit finds the row moved and follows it.
 
 The lease's end is kept in the database's time, its renewals reckoned on this
-process's monotonic clock (`eventcraft.projections.clock`): a process whose
-clock runs ahead does not take a lease that another keeps.
+process's monotonic clock (`eventcraft.projections.lease_deadline`): a process
+whose clock runs ahead does not take a lease that another keeps.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 
-from eventcraft.projections import Database, checkpoint, clock, kept_alive
+from eventcraft.projections import Checkpoint, CheckpointTable, Database, kept_alive, lease_deadline
 
 log = logging.getLogger("eventcraft.messaging")
 
@@ -62,14 +62,15 @@ class RelayLease:
             return True, None
         if self.held_until - time.monotonic() > self.ttl / 2:
             return True, None  # renewed by a recent batch
-        deadline = clock.local_deadline(self.ttl)
+        deadline = lease_deadline(self.ttl)
         with self.database.transaction() as connection:
-            held = checkpoint.acquire_lease(connection, self.name, self.owner, self.ttl)
-            row = checkpoint.read(connection, self.name)
+            table = CheckpointTable(connection)
+            held = table.acquire_lease(self.name, self.owner, self.ttl)
+            row = table.read(self.name)
         self.held_until = deadline if held else 0.0
         return held, None if row is None else row.position
 
-    def ours(self, row: checkpoint.Checkpoint) -> bool:
+    def ours(self, row: Checkpoint) -> bool:
         return self.ttl is None or row.owner == self.owner
 
     def renewing_ttl(self) -> float | None:
@@ -77,7 +78,7 @@ class RelayLease:
         `lease_ttl`); None without a lease."""
         if self.ttl is None:
             return None
-        self.held_until = clock.local_deadline(self.ttl)
+        self.held_until = lease_deadline(self.ttl)
         return self.ttl
 
     def lost(self) -> None:
@@ -89,7 +90,7 @@ class RelayLease:
         if self.ttl is None:
             return
         with self.database.transaction() as connection:
-            checkpoint.release_lease(connection, self.name, self.owner)
+            CheckpointTable(connection).release_lease(self.name, self.owner)
 
     def kept(self, position: int) -> AbstractContextManager[None]:
         """Keep the lease while the body publishes the batch that begins after `position`.
@@ -117,10 +118,11 @@ class RelayLease:
     def _renew(self, position: int) -> bool:
         """Extend the lease if the row is still ours and at `position`; False once not."""
         with self.database.transaction() as connection:
-            row = checkpoint.read(connection, self.name, lock=True)
+            table = CheckpointTable(connection)
+            row = table.read(self.name, lock=True)
             if row is None or row.position != position or not self.ours(row):
                 self.lost()
                 return False
-            checkpoint.advance(connection, self.name, position, lease_ttl=self.renewing_ttl())
+            table.advance(self.name, position, lease_ttl=self.renewing_ttl())
         self.renewed()
         return True

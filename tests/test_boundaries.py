@@ -5,9 +5,6 @@ every import of `eventcraft.<package>.<module>` made from outside <package> is
 listed. A package's own modules may import each other freely; another package, or
 the shell, may import only a public face: the package itself, or one of the
 modules and subpackages its documentation names as public (`PUBLIC_FACES`).
-
-`STILL_DEEP` lists the deep imports not yet fixed. It only shrinks: the test
-fails on a deep import it does not list, and on one it lists that is gone.
 """
 
 from __future__ import annotations
@@ -32,21 +29,6 @@ PUBLIC_FACES = frozenset(
         "eventcraft.eventstore.testing",
         "eventcraft.projections.reducers",
         "eventcraft.projections.spark",
-    }
-)
-
-# "importer: module.name" (under eventcraft.) for each name imported past a face,
-# still to be fixed; "importer: module" for a module imported whole. Each group says
-# why it is not fixed yet.
-STILL_DEEP = frozenset(
-    {
-        # The relay keeps its checkpoint, lease and parked messages in the projections'
-        # tables through their row functions, inside its own transactions.
-        "messaging/relay.py: projections.checkpoint",
-        "messaging/relay.py: projections.parking",
-        "messaging/relay.py: projections.schema",
-        "messaging/relay_lease.py: projections.checkpoint",
-        "messaging/relay_lease.py: projections.clock",
     }
 )
 
@@ -131,12 +113,7 @@ def _deep_imports() -> set[str]:
 
 
 def test_packages_import_each_other_only_through_their_public_faces() -> None:
-    found = _deep_imports()
-    new = sorted(found - STILL_DEEP)
-    gone = sorted(STILL_DEEP - found)
-    assert not new, "imports past a package's public face (import from its face instead):\n" + (
-        "\n".join(new)
-    )
-    assert not gone, "fixed deep imports still listed in STILL_DEEP (remove them):\n" + (
-        "\n".join(gone)
+    deep = sorted(_deep_imports())
+    assert not deep, "imports past a package's public face (import from its face instead):\n" + (
+        "\n".join(deep)
     )

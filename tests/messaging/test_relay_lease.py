@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from eventcraft.eventstore import EventStore, NewEvent
 from eventcraft.messaging import OutgoingMessage, Publisher, Relay
-from eventcraft.projections import PartitionedRunner, checkpoint
+from eventcraft.projections import CheckpointTable, PartitionedRunner
 
 from .brokers import wait_for
 
@@ -54,7 +54,7 @@ def test_a_batch_that_outlasts_its_lease_is_published_by_its_relay_alone(
             try:
                 assert held.entered.wait(10)
                 with first.database.reading() as connection:
-                    row = checkpoint.read(connection, "out")
+                    row = CheckpointTable(connection).read("out")
                 assert row is not None and row.owner == first.owner
                 lapse = row.lease_until or 0.0  # unless the first relay renews it
                 tried_after: list[float] = []
@@ -71,7 +71,7 @@ def test_a_batch_that_outlasts_its_lease_is_published_by_its_relay_alone(
                 wait_for(second_tries_after_the_lapse, 20, "the second relay to try")
                 assert other.published == []
                 with first.database.reading() as connection:
-                    row = checkpoint.read(connection, "out")
+                    row = CheckpointTable(connection).read("out")
                 assert row is not None and row.owner == first.owner and row.position == 0
                 assert (row.lease_until or 0.0) > tried_after[-1]
             finally:

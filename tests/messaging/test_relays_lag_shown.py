@@ -12,8 +12,7 @@ import pytest
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, Query, QueryItem
 from eventcraft.messaging import RabbitMQPublisher, Relay, relay_state
-from eventcraft.projections import Database
-from eventcraft.projections import schema as checkpoints
+from eventcraft.projections import CheckpointTable, Database
 from starlette.testclient import TestClient
 
 from eventcraft.console import create_app
@@ -94,7 +93,7 @@ def test_a_relay_table_of_an_earlier_release_is_read_then_brought_up_to_date(
                     ),
                 )
                 earlier.create_all(connection)
-                checkpoints.create(connection)
+                CheckpointTable(connection).create()
                 connection.execute(
                     sa.text(
                         f"INSERT INTO {relay_state.STATES} VALUES "
