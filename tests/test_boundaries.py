@@ -5,11 +5,18 @@ every import of `eventcraft.<package>.<module>` made from outside <package> is
 listed. A package's own modules may import each other freely; another package, or
 the shell, may import only a public face: the package itself, or one of the
 modules and subpackages its documentation names as public (`PUBLIC_FACES`).
+
+import-linter holds the same rule (`pyproject.toml`, the contract "Packages meet at
+their faces"), but it sees modules, not names: `from eventcraft.eventstore import
+file_lock` imports the function the face exports, and to import-linter it is the
+module of that name, so that contract lets every import of such a module through.
+This test tells the two apart, and stays the guard for them.
 """
 
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,3 +124,27 @@ def test_packages_import_each_other_only_through_their_public_faces() -> None:
     assert not deep, "imports past a package's public face (import from its face instead):\n" + (
         "\n".join(deep)
     )
+
+
+def _shadowed() -> set[str]:
+    """Modules named as a name their face exports (`eventcraft.eventstore.file_lock`,
+    whose face exports the function `file_lock`)."""
+    return {
+        f"{face}.{name}"
+        for face in PUBLIC_FACES
+        for name in _exported(face)
+        if _is_module(f"{face}.{name}")
+    }
+
+
+def test_import_linter_lets_through_the_faces_and_no_other_module() -> None:
+    """The import-linter contract forbids every module of every package and passes the
+    faces this test passes, and the modules it cannot tell from an exported name."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (contract,) = [c for c in config["contracts"] if c["type"] == "forbidden"]
+    assert contract["source_modules"] == ["eventcraft.*"]
+    assert sorted(contract["forbidden_modules"]) == [f"eventcraft.{p}.**" for p in PACKAGES]
+    assert contract["allow_indirect_imports"] is True
+    passed = {line.removeprefix("eventcraft.** -> ") for line in contract["ignore_imports"]}
+    submodule_faces = {face for face in PUBLIC_FACES if face.count(".") > 1}
+    assert passed == submodule_faces | _shadowed()
