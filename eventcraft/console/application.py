@@ -65,6 +65,23 @@ def create_app(
     Actions on a console answering any name beyond loopback need `token`: without
     one, anyone who reaches it (sending a name it answers as the Host) could act,
     and `InputError` says so, unless `insecure_no_token` is given.
+
+    Example::
+
+        from eventcraft import App
+        from eventcraft.console import create_app
+        from eventcraft.eventstore import EventStore, NewEvent
+        from starlette.testclient import TestClient
+
+        app = App(store="sqlite:///shop.db")
+        store = EventStore.open(app.store)
+        store.append("order-7", [NewEvent("OrderPlaced", {"customer": "ann", "cents": 1200})])
+        console = create_app(store, app)  # read-only; it answers the loopback names alone
+        with TestClient(console, base_url="http://localhost") as browser:
+            page = browser.get("/log?category=order")
+            assert page.status_code == 200 and "OrderPlaced" in page.text
+            assert browser.get("/events/1/download").json()["data"]["customer"] == "ann"
+            assert browser.get("/", headers={"Host": "evil.example"}).status_code == 400
     """
     if token is not None and not token:
         raise InputError("a console token must not be empty")

@@ -49,7 +49,29 @@ def loopback(host: str) -> bool:
 
 
 class Refused(Exception):
-    """A request the console will not serve: its status code and why."""
+    """A request the console will not serve: its status code and why.
+
+    The console raises it and answers it itself, as an error page with that status code
+    and reason: a read-only console's action, an action from another origin or with a
+    wrong CSRF token (403).
+
+    Example::
+
+        from eventcraft import App
+        from eventcraft.console import create_app
+        from eventcraft.eventstore import EventStore
+        from eventcraft.messaging import Inbox, IncomingMessage, Mapped
+        from starlette.testclient import TestClient
+
+        store = EventStore.open("sqlite:///shop.db")
+        with Inbox("orders-in", store, lambda m: Mapped("order-7", "Received", m.json())) as inbox:
+            inbox.take(IncomingMessage("msg-1", b"not json"))  # waits in the error store
+
+        with TestClient(create_app(store, App()), base_url="http://localhost") as browser:
+            page = browser.get("/messaging/failed/resend?inbox=orders-in&id=msg-1")
+        assert page.status_code == 403  # Refused(403, reason), answered as an error page
+        assert "this console is read-only: start it with --allow-actions to act" in page.text
+    """
 
     def __init__(self, status_code: int, reason: str) -> None:
         super().__init__(reason)
