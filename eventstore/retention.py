@@ -43,7 +43,25 @@ from .errors import InvalidEvent
 @dataclass(frozen=True)
 class RetentionPolicy:
     """Which events of one category may go: older than `max_age`, or all but each
-    stream's newest `max_count` (either, or both: an event goes if either says so)."""
+    stream's newest `max_count` (either, or both: an event goes if either says so).
+
+    Example::
+
+        from datetime import timedelta
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.eventstore.retention import RetentionPolicy
+
+        # What `eventcraft retention plan --keep cart:age=30d,count=1` counts: a cart's
+        # events older than 30 days, and all but each cart's newest.
+        carts = RetentionPolicy("cart", max_age=timedelta(days=30), max_count=1)
+        with EventStore.open("sqlite:///shop.db") as store:
+            for n in range(3):
+                store.append("cart-7", [NewEvent("ItemAdded", {"n": n})])
+            head, now = store.high_water_mark(), store.now()
+            cart_events, _ = store.retention.count([carts], [], up_to=head, now=now)
+        assert cart_events == 2  # the newest stays
+    """
 
     category: str
     max_age: timedelta | None = None
@@ -67,7 +85,22 @@ class RetentionPolicy:
 
 @dataclass(frozen=True)
 class Truncation:
-    """One stream's events before `before_version` may go."""
+    """One stream's events before `before_version` may go.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.eventstore.retention import Truncation
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            for n in range(5):
+                store.append("sensor-1", [NewEvent("Measured", {"celsius": 20 + n})])
+            # A snapshot holds the state at version 4: the versions before it may go.
+            cut = Truncation("sensor-1", before_version=4)
+            head, now = store.high_water_mark(), store.now()
+            removable, _ = store.retention.count([], [cut], up_to=head, now=now)
+        assert removable == 3
+    """
 
     stream_id: str
     before_version: int
@@ -79,7 +112,28 @@ class Truncation:
 
 @dataclass(frozen=True)
 class RetentionRun:
-    """What one run did, as the store records it."""
+    """What one run did, as the store records it.
+
+    Example::
+
+        import subprocess
+        import sys
+
+        from eventcraft.eventstore import EventStore, NewEvent
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            for n in range(3):
+                store.append("cart-7", [NewEvent("ItemAdded", {"n": n})])
+        # A run (here the command line's) archives the log up to its mark in Parquet
+        # files (the `retention` extra: pyarrow), then removes what its rules name.
+        eventcraft = [sys.executable, "-m", "eventcraft", "--store", "sqlite:///shop.db"]
+        run = ["retention", "apply", "--archive", "archive", "--keep", "cart:count=1", "--yes"]
+        subprocess.run([*eventcraft, *run], check=True, capture_output=True)
+        with EventStore.open("sqlite:///shop.db") as store:
+            (done,) = store.retention.runs()
+        assert (done.up_to, done.removed) == (3, 2)
+        assert done.rules == "cart: beyond the newest 1 of a stream"
+    """
 
     run: int
     up_to: int
@@ -95,7 +149,22 @@ class RetentionRun:
 
 DELETED_RULE = "deleted streams: all but each one's newest event"
 """The rule every run applies besides its own: a deleted stream's events go, but its newest,
-which stays hidden so that its versions (and SQLite's positions) go on from it."""
+which stays hidden so that its versions (and SQLite's positions) go on from it.
+
+Example::
+
+    from eventcraft.eventstore import EventStore, NewEvent
+    from eventcraft.eventstore.retention import DELETED_RULE, RetentionPolicy
+
+    with EventStore.open("sqlite:///shop.db") as store:
+        store.append("cart-7", [NewEvent("ItemAdded", {}), NewEvent("ItemAdded", {})])
+        store.delete_stream("cart-7")  # its events stay in the log until a run
+        rules = [RetentionPolicy("order", max_count=100)]
+        head, now = store.high_water_mark(), store.now()
+        counts = store.retention.count(rules, [], up_to=head, now=now)
+    plan = dict(zip(["order: beyond the newest 100", DELETED_RULE], counts, strict=True))
+    assert plan[DELETED_RULE] == 1  # all of cart-7 but its newest event
+"""
 
 
 _AGE_UNITS = (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1))
@@ -130,7 +199,25 @@ def rules_text(
 
 
 class Retention(abc.ABC):
-    """A store's retention: its low-water mark, its runs, and removing events by rules."""
+    """A store's retention: its low-water mark, its runs, and removing events by rules.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.eventstore.retention import Retention
+
+
+        def health(store: EventStore) -> str:
+            retention: Retention = store.retention
+            runs = retention.runs()
+            last = f"last run {runs[-1].finished_at:%Y-%m-%d}" if runs else "no run yet"
+            return f"the log is whole from position {retention.low_water_mark() + 1}; {last}"
+
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("order-1", [NewEvent("Placed", {})])
+            assert health(store) == "the log is whole from position 1; no run yet"
+    """
 
     @abc.abstractmethod
     def low_water_mark(self) -> int:
