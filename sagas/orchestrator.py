@@ -361,8 +361,13 @@ class Orchestrator:
             with telemetry.step_try(current, context):
                 result = call(step.action, current.data, context, _left(timeout, began))
         except StepTimedOut as error:
+            said = str(error)
+            if step.timeout is not None and own_deadline == cut_off:
+                # Said with the timeout the step declares, not with what was left of
+                # it once its start was recorded (the seconds the call was given).
+                said = str(StepTimedOut(step.name, step.timeout))
             final = current.failures.get(step.name, 0) + 1 >= step.retry.attempts
-            self._fail(current, step, attempt, str(error), "unknown", "StepTimedOut", final=final)
+            self._fail(current, step, attempt, said, "unknown", "StepTimedOut", final=final)
             return
         except EventLoopRunning:
             raise  # the caller's limit, not the step's failure

@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 from eventcraft.eventstore import EventStore, RecordedEvent
-from eventcraft.sagas import Orchestrator, RetryPolicy, Saga, SagaNotParked, Step, StepContext
+from eventcraft.sagas import (
+    Orchestrator,
+    RetryPolicy,
+    Saga,
+    SagaNotParked,
+    Step,
+    StepContext,
+    StepFailure,
+)
 from eventcraft.sagas import transitions as T
 
 from .services import Ledger, fulfilment
@@ -104,6 +112,29 @@ def test_a_step_past_its_timeout_fails_and_is_compensated_as_possibly_done(
     final = orchestrator.state("slow", "1")
     assert final.status == "compensated" and final.unknown == ["call"]
     assert undone == ["call"]
+
+
+def test_a_step_past_its_timeout_is_said_to_have_run_past_the_timeout_it_declares(
+    store: EventStore,
+) -> None:
+    """Not past what was left of it once its start was recorded: the user declared 0.05 s."""
+    told: list[StepFailure | None] = []
+
+    async def hangs(data: dict[str, object], context: StepContext) -> None:
+        import asyncio
+
+        await asyncio.sleep(60)
+
+    def undo(data: dict[str, object], context: StepContext) -> None:
+        told.append(context.failure)
+
+    saga = Saga("hanging", [Step("call", hangs, undo, timeout=0.05)])
+    orchestrator = Orchestrator(store, [saga])
+    orchestrator.start(saga, {}, saga_id="1")
+    orchestrator.run_pending()
+    said = "step 'call' ran past its timeout of 0.05 s"
+    assert told == [StepFailure("call", "StepTimedOut", said)]
+    assert orchestrator.state("hanging", "1").failure == f"step call failed: {said}"
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])
