@@ -11,7 +11,33 @@ from .failures import StepFailure
 
 @dataclass(frozen=True)
 class StepContext:
-    """What an action or compensation is told about the call it serves."""
+    """What an action or compensation is told about the call it serves.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import Orchestrator, Saga, Step, StepContext
+
+        told: list[StepContext] = []
+
+        def reserve(data, context):
+            told.append(context)
+            return {"reservation": context.idempotency_key}  # the warehouse applies it once
+
+        def ship(data, context):
+            told.append(context)
+
+        fulfilment = Saga("fulfilment", [Step("reserve", reserve), Step("ship", ship)])
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [fulfilment])
+        orchestrator.start(fulfilment, {"sku": "tea"}, saga_id="order-1")
+        orchestrator.run_pending()
+        reserving, shipping = told
+        assert (reserving.saga_id, reserving.step, reserving.attempt) == ("order-1", "reserve", 1)
+        assert shipping.results == {"reserve": {"reservation": "saga-fulfilment:order-1/reserve"}}
+        assert shipping.correlation_id == "order-1" and not shipping.compensating
+        store.close()
+    """
 
     saga_id: str
     step: str
