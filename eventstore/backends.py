@@ -61,7 +61,7 @@ class BackendKind:
     Only `name` and `open` are needed. Without `open_async`, `AsyncEventStore` runs the
     sync backend on a worker thread. Without `key_table`, the keys that seal personal
     fields live in the process's memory: a store whose events outlive the process needs
-    one, or its personal fields read as forgotten after a restart.
+    one, or after a restart its events with personal fields are `UnreadablePersonalData`.
 
     Example::
 
