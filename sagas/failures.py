@@ -28,6 +28,34 @@ class Failure:
 
     ``return Failure("card declined")`` is the same as raising an exception the
     step declares in `fails_on`.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import Failure, Orchestrator, Saga, Step
+
+        stock = {"tea": 10}
+
+        def reserve(data, context):
+            stock["tea"] -= 1
+
+        def release(data, context):
+            stock["tea"] += 1
+
+        def charge(data, context):
+            if data["cents"] > 100_000:
+                return Failure("card declined")  # the bank said no
+            return {"charged": data["cents"]}
+
+        checkout = Saga("checkout", [Step("reserve", reserve, release), Step("charge", charge)])
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [checkout])
+        orchestrator.start(checkout, {"cents": 250_000}, saga_id="order-1")
+        orchestrator.run_pending()
+        state = orchestrator.state("checkout", "order-1")
+        assert state.status == "compensated" and stock == {"tea": 10}
+        assert state.failure == "step charge failed: Failure('card declined')"
+        store.close()
     """
 
     reason: str
@@ -36,7 +64,36 @@ class Failure:
 
 @dataclass(frozen=True)
 class StepFailure:
-    """Why a saga failed, as its compensations are told (`StepContext.failure`)."""
+    """Why a saga failed, as its compensations are told (`StepContext.failure`).
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import Orchestrator, Saga, Step, StepFailure
+
+        class CourierRefused(Exception):
+            "The courier says no."
+
+        told = []
+
+        def reserve(data, context): ...
+
+        def release(data, context):
+            told.append(context.failure)  # a warehouse may log why it takes the item back
+
+        def ship(data, context):
+            raise CourierRefused("the courier does not carry pianos")
+
+        steps = [Step("reserve", reserve, release), Step("ship", ship, fails_on=(CourierRefused,))]
+        fulfilment = Saga("fulfilment", steps)
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [fulfilment])
+        orchestrator.start(fulfilment, {"sku": "piano"}, saga_id="order-1")
+        orchestrator.run_pending()
+        said = "the courier does not carry pianos"
+        assert told == [StepFailure(step="ship", error_type="CourierRefused", message=said)]
+        store.close()
+    """
 
     step: str
     """The step that failed (or was under way when the saga timed out)."""
@@ -48,7 +105,28 @@ class StepFailure:
 
 @dataclass(frozen=True)
 class Bug:
-    """What a step raised that it did not declare: the saga parked on it."""
+    """What a step raised that it did not declare: the saga parked on it.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import Orchestrator, Saga, Step
+
+        def ship(data, context):
+            return {"parcel": data["parcel_id"]}  # a bug: the saga's data has no parcel_id
+
+        fulfilment = Saga("fulfilment", [Step("ship", ship)])
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [fulfilment])
+        orchestrator.start(fulfilment, {"sku": "tea"}, saga_id="order-1")
+        orchestrator.run_pending()  # logs the bug at ERROR, with its traceback
+        state = orchestrator.state("fulfilment", "order-1")
+        assert state.status == "parked"  # nothing undone: it waits for a fix, then a retry
+        bug = state.bug
+        assert (bug.step, bug.attempt, bug.error_type) == ("ship", 1, "KeyError")
+        assert bug.message == "'parcel_id'" and "in ship" in bug.traceback
+        store.close()
+    """
 
     step: str
     attempt: int

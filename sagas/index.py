@@ -14,7 +14,24 @@ from eventcraft.eventstore import EventStore
 from . import state as S
 
 SAGA_CATEGORY = "saga"
-"""The category of every saga instance's stream (`saga-<name>:<saga id>`)."""
+"""The category of every saga instance's stream (`saga-<name>:<saga id>`).
+
+Example::
+
+    from eventcraft.eventstore import EventStore
+    from eventcraft.sagas import SAGA_CATEGORY, Orchestrator, Saga, Step
+
+    def reserve(data, context): ...
+
+    fulfilment = Saga("fulfilment", [Step("reserve", reserve)])
+    store = EventStore.open("sqlite:///shop.db")
+    orchestrator = Orchestrator(store, [fulfilment])
+    for order in ("order-1", "order-2"):
+        orchestrator.start(fulfilment, {"sku": "tea"}, saga_id=order)
+    streams = [info.stream_id for info in store.list_streams(category=SAGA_CATEGORY)]
+    assert streams == ["saga-fulfilment:order-1", "saga-fulfilment:order-2"]
+    store.close()
+"""
 _TRACKED = [
     S.STARTED,
     S.PARKED,
@@ -28,7 +45,27 @@ _TRACKED = [
 
 class SagaIndex:
     """The instances of a store's sagas running, compensating or parked, kept up to
-    date by `refresh` from the transitions appended since the last."""
+    date by `refresh` from the transitions appended since the last.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import Orchestrator, Saga, SagaIndex, Step
+
+        def reserve(data, context): ...
+
+        fulfilment = Saga("fulfilment", [Step("reserve", reserve)])
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [fulfilment])
+        orchestrator.start(fulfilment, {"sku": "tea"}, saga_id="order-1")
+        index = SagaIndex(store)
+        index.refresh()
+        assert index.active == {"saga-fulfilment:order-1"} and index.parked == set()
+        orchestrator.run_pending()
+        index.refresh()  # reads only what was appended since the last refresh
+        assert index.active == set() and index.position == store.high_water_mark()
+        store.close()
+    """
 
     def __init__(self, store: EventStore) -> None:
         self.store = store

@@ -22,12 +22,52 @@ log = logging.getLogger("eventcraft.sagas")
 
 
 def stream_of(name: str, saga_id: str) -> str:
-    """The stream of the instance `saga_id` of the saga `name`."""
+    """The stream of the instance `saga_id` of the saga `name`.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import Orchestrator, Saga, Step, stream_of
+
+        def reserve(data, context): ...
+
+        fulfilment = Saga("fulfilment", [Step("reserve", reserve)])
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [fulfilment])
+        orchestrator.start(fulfilment, {"sku": "tea"}, saga_id="order-1")
+        orchestrator.run_pending()
+        stream = stream_of("fulfilment", "order-1")
+        assert stream == "saga-fulfilment:order-1"
+        assert [event.type for event in store.read_stream(stream)] == [
+            "SagaStarted", "StepStarted", "StepSucceeded", "SagaCompleted",
+        ]
+        store.close()
+    """
     return f"{SAGA_CATEGORY}-{name}:{saga_id}"
 
 
 def saga_of_stream(stream: str) -> tuple[str, str]:
-    """(saga name, saga id) of an instance's stream."""
+    """(saga name, saga id) of an instance's stream.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import SAGA_CATEGORY, Orchestrator, Saga, Step, saga_of_stream
+
+        def reserve(data, context): ...
+        def refund(data, context): ...
+
+        fulfilment = Saga("fulfilment", [Step("reserve", reserve)])
+        refunding = Saga("refund", [Step("refund", refund)])
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [fulfilment, refunding])
+        orchestrator.start(fulfilment, {"sku": "tea"}, saga_id="order-1")
+        orchestrator.start(refunding, {"cents": 900}, saga_id="order-1")
+        streams = store.list_streams(category=SAGA_CATEGORY)
+        found = [saga_of_stream(info.stream_id) for info in streams]
+        assert found == [("fulfilment", "order-1"), ("refund", "order-1")]
+        store.close()
+    """
     name, _, saga_id = stream.removeprefix(f"{SAGA_CATEGORY}-").partition(":")
     return name, saga_id
 
