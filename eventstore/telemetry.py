@@ -45,13 +45,98 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
 SCOPE = "eventcraft.eventstore"
-"""The instrumentation scope (tracer and meter name) of the store's spans and metrics."""
+"""The instrumentation scope (tracer and meter name) of the store's spans and metrics.
+
+Example::
+
+    from eventcraft.eventstore import EventStore, NewEvent
+    from eventcraft.eventstore.telemetry import SCOPE
+    from opentelemetry import metrics
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.metrics.view import DropAggregation, View
+
+    # The application's SDK, set once, with a view that drops the store's count of reads.
+    reads = View(
+        meter_name=SCOPE,
+        instrument_name="eventcraft.store.reads",
+        aggregation=DropAggregation(),
+    )
+    reader = InMemoryMetricReader()
+    metrics.set_meter_provider(MeterProvider(metric_readers=[reader], views=[reads]))
+    with EventStore.open("sqlite:///shop.db") as store:
+        store.append("order-1", [NewEvent("Placed", {})])
+        list(store.read_stream("order-1"))
+    scopes = [s for r in reader.get_metrics_data().resource_metrics for s in r.scope_metrics]
+    kept = {m.name for s in scopes if s.scope.name == SCOPE for m in s.metrics}
+    assert "eventcraft.store.appends" in kept and "eventcraft.store.reads" not in kept
+"""
 SYSTEM = "eventcraft"
-"""`messaging.system` on every span of eventcraft."""
+"""`messaging.system` on every span of eventcraft.
+
+Example::
+
+    from eventcraft.eventstore import EventStore, NewEvent
+    from eventcraft.eventstore.telemetry import SYSTEM
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()  # the application's SDK, set once
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    with EventStore.open("sqlite:///shop.db") as store:
+        store.append("order-1", [NewEvent("Placed", {})])
+    spans = exporter.get_finished_spans()
+    ours = [s for s in spans if s.attributes.get("messaging.system") == SYSTEM]
+    assert [(s.name, s.attributes["messaging.destination.name"]) for s in ours] == [
+        ("publish order", "order-1")
+    ]
+"""
 TRACEPARENT = "traceparent"
-"""The metadata key holding the W3C trace context an event was appended in."""
+"""The metadata key holding the W3C trace context an event was appended in.
+
+Example::
+
+    from eventcraft.eventstore import EventStore, NewEvent
+    from eventcraft.eventstore.telemetry import TRACEPARENT
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    trace.set_tracer_provider(TracerProvider())  # the application's SDK, set once
+    with EventStore.open("sqlite:///shop.db") as store:
+        with trace.get_tracer("shop").start_as_current_span("POST /orders") as request:
+            store.append("order-1", [NewEvent("Placed", {})])
+        (event,) = store.read_stream("order-1")
+    # The append's span, a child of the request's: the same trace.
+    _, trace_id, _, _ = event.metadata[TRACEPARENT].split("-")
+    assert int(trace_id, 16) == request.get_span_context().trace_id
+"""
 TRACESTATE = "tracestate"
-"""The metadata key of the W3C `tracestate` that goes with it, when there is one."""
+"""The metadata key of the W3C `tracestate` that goes with it, when there is one.
+
+Example::
+
+    from eventcraft.eventstore import EventStore, NewEvent
+    from eventcraft.eventstore.telemetry import TRACESTATE
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    trace.set_tracer_provider(TracerProvider())  # the application's SDK, set once
+    headers = {  # a request's, from a caller whose tracing vendor keeps state
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "tracestate": "congo=t61rcWkgMzE",
+    }
+    caller = TraceContextTextMapPropagator().extract(headers)
+    with EventStore.open("sqlite:///shop.db") as store:
+        with trace.get_tracer("shop").start_as_current_span("POST /orders", context=caller):
+            store.append("order-1", [NewEvent("Placed", {})])
+        (event,) = store.read_stream("order-1")
+    assert event.metadata[TRACESTATE] == "congo=t61rcWkgMzE"
+"""
 
 # Attribute names beyond the semantic conventions' own, all under `eventcraft.`.
 FIRST_POSITION = "eventcraft.position.first"
@@ -327,6 +412,26 @@ def trace_context(metadata: dict[str, Any]) -> Any:
     """The `SpanContext` an event was appended in, from its metadata; None if it has none.
 
     For consumers to link their spans to the events' creation contexts.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.eventstore.telemetry import trace_context
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+
+        trace.set_tracer_provider(TracerProvider())  # the application's SDK, set once
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("order-1", [NewEvent("Placed", {})])
+            (event,) = store.read_stream("order-1")
+        # A consumer's span, linked to where the event was appended (a trace of its own).
+        appended = trace_context(event.metadata)
+        with trace.get_tracer("billing").start_as_current_span(
+            "bill order-1", links=[trace.Link(appended)]
+        ) as billing:
+            pass
+        assert billing.links[0].context.span_id == appended.span_id
+        assert trace_context({}) is None  # an event appended with no SDK set
     """
     if otel_trace is None:
         return None
