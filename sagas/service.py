@@ -35,7 +35,32 @@ LoopState = Literal["stopped", "running", "waiting for the store", "failing"]
 
 @dataclass(frozen=True)
 class OrchestratorStatus:
-    """What an orchestrator's `run()` loop is doing; read without touching the store."""
+    """What an orchestrator's `run()` loop is doing; read without touching the store.
+
+    Example::
+
+        import threading
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import Orchestrator, Saga, Step
+
+        stop = threading.Event()
+
+        def ship(data, context):
+            stop.set()  # a service sets it on SIGTERM; here the one step does
+
+        fulfilment = Saga("fulfilment", [Step("ship", ship)])
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [fulfilment])
+        assert orchestrator.status().state == "stopped"  # no run() loop yet
+        orchestrator.start(fulfilment, {"sku": "tea"}, saga_id="order-1")
+        orchestrator.run(stop)  # a service's main loop: returns once stop is set
+        status = orchestrator.status()
+        assert (status.state, status.unfinished, status.outages) == ("stopped", 0, 0)
+        assert status.owner == orchestrator.owner and status.last_pass is not None
+        assert str(status) == "stopped; 0 unfinished after the last pass"
+        store.close()
+    """
 
     owner: str
     """The orchestrator's owner name, as its leases record it."""

@@ -37,7 +37,32 @@ FINISHED = frozenset({"completed", "compensated", "resolved"})
 
 @dataclass(frozen=True)
 class InFlight:
-    """An action or compensation recorded as started and not yet as ended."""
+    """An action or compensation recorded as started and not yet as ended.
+
+    Example::
+
+        import time
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import Orchestrator, Saga, Step
+
+        seen = []
+
+        def ship(data, context):  # what another orchestrator would see meanwhile:
+            seen.append(orchestrator.state("fulfilment", context.saga_id).in_flight)
+
+        fulfilment = Saga("fulfilment", [Step("ship", ship)])
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [fulfilment], lease=30)
+        orchestrator.start(fulfilment, {"sku": "tea"}, saga_id="order-1")
+        orchestrator.run_pending()
+        (flight,) = seen
+        assert (flight.step, flight.attempt, flight.compensating) == ("ship", 1, False)
+        assert flight.owner == orchestrator.owner  # no other takes it over until:
+        assert time.time() < flight.lease_until <= time.time() + 30
+        assert orchestrator.state("fulfilment", "order-1").in_flight is None  # ended
+        store.close()
+    """
 
     step: str
     attempt: int
@@ -51,7 +76,28 @@ class InFlight:
 
 @dataclass
 class SagaState:
-    """One saga instance as its stream's events leave it: status, data, results, failures."""
+    """One saga instance as its stream's events leave it: status, data, results, failures.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import Orchestrator, Saga, SagaState, Step, wait_for
+
+        def reserve(data, context):
+            return {"reservation": context.idempotency_key}
+
+        steps = [Step("reserve", reserve), wait_for("payment", "OrderPaid")]
+        fulfilment = Saga("fulfilment", steps)
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [fulfilment])
+        orchestrator.start(fulfilment, {"sku": "tea"}, saga_id="order-1")
+        orchestrator.run_pending()
+        state: SagaState = orchestrator.state("fulfilment", "order-1")
+        assert (state.status, state.finished, state.data) == ("running", False, {"sku": "tea"})
+        assert state.succeeded == ["reserve"] and state.in_flight.step == "payment"
+        assert state.results == {"reserve": {"reservation": "saga-fulfilment:order-1/reserve"}}
+        store.close()
+    """
 
     name: str
     saga_id: str
@@ -233,5 +279,28 @@ def try_key(step: str, compensating: bool) -> str:
 
 def idempotency_key(stream_id: str, step: str, compensating: bool) -> str:
     """The idempotency key every try of `step` (or of its compensation) of the instance
-    whose stream is `stream_id` is given (`StepContext.idempotency_key`)."""
+    whose stream is `stream_id` is given (`StepContext.idempotency_key`).
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import Orchestrator, Saga, Step, idempotency_key, stream_of
+
+        reservations = {}  # the warehouse's, by idempotency key
+
+        def reserve(data, context):
+            reservations.setdefault(context.idempotency_key, data["sku"])  # once per key
+
+        fulfilment = Saga("fulfilment", [Step("reserve", reserve)])
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [fulfilment])
+        orchestrator.start(fulfilment, {"sku": "tea"}, saga_id="order-1")
+        orchestrator.run_pending()
+        # An operator looks the reservation of order-1 up in the warehouse:
+        key = idempotency_key(stream_of("fulfilment", "order-1"), "reserve", False)
+        assert reservations[key] == "tea" and key == "saga-fulfilment:order-1/reserve"
+        undo = idempotency_key(stream_of("fulfilment", "order-1"), "reserve", True)
+        assert undo == "saga-fulfilment:order-1/reserve/compensation"  # its release's
+        store.close()
+    """
     return f"{stream_id}/{try_key(step, compensating)}"

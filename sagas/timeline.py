@@ -33,7 +33,31 @@ _TRIES = {
 
 @dataclass(frozen=True)
 class SagaTransition:
-    """One transition of an instance, as recorded in its stream."""
+    """One transition of an instance, as recorded in its stream.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import Failure, Orchestrator, Saga, SagaTransition, Step
+        from eventcraft.sagas import saga_timeline, stream_of
+
+        def charge(data, context):
+            return Failure("card declined")
+
+        checkout = Saga("checkout", [Step("charge", charge)])
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [checkout])
+        orchestrator.start(checkout, {"cents": 250_000}, saga_id="order-1")
+        orchestrator.run_pending()
+        stream = stream_of("checkout", "order-1")
+        failed: SagaTransition = next(
+            t for t in saga_timeline(stream, store.read_stream(stream)) if t.type == "StepFailed"
+        )
+        assert (failed.step, failed.attempt) == ("charge", 1)
+        assert failed.idempotency_key == "saga-checkout:order-1/charge"
+        assert (failed.error, failed.note) == ("Failure('card declined')", "outcome failed, final")
+        store.close()
+    """
 
     version: int
     """Its version in the instance's stream."""
@@ -59,7 +83,32 @@ class SagaTransition:
 
 def saga_timeline(stream_id: str, events: Iterable[RecordedEvent]) -> list[SagaTransition]:
     """The transitions the instance's stream `stream_id` holds (`events`, as read from it),
-    in order."""
+    in order.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import Orchestrator, Saga, Step, saga_timeline, stream_of
+
+        def reserve(data, context):
+            return {"reservation": context.idempotency_key}
+
+        fulfilment = Saga("fulfilment", [Step("reserve", reserve)])
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [fulfilment])
+        orchestrator.start(fulfilment, {"sku": "tea"}, saga_id="order-1")
+        orchestrator.run_pending()
+        stream = stream_of("fulfilment", "order-1")
+        timeline = saga_timeline(stream, store.read_stream(stream))
+        assert [(t.type, t.step) for t in timeline] == [
+            ("SagaStarted", None),
+            ("StepStarted", "reserve"),
+            ("StepSucceeded", "reserve"),
+            ("SagaCompleted", None),
+        ]
+        assert timeline[2].result == {"reservation": "saga-fulfilment:order-1/reserve"}
+        store.close()
+    """
     return [_transition(stream_id, event) for event in events]
 
 
