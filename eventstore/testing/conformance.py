@@ -51,7 +51,31 @@ class EventStoreConformance(
     SnapshotConformance,
     WaitingConformance,
 ):
-    """Behaviour every backend must show. Needs a `store` fixture: a new, empty store."""
+    """Behaviour every backend must show. Needs a `store` fixture: a new, empty store.
+
+    Example::
+
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        # A test module of your backend's project: the suite, given a new store per test.
+        Path("test_conformance.py").write_text('''
+        import pytest
+        from eventcraft.eventstore import EventStore
+        from eventcraft.eventstore.testing import EventStoreConformance
+
+
+        class TestMyBackend(EventStoreConformance):
+            @pytest.fixture
+            def store(self):
+                with EventStore.open("memory://") as store:  # your backend's URL
+                    yield store
+        ''')
+        pytest = [sys.executable, "-m", "pytest", "-q", "test_conformance.py"]
+        run = subprocess.run(pytest, capture_output=True, text=True)
+        assert run.returncode == 0 and " passed in " in run.stdout, run.stdout
+    """
 
     # --- appending and optimistic concurrency ---------------------------------
 
