@@ -46,11 +46,27 @@ from .state import SagaState
 
 
 class AsyncOrchestrator:
-    """Starts and advances instances of `sagas`, kept in an async store::
+    """Starts and advances instances of `sagas`, kept in an async store.
 
-    orchestrator = await AsyncOrchestrator.open(store, [fulfilment])
-    await orchestrator.start(fulfilment, {"order_id": "42"}, saga_id="42")
-    running = asyncio.create_task(orchestrator.run())   # cancel it to stop
+    Open it with `AsyncOrchestrator.open`, on the loop its async steps are to run
+    on; in a service, run `run()` as a task and cancel it to stop.
+
+    Example::
+
+        from eventcraft.eventstore import AsyncEventStore
+        from eventcraft.sagas import AsyncOrchestrator, Saga, Step
+
+        async def reserve(data, context):  # awaited on this loop
+            return {"reservation": context.idempotency_key}
+
+        fulfilment = Saga("fulfilment", [Step("reserve", reserve)])
+        store = await AsyncEventStore.open("sqlite:///shop.db")
+        orchestrator = await AsyncOrchestrator.open(store, [fulfilment])
+        await orchestrator.start(fulfilment, {"order_id": "42"}, saga_id="42")
+        assert await orchestrator.run_pending() == 0  # or a task: run(), cancelled to stop
+        state = await orchestrator.state("fulfilment", "42")
+        assert state.results == {"reserve": {"reservation": "saga-fulfilment:42/reserve"}}
+        await store.close()
     """
 
     def __init__(self, orchestrator: Orchestrator, store: AsyncEventStore) -> None:
@@ -178,6 +194,31 @@ async def request_async(
 
     The async twin of `sagas.request`: the same message and the same rule for
     what answers it; the wait is a subscription to the reply types.
+
+    Example::
+
+        import asyncio
+
+        from eventcraft.eventstore import AsyncEventStore, NewEvent
+        from eventcraft.sagas import request_async
+
+        store = await AsyncEventStore.open("sqlite:///shop.db")
+
+        async def courier_service():  # another service: it answers a booking
+            async for booking in store.subscribe(0, types=["BookCourier"]):
+                answer = {"causation_id": str(booking.id)}  # what says it answers the booking
+                booked = NewEvent("CourierBooked", {"slot": "9:00"}, answer)
+                await store.append(f"courier-{booking.data['parcel']}", [booked])
+                break
+
+        courier = asyncio.create_task(courier_service())
+        command = NewEvent("BookCourier", {"parcel": 7})
+        reply = await request_async(
+            store, "parcel-7", command, reply_types=["CourierBooked"], timeout=10
+        )
+        assert reply.data == {"slot": "9:00"} and reply.stream_id == "courier-7"
+        await courier
+        await store.close()
     """
     after = (await store.append(stream_id, [as_request(command)], ANY)).positions[0]
     wanted = str(command.id)

@@ -61,14 +61,31 @@ _MAX_ID = 200
 class Orchestrator:
     """Starts and advances instances of `sagas`, kept in `store`.
 
-    ::
-
-        orchestrator = Orchestrator(store, [fulfilment])
-        orchestrator.start(fulfilment, {"order_id": "42"}, saga_id="42")
-        orchestrator.run_pending()     # or run(stop) in a service's main loop
-
     `lease` bounds how long a step without a timeout may run before another
     orchestrator presumes its owner dead and retries it.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import Orchestrator, Saga, Step
+
+        stock = {"tea": 10}
+
+        def reserve(data, context):
+            stock[data["sku"]] -= 1
+            return {"reservation": context.idempotency_key}
+
+        def release(data, context):
+            stock[data["sku"]] += 1
+
+        fulfilment = Saga("fulfilment", [Step("reserve", reserve, release)])
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [fulfilment])
+        orchestrator.start(fulfilment, {"order_id": "42", "sku": "tea"}, saga_id="42")
+        assert orchestrator.run_pending() == 0  # or run(stop) in a service's main loop
+        assert orchestrator.state("fulfilment", "42").status == "completed"
+        assert stock == {"tea": 9}
+        store.close()
     """
 
     def __init__(

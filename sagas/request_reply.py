@@ -24,7 +24,32 @@ def request(
     reply_types: Sequence[str],
     timeout: float,
 ) -> RecordedEvent:
-    """Append `command` to `stream_id`, then return its reply; `ReplyTimeout` when it is late."""
+    """Append `command` to `stream_id`, then return its reply; `ReplyTimeout` when it is late.
+
+    Example::
+
+        import threading
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.sagas import request
+
+        store = EventStore.open("sqlite:///shop.db")
+
+        def courier_service():  # another service: it answers a booking
+            store.wait_for_events(0, timeout=10)
+            (booking,) = store.read_all(types=["BookCourier"])
+            answer = {"causation_id": str(booking.id)}  # what says it answers the booking
+            booked = NewEvent("CourierBooked", {"slot": "9:00"}, answer)
+            store.append(f"courier-{booking.data['parcel']}", [booked])
+
+        courier = threading.Thread(target=courier_service)
+        courier.start()
+        command = NewEvent("BookCourier", {"parcel": 7})
+        reply = request(store, "parcel-7", command, reply_types=["CourierBooked"], timeout=10)
+        assert reply.data == {"slot": "9:00"} and reply.stream_id == "courier-7"
+        courier.join()
+        store.close()
+    """
     after = store.append(stream_id, [as_request(command)], expected_version=ANY).positions[0]
     wanted = str(command.id)
     deadline = time.monotonic() + timeout

@@ -87,7 +87,40 @@ SCOPED = store_telemetry.Scoped(SCOPE, _Instruments)
 def make_saga_gauges() -> None:
     """Make the sagas' observable gauges now, if a meter provider is set: a metrics
     endpoint calls it before its first scrape, as gauges first made during a scrape
-    would wait for the lock the scrape holds."""
+    would wait for the lock the scrape holds.
+
+    Example::
+
+        from opentelemetry import metrics
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+        from eventcraft.eventstore import EventStore
+        from eventcraft.sagas import Orchestrator, Saga, Step, make_saga_gauges, wait_for
+
+        reader = InMemoryMetricReader()  # a Prometheus reader, in a service
+        metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+        make_saga_gauges()  # at start-up, before the first scrape
+
+        def book(data, context): ...
+
+        delivery = Saga("delivery", [Step("book", book), wait_for("pickup", "ParcelPickedUp")])
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [delivery])
+        orchestrator.start(delivery, {"parcel": 7}, saga_id="parcel-7")
+        orchestrator.run_pending()  # it waits for the pickup: an active instance
+        (instances,) = [
+            metric
+            for resource in reader.get_metrics_data().resource_metrics
+            for scope in resource.scope_metrics
+            for metric in scope.metrics
+            if metric.name == "eventcraft.saga.instances"
+        ]
+        by_saga = {p.attributes["eventcraft.saga.name"]: p for p in instances.data.data_points}
+        point = by_saga["delivery"]  # and one for each other saga this process runs
+        assert (point.value, point.attributes["eventcraft.saga.status"]) == (1, "active")
+        store.close()
+    """
     SCOPED.instruments()
 
 
