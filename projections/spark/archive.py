@@ -43,12 +43,45 @@ from .source import check_readable, read_store
 class ArchiveError(ArchiveBroken):
     """The archive's segments do not make one log (overlap or gap), or it is not there, or
     it is not the store's. An `ArchiveBroken`, as the in-process readers raise: one
-    `except` catches an archive refused by either."""
+    `except` catches an archive refused by either.
+
+    Example::
+
+        # needs: spark
+        from eventcraft.projections.spark import (
+            LOCAL_SETTINGS, Archive, ArchiveError, spark_session,
+        )
+
+        spark = spark_session("local[2]", settings=LOCAL_SETTINGS)
+        try:
+            Archive("/mnt/archive-not-mounted").read(spark)
+        except ArchiveError as error:  # never read as an empty log
+            assert "the archive folder /mnt/archive-not-mounted is missing" in str(error)
+    """
 
 
 @dataclass(frozen=True)
 class Segment:
-    """One Parquet file of the archive, holding the events at positions `first` to `last`."""
+    """One Parquet file of the archive, holding the events at positions `first` to `last`.
+
+    Example::
+
+        # needs: spark
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections.spark import LOCAL_SETTINGS, Archive, spark_session
+
+        url = "sqlite:///bank.db"
+        spark = spark_session("local[2]", settings=LOCAL_SETTINGS)
+        archive = Archive("archive")
+        with EventStore.open(url) as store:
+            for cents in (100, 250):  # two exports: two segments
+                store.append("account-1", [NewEvent("Deposited", {"cents": cents})])
+                archive.export(spark, url)
+        segments = archive.segments(spark)
+        assert [(segment.first, segment.last) for segment in segments] == [(1, 1), (2, 2)]
+        assert segments[0].path.endswith("from-000000000000001-to-000000000000001")
+        assert all(segment.parsed for segment in segments)  # data parsed too, for reducer folds
+    """
 
     first: int
     last: int
@@ -59,7 +92,27 @@ class Segment:
 
 @dataclass(frozen=True)
 class ExportReport:
-    """What one export wrote into the archive."""
+    """What one export wrote into the archive.
+
+    Example::
+
+        # needs: spark
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections.spark import (
+            LOCAL_SETTINGS, Archive, ExportReport, spark_session,
+        )
+
+        url = "sqlite:///bank.db"
+        spark = spark_session("local[2]", settings=LOCAL_SETTINGS)
+        archive = Archive("archive")
+        with EventStore.open(url) as store:
+            store.append("account-1", [NewEvent("Deposited", {"cents": 100})])
+            first: ExportReport = archive.export(spark, url)
+            store.append("account-1", [NewEvent("Deposited", {"cents": 250})])
+            second = archive.export(spark, url)  # a nightly job: what is new since the last
+        assert (first.after, first.upto, first.events) == (0, 1, 1)
+        assert (second.after, second.upto, second.events, second.read_path) == (1, 2, 1, "python")
+    """
 
     path: str
     after: int
@@ -84,6 +137,20 @@ class Archive:
     `parsed=False` exports segments without the `data_variant` column, for an archive
     that reducer folds do not replay: smaller by what the column takes, which depends on
     the data (1% of the benchmark's log, whose values repeat).
+
+    Example::
+
+        # needs: spark
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections.spark import LOCAL_SETTINGS, Archive, spark_session
+
+        with EventStore.open("sqlite:///bank.db") as store:
+            store.append("account-1", [NewEvent("Deposited", {"cents": n}) for n in (100, 250)])
+        spark = spark_session("local[2]", settings=LOCAL_SETTINGS)
+        archive = Archive("archive")  # or hdfs:///..., s3a://...
+        assert archive.export(spark, "sqlite:///bank.db").events == 2  # everything new
+        assert archive.last_position(spark) == 2
+        assert [row.position for row in archive.read(spark, after=1).collect()] == [2]
     """
 
     def __init__(self, path: str, *, parsed: bool = True) -> None:

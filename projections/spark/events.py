@@ -36,12 +36,7 @@ def read_events(
     (an array of strings, sorted, empty when the event has none). With
     a `registry` (a `domain.EventRegistry`), each registered type also gets
     a struct column named after it, holding the event's data decoded and
-    upcast to the current version (null on rows of other types)::
-
-        events = read_events(spark, "postgresql://...", registry=bank_events)
-        events.where("type = 'MoneyDeposited'").groupBy("category").sum(
-            "MoneyDeposited.amount_cents"
-        )
+    upcast to the current version (null on rows of other types).
 
     A store is read up to its high-water mark as the call finds it; after retention,
     from its archive up to the low-water mark and from the store after it
@@ -49,6 +44,30 @@ def read_events(
     Personal fields are opened with the key store at `keys`: by default the
     store's own database; an archive's are opened only if `keys` names its
     store's (a sealed event fails the job otherwise).
+
+    Example::
+
+        # needs: spark
+        from eventcraft.domain import DomainEvent, EventRegistry
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections.spark import LOCAL_SETTINGS, read_events, spark_session
+
+        bank_events = EventRegistry()
+
+        @bank_events.event("MoneyDeposited")
+        class MoneyDeposited(DomainEvent):
+            amount_cents: int
+
+        with EventStore.open("sqlite:///bank.db") as store:
+            deposits = [NewEvent("MoneyDeposited", {"amount_cents": n}) for n in (100, 250)]
+            store.append("account-1", deposits)
+            store.append("account-1", [NewEvent("AccountClosed", {})])
+        spark = spark_session("local[2]", settings=LOCAL_SETTINGS)
+        events = read_events(spark, "sqlite:///bank.db", registry=bank_events)  # or an Archive
+        totals = events.where("type = 'MoneyDeposited'").groupBy("category").sum(
+            "MoneyDeposited.amount_cents"
+        )
+        assert [tuple(row) for row in totals.collect()] == [("account", 350)]
     """
     if isinstance(source, Archive):
         events = source.read(spark)

@@ -53,7 +53,29 @@ _SWAP_BATCH = 10_000
 
 @dataclass(frozen=True)
 class ReplayReport:
-    """What a Spark replay did: the generation it built and swapped in, and up to where."""
+    """What a Spark replay did: the generation it built and swapped in, and up to where.
+
+    Example::
+
+        # needs: spark
+        import sqlalchemy as sa
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ReducerFold, StreamKey
+        from eventcraft.projections.reducers import Sum
+        from eventcraft.projections.spark import LOCAL_SETTINGS, ReplayReport, replay, spark_session
+
+        totals = sa.Table("totals", sa.MetaData(), sa.Column("account", sa.Text, primary_key=True),
+                          sa.Column("deposited", sa.BigInteger, nullable=False))
+        fold = ReducerFold("totals", table=totals, key=StreamKey("account-"),
+                           columns={"deposited": Sum("cents", types="Deposited")})
+        with EventStore.open("sqlite:///bank.db") as store:
+            store.append("account-1", [NewEvent("Deposited", {"cents": n}) for n in (100, 250)])
+        spark = spark_session("local[2]", settings=LOCAL_SETTINGS)
+        report: ReplayReport = replay(fold, "sqlite:///bank.db", spark=spark)
+        assert (report.generation, report.replayed_to, report.position) == (2, 2, 2)
+        assert (report.events, report.rows, report.caught_up) == (2, 1, 0)
+        assert report.read_path == "python"  # SQLite, read by Python workers
+    """
 
     name: str
     generation: int
@@ -95,6 +117,36 @@ def replay(
     `partitions` is how many tasks fold and write (the cores by default).
     `keys` is the URL of the store's key store when it is not the store's
     own database: personal fields are opened with it as the events are read.
+
+    Example::
+
+        # needs: spark
+        import sqlalchemy as sa
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import Fold, ProjectionRunner, StreamKey
+        from eventcraft.projections.spark import LOCAL_SETTINGS, replay, spark_session
+
+        balances = sa.Table(
+            "balances", sa.MetaData(),
+            sa.Column("account", sa.Text, primary_key=True),
+            sa.Column("cents", sa.BigInteger, nullable=False),
+        )
+        by_account = Fold(
+            "balances", table=balances, types=["Deposited"], key=StreamKey("account-"),
+            initial=lambda key: {"account": key, "cents": 0},
+            apply=lambda row, event: {**row, "cents": row["cents"] + event.data["cents"]},
+        )
+        store = EventStore.open("sqlite:///bank.db")
+        for n in range(4):
+            store.append(f"account-{n % 2}", [NewEvent("Deposited", {"cents": 100 * n})])
+        spark = spark_session("local[2]", settings=LOCAL_SETTINGS)
+        report = replay(by_account, "sqlite:///bank.db", spark=spark)  # or source=Archive(...)
+        assert (report.events, report.rows, report.position) == (4, 2, 4)
+        with ProjectionRunner(store, [by_account]) as runner:  # on from the replay's checkpoint
+            with runner.database.reading() as connection:
+                assert connection.execute(sa.select(balances).order_by("account")).all() == [
+                    ("0", 200), ("1", 400)]
+        store.close()
     """
     if not isinstance(fold, Fold):
         raise DefinitionError(
@@ -209,6 +261,29 @@ class ReplayFailed(ProjectionError):
     """The fold's own code (or the read model's database) failed on an executor.
 
     Nothing was swapped in: the old read model keeps serving.
+
+    Example::
+
+        # needs: spark
+        import sqlalchemy as sa
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import Fold, StreamKey
+        from eventcraft.projections.spark import LOCAL_SETTINGS, ReplayFailed, replay, spark_session
+
+        totals = sa.Table("totals", sa.MetaData(), sa.Column("order_id", sa.Text, primary_key=True),
+                          sa.Column("cents", sa.BigInteger, nullable=False))
+        order_totals = Fold("order-totals", table=totals, key=StreamKey("order-"),
+                            initial=lambda key: {"order_id": key, "cents": 0},
+                            apply=lambda row, event: {**row, "cents": event.data["cents"]})
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("order-1", [NewEvent("OrderPlaced", {"cents": 900})])
+            store.append("order-2", [NewEvent("OrderPlaced", {"amount": 400})])  # an old shape
+        spark = spark_session("local[2]", settings=LOCAL_SETTINGS)
+        try:
+            replay(order_totals, "sqlite:///shop.db", spark=spark)
+        except ReplayFailed as failed:  # nothing swapped in: the old read model keeps serving
+            assert (failed.error_type, failed.message) == ("KeyError", "'cents'")
+            assert failed.position == 2  # the event it was folding
     """
 
     def __init__(

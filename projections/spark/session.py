@@ -32,7 +32,17 @@ LOCAL_SETTINGS: Mapping[str, str] = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
 }
-"""For tests and small local jobs; a cluster job keeps Spark's defaults."""
+"""For tests and small local jobs; a cluster job keeps Spark's defaults.
+
+Example::
+
+    # needs: spark
+    from eventcraft.projections.spark import LOCAL_SETTINGS, spark_session
+
+    spark = spark_session("local[2]", settings=LOCAL_SETTINGS)  # starts in seconds
+    assert LOCAL_SETTINGS["spark.ui.enabled"] == "false"  # no web UI to start
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"  # a small job's few tasks
+"""
 
 
 def spark_session(
@@ -49,6 +59,15 @@ def spark_session(
     the fold's code is found wherever the driver finds it. The PostgreSQL
     JDBC driver is added to `spark.jars` when this machine has it, so that
     replays and exports read a PostgreSQL store in the JVM.
+
+    Example::
+
+        # needs: spark
+        from eventcraft.projections.spark import LOCAL_SETTINGS, spark_session
+
+        spark = spark_session("local[2]", settings=LOCAL_SETTINGS)  # or "spark://host:7077"
+        assert spark_session("local[2]") is spark  # the process's one session, made on first use
+        assert spark.range(3).count() == 3
     """
     if master.startswith("local"):
         # Local workers run this interpreter, so they import what the driver

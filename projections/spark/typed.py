@@ -29,7 +29,31 @@ class RegisteredType(Protocol):
 
 class EventTypes(EventDecoder, Protocol):
     """What `read_events` needs of an event registry (`domain.EventRegistry` fits): an
-    `EventDecoder` that names its types."""
+    `EventDecoder` that names its types.
+
+    Example::
+
+        # needs: spark
+        from eventcraft.domain import DomainEvent, EventRegistry
+        from eventcraft.eventstore import EventStore
+        from eventcraft.projections.spark import (
+            LOCAL_SETTINGS, EventTypes, read_events, spark_session,
+        )
+
+        bank_events = EventRegistry()
+
+        @bank_events.event("MoneyDeposited")
+        class MoneyDeposited(DomainEvent):
+            amount_cents: int
+
+        registry: EventTypes = bank_events  # it decodes events, and names its types and classes
+        assert registry.types["MoneyDeposited"].cls is MoneyDeposited
+        EventStore.open("sqlite:///bank.db").close()
+        spark = spark_session("local[2]", settings=LOCAL_SETTINGS)
+        events = read_events(spark, "sqlite:///bank.db", registry=registry)  # a column per type
+        column = events.schema["MoneyDeposited"]  # the data decoded, on its rows
+        assert column.dataType.simpleString() == "struct<amount_cents:bigint>"
+    """
 
     @property
     def types(self) -> Mapping[str, RegisteredType]: ...
