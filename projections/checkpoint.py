@@ -68,7 +68,25 @@ def read_many(connection: sa.Connection, names: list[str]) -> dict[str, Checkpoi
 def checkpoint_positions(database: Database, names: Sequence[str]) -> dict[str, int] | None:
     """The position of each of the projections `names` that has a checkpoint in
     `database`, by name; None if no runner has set the database up (it holds no
-    checkpoints). Reads only: nothing is created where nothing ran."""
+    checkpoints). Reads only: nothing is created where nothing ran.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import (
+            Database, ProjectionRunner, Subscription, checkpoint_positions,
+        )
+
+        store = EventStore.open("sqlite:///shop.db")
+        database = Database.of(None, store)  # the store's own database, as a runner's default
+        assert checkpoint_positions(database, ["receipts"]) is None  # no runner set it up yet
+        store.append("order-1", [NewEvent("OrderPaid", {"cents": 900})])
+        with ProjectionRunner(store, [Subscription("receipts", lambda event: None)]) as runner:
+            runner.catch_up()
+        assert checkpoint_positions(database, ["receipts", "invoices"]) == {"receipts": 1}
+        database.close()
+        store.close()
+    """
     with database.reading() as connection:
         if not sa.inspect(connection).has_table(table.name):
             return None
@@ -82,7 +100,24 @@ def checkpoint_leases(
     """Where each of the checkpoints `names` that exists in `database` stands, and who
     holds its lease: (position, owner) by name, the owner None unless its lease is current
     by the database's clock (`clock.py`). Empty where no runner has set the database up.
-    Reads only: nothing is created where nothing ran."""
+    Reads only: nothing is created where nothing ran.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ProjectionRunner, Subscription, checkpoint_leases
+
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-1", [NewEvent("OrderPaid", {"cents": 900})])
+        with ProjectionRunner(store, [Subscription("receipts", lambda event: None)]) as runner:
+            runner.start()
+            runner.wait_until(1)  # the runner's thread holds the lease while it follows
+            leases = checkpoint_leases(runner.database, ["receipts"])  # (position, lease holder)
+            assert leases == {"receipts": (1, runner.owner)}
+            runner.stop()  # gives the lease back
+            assert checkpoint_leases(runner.database, ["receipts"]) == {"receipts": (1, None)}
+        store.close()
+    """
     with database.reading() as connection:
         if not names or not sa.inspect(connection).has_table(table.name):
             return {}

@@ -26,7 +26,30 @@ from .tracebacks import bare_traceback
 
 @dataclasses.dataclass(frozen=True)
 class ParkedEvent:
-    """An event a projection's handler failed on, parked until it is retried or discarded."""
+    """An event a projection's handler failed on, parked until it is retried or discarded.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ErrorPolicy, ParkedEvent, ProjectionRunner, Subscription
+
+        def ship(event):
+            raise KeyError(event.data["sku"])
+
+        shipping = Subscription("shipping", ship, on_error=ErrorPolicy(attempts=1, then="skip"))
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-1", [NewEvent("OrderPaid", {"sku": "tea"})])
+        with ProjectionRunner(store, [shipping]) as runner:
+            runner.catch_up()
+            parked: list[ParkedEvent] = runner.parked("shipping")
+            (event,) = parked
+            assert (event.position, event.stream_id, event.type) == (1, "order-1", "OrderPaid")
+            assert event.error == "KeyError: 'tea'" and event.attempts == 1
+            assert "in ship" in event.traceback  # where, without the message
+            runner.discard_parked("shipping", event.position)
+            assert runner.parked("shipping") == []
+        store.close()
+    """
 
     projection: str
     position: int
@@ -191,14 +214,57 @@ def positions(connection: sa.Connection) -> set[int]:
 
 def parked_positions(database: Database) -> set[int] | None:
     """The positions of the events parked in `database` by any projection (defined now
-    or not); None if no projection ever ran there (it holds no error store)."""
+    or not); None if no projection ever ran there (it holds no error store).
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import (
+            Database, ErrorPolicy, ProjectionRunner, Subscription, parked_positions,
+        )
+
+        def mail(event):
+            raise ValueError(f"no address for {event.data['customer']}")
+
+        store = EventStore.open("sqlite:///shop.db")
+        database = Database.of(None, store)
+        assert parked_positions(database) is None  # no projection ever ran here
+        store.append("order-1", [NewEvent("OrderPaid", {"customer": "ann"})])
+        mailer = Subscription("mailer", mail, on_error=ErrorPolicy(attempts=1, then="skip"))
+        with ProjectionRunner(store, [mailer], database=database) as runner:
+            runner.catch_up()
+        assert parked_positions(database) == {1}  # what a forget of ann must reach
+        database.close()
+        store.close()
+    """
     with database.reading() as connection:
         return positions(connection) if exists(connection) else None
 
 
 def forget_parked_errors(database: Database, at: Collection[int], replacement: str) -> int:
     """`forget_errors` in a transaction of its own on `database`: `replacement` in place
-    of the message of every error parked at the positions `at`; how many changed."""
+    of the message of every error parked at the positions `at`; how many changed.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import (
+            ErrorPolicy, ProjectionRunner, Subscription, forget_parked_errors,
+        )
+
+        def mail(event):
+            raise ValueError(f"no address for {event.data['customer']}")
+
+        store = EventStore.open("sqlite:///shop.db")
+        store.append("order-1", [NewEvent("OrderPaid", {"customer": "Ann Smith"})])
+        mailer = Subscription("mailer", mail, on_error=ErrorPolicy(attempts=1, then="skip"))
+        with ProjectionRunner(store, [mailer]) as runner:
+            runner.catch_up()
+            assert runner.parked("mailer")[0].error == "ValueError: no address for Ann Smith"
+            assert forget_parked_errors(runner.database, {1}, "<forgotten>") == 1  # Ann's events
+            assert runner.parked("mailer")[0].error == "ValueError: <forgotten>"
+        store.close()
+    """
     with database.transaction() as connection:
         return forget_errors(connection, at, replacement)
 

@@ -17,7 +17,29 @@ import sqlalchemy as sa
 
 CHECKPOINTS = "eventcraft_projections"
 PARKED = "eventcraft_parked"
-"""The error store's table: the events a projection's handler failed on, parked to retry."""
+"""The error store's table: the events a projection's handler failed on, parked to retry.
+
+Example::
+
+    import sqlalchemy as sa
+    from eventcraft.eventstore import EventStore, NewEvent
+    from eventcraft.projections import PARKED_TABLE, ErrorPolicy, ProjectionRunner, Subscription
+
+    def refuse(event):
+        raise ValueError("the mail server refused it")
+
+    mailer = Subscription("mailer", refuse, on_error=ErrorPolicy(attempts=1, then="skip"))
+    store = EventStore.open("sqlite:///shop.db")
+    store.append("order-1", [NewEvent("OrderPaid", {"cents": 900})])
+    with ProjectionRunner(store, [mailer]) as runner:
+        runner.catch_up()
+        with runner.database.reading() as connection:  # e.g. for a report of your own
+            query = f"SELECT projection, position, error FROM {PARKED_TABLE}"
+            rows = connection.execute(sa.text(query)).all()
+    assert rows == [("mailer", 1, "ValueError: the mail server refused it")]
+    assert PARKED_TABLE == "eventcraft_parked"
+    store.close()
+"""
 
 metadata = sa.MetaData()
 
