@@ -75,7 +75,37 @@ def _as_json(data: Any) -> dict[str, Any]:
 class Route:
     """Events of `event_type` carrying all of `tags` for which `when(event)` holds do
     `action` to the saga instance with id `saga_id(event)`; a start gives it `data(event)`
-    (the event's data by default)."""
+    (the event's data by default).
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ProjectionRunner
+        from eventcraft.sagas import Orchestrator, ProcessManager, Route, Saga, Step
+
+        def ask_a_clerk(data, context): ...
+
+        review = Saga("review", [Step("ask", ask_a_clerk)])
+        big_orders = Route(
+            "OrderPlaced",
+            review,
+            "start",
+            saga_id=lambda event: event.stream_id,  # order-2's review is "order-2"
+            when=lambda event: event.data["cents"] >= 100_000,  # only these are reviewed
+            data=lambda event: {"cents": event.data["cents"]},  # the saga's start data
+        )
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [review])
+        manager = ProcessManager("review-manager", orchestrator, [big_orders])
+        runner = ProjectionRunner(store, [manager.subscription()])
+        store.append("order-1", [NewEvent("OrderPlaced", {"sku": "tea", "cents": 1200})])
+        store.append("order-2", [NewEvent("OrderPlaced", {"sku": "piano", "cents": 250_000})])
+        runner.catch_up()
+        started = [(saga.saga_id, saga.data) for saga in orchestrator.instances()]
+        assert started == [("order-2", {"cents": 250_000})]
+        runner.close()
+        store.close()
+    """
 
     event_type: str
     saga: Saga
@@ -115,7 +145,39 @@ class Route:
 
 
 class ProcessManager:
-    """Starts, signals and cancels saga instances from the events its routes match."""
+    """Starts, signals and cancels saga instances from the events its routes match.
+
+    It reads the log through `subscription()`, which a projections
+    `ProjectionRunner` runs; the orchestrator then carries the sagas forward.
+
+    Example::
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.projections import ProjectionRunner
+        from eventcraft.sagas import Orchestrator, ProcessManager, Route, Saga, Step, wait_for
+
+        def reserve(data, context):
+            return {"reserved": data["sku"]}
+
+        steps = [Step("reserve", reserve), wait_for("payment", "OrderPaid")]
+        fulfilment = Saga("fulfilment", steps)
+        store = EventStore.open("sqlite:///shop.db")
+        orchestrator = Orchestrator(store, [fulfilment])
+        manager = ProcessManager("fulfilment-manager", orchestrator, [
+            Route("OrderPlaced", fulfilment, "start", saga_id=lambda event: event.stream_id),
+            Route("OrderPaid", fulfilment, "signal", saga_id=lambda event: event.stream_id),
+        ])
+        runner = ProjectionRunner(store, [manager.subscription()])
+        store.append("order-1", [NewEvent("OrderPlaced", {"sku": "tea"})])
+        store.append("order-1", [NewEvent("OrderPaid", {"cents": 1200})])
+        runner.catch_up()  # the manager starts order-1's saga, then hands it the payment
+        assert orchestrator.run_pending() == 0  # which runs it to its end
+        state = orchestrator.state("fulfilment", "order-1")
+        assert (state.status, state.data) == ("completed", {"sku": "tea"})
+        assert state.results["payment"] == {"cents": 1200}
+        runner.close()
+        store.close()
+    """
 
     def __init__(
         self,
