@@ -14,7 +14,7 @@ import click
 from eventcraft.domain import CompatibilityMode, compatibility_report
 
 from ..operations import schema as operations
-from ..operations.errors import Problems
+from ..operations.errors import InputError, Problems
 from ..operations.numbers import MAX_AFTER
 from .output import console, counted, emit_json, json_option, progress, table
 from .shell import shell
@@ -125,15 +125,42 @@ def check(against: Path, mode: CompatibilityMode, as_json: bool) -> None:
     metavar="N",
     help="Read about N events, in windows spread over the log, instead of all.",
 )
+@click.option(
+    "--spark",
+    "in_spark",
+    is_flag=True,
+    help="Run it as a Spark job over the whole log (and its archive, after retention): "
+    "for a log too large for one process. Needs the spark extra.",
+)
+@click.option(
+    "--master",
+    default="local[*]",
+    show_default=True,
+    metavar="URL",
+    help="With --spark: the Spark master.",
+)
 @json_option
-def verify(after: int, limit: int | None, sample: int | None, as_json: bool) -> None:
+def verify(
+    after: int,
+    limit: int | None,
+    sample: int | None,
+    in_spark: bool,
+    master: str,
+    as_json: bool,
+) -> None:
     """Decode and upcast the stored events through the App's registry: how many of each
     type and stored version there are, and which fail (exit 1 if any)."""
     context = shell()
-    store = context.store()
     app = context.app()
-    with progress("schema verify", None):
-        found = operations.verify(store, app, after=after, limit=limit, sample=sample)
+    if in_spark:
+        if after or limit is not None or sample is not None:
+            raise InputError("--spark reads the whole log: drop --after, --limit and --sample")
+        context.store()  # a store that is not there is refused here, not in a Spark job
+        found = operations.verify_in_spark(context.url(), app, master)
+    else:
+        store = context.store()
+        with progress("schema verify", None):
+            found = operations.verify(store, app, after=after, limit=limit, sample=sample)
     if as_json:
         emit_json({**dataclasses.asdict(found), "ok": found.ok})
     else:

@@ -18,11 +18,12 @@ from eventcraft.domain import (
     EventRegistry,
     SchemaProblem,
     StoredEventsVerification,
+    StoredTypeVersion,
     check_compatibility,
     verify_stored_events,
 )
-from eventcraft.eventstore import EventStore
-from eventcraft.projections import Definition
+from eventcraft.eventstore import EventStore, recorded_at_text
+from eventcraft.projections import Definition, ProjectionError
 from eventcraft.sagas import Awaiting, ProcessManager
 
 from ..app import App
@@ -110,6 +111,44 @@ def verify(
 ) -> StoredEventsVerification:
     """The stored log read through the App's registry (`verify_stored_events`)."""
     return verify_stored_events(store, registry_of(app), after=after, limit=limit, sample=sample)
+
+
+def verify_in_spark(url: str, app: App, master: str) -> StoredEventsVerification:
+    """The store at `url` (and its archive, after retention) read through the App's
+    registry as a Spark job on `master`: `verify`'s counts, for a log too large for one
+    process. A run reads the whole log (no `after`, `limit` or sample)."""
+    from . import spark  # the spark extra: imported only by a command that asks for it
+
+    registry = registry_of(app)
+    session = spark.session(spark.check_master(master))
+    from eventcraft.projections.spark import verify_events
+
+    try:
+        counted = verify_events(session, url, registry)
+    except ProjectionError as error:
+        raise spark.translated(error) from error
+    found = StoredEventsVerification()
+    for row in counted:
+        entry = registry.types.get(row.type)
+        found.counts.append(
+            StoredTypeVersion(
+                row.type,
+                row.event_version,
+                events=row.events,
+                failed=row.failed,
+                first_failure=row.first_failure,
+                error=row.error,
+                last_position=row.last_position,
+                last_recorded_at=recorded_at_text(row.last_recorded_at)
+                if row.last_recorded_at is not None
+                else "",
+                registered_version=entry.version if entry else None,
+            )
+        )
+        found.events += row.events
+        found.failed += row.failed
+        found.upto = max(found.upto, row.last_position)
+    return found
 
 
 def _process_manager(definition: Definition) -> ProcessManager | None:

@@ -154,18 +154,18 @@ def check_replay(
 
 def run_export(plan: ExportPlan) -> ExportReport:
     """Start (or join) a SparkSession and append the store's new events to the archive."""
-    spark = _session(plan.master)
+    spark = session(plan.master)
     from eventcraft.projections.spark import Archive
 
     try:
         return Archive(plan.archive, parsed=plan.parsed).export(spark, plan.store)
     except ProjectionError as error:
-        raise _translated(error) from error
+        raise translated(error) from error
 
 
 def run_replay(plan: ReplayPlan) -> ReplayReport:
     """Start (or join) a SparkSession, rebuild the fold's read model and swap it in."""
-    spark = _session(plan.master)
+    spark = session(plan.master)
     from eventcraft.projections.spark import Archive, replay
 
     try:
@@ -179,7 +179,7 @@ def run_replay(plan: ReplayPlan) -> ReplayReport:
             progress=plan.progress,
         )
     except ProjectionError as error:
-        raise _translated(error) from error
+        raise translated(error) from error
 
 
 def check_master(master: str) -> str:
@@ -322,7 +322,7 @@ def _parts(url: str) -> tuple[str, str, str]:
     return scheme.lower(), path, query
 
 
-def _session(master: str) -> SparkSession:
+def session(master: str) -> SparkSession:
     """The process's SparkSession: the running one if there is one (a notebook, a test)."""
     try:
         from eventcraft.projections.spark import LOCAL_SETTINGS, spark_session
@@ -332,7 +332,7 @@ def _session(master: str) -> SparkSession:
     return spark_session(master, settings=LOCAL_SETTINGS if local else None)
 
 
-def _translated(error: ProjectionError) -> Exception:
+def translated(error: ProjectionError) -> Exception:
     """What the shells show: a definition or archive refused is input, a failed job a problem."""
     from eventcraft.projections import DefinitionError
     from eventcraft.projections.spark import ArchiveError

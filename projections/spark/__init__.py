@@ -17,6 +17,7 @@ from .events import read_events
 from .replay import ReplayFailed, ReplayReport, replay
 from .session import LOCAL_SETTINGS, spark_session
 from .typed import EventTypes
+from .verification import VerifiedTypeVersion, verify_events
 
 __all__ = [
     "LOCAL_SETTINGS",
@@ -27,7 +28,9 @@ __all__ = [
     "ReplayFailed",
     "ReplayReport",
     "Segment",
+    "VerifiedTypeVersion",
     "read_events",
     "replay",
     "spark_session",
+    "verify_events",
 ]
