@@ -160,7 +160,8 @@ def verify_events(
 def _decode(registry: EventDecoder, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side: each event's type, stored version, position, time, and its error."""
     for batch in batches:
-        versions, errors = [], []
+        versions: list[int] = []
+        errors: list[str | None] = []
         for event in events_of(batch):
             stored = event.metadata.get(EVENT_VERSION, 1)
             usable = isinstance(stored, int) and not isinstance(stored, bool)
