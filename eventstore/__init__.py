@@ -74,6 +74,7 @@ from .transfer import (
     export_log,
     import_log,
 )
+from .type_counts import TypeCount
 from .verification import LogProblem, LogVerification, verify_log
 
 __all__ = [
@@ -130,6 +131,7 @@ __all__ = [
     "StreamInfo",
     "StreamState",
     "StreamTombstoned",
+    "TypeCount",
     "UnreadablePersonalData",
     "UnsupportedStoreURL",
     "WrongExpectedVersion",

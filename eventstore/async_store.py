@@ -41,6 +41,7 @@ from .personal.sealing import Shredder
 from .query import AppendCondition, Query, QueryResult
 from .retention import Retention
 from .snapshot import Snapshot
+from .type_counts import TypeCount
 
 if True:  # ASYNC
     SUBSCRIPTION_WAIT = 5.0
@@ -248,6 +249,26 @@ class AsyncEventStore:
             types=call.types,
             limit=call.limit,
         )
+
+    async def count_types(
+        self,
+        after: int = 0,
+        until: int | None = None,
+        *,
+        types: Sequence[str] | str | None = None,
+    ) -> list[TypeCount]:
+        """How many events of each type and stored schema version (`EVENT_VERSION`) the
+        log holds after `after`, up to `until` (inclusive; None for the high-water mark):
+        a `TypeCount` for each, by type and version. `types` narrows it to some types.
+
+        On SQLite and PostgreSQL the database counts them in one statement (a GROUP BY
+        of the type and the metadata's version), no event read out or decoded: the cost
+        grows with the events counted, which `after`, `until` and `types` bound. What
+        retention removed is not counted.
+        """
+        call = arguments.read_all_call(after, None, None, types)
+        last = arguments.until_call(until)
+        return await self._backend.count_types(after=call.after, until=last, types=call.types)
 
     async def read_query(
         self, query: Query, after: int = 0, limit: int | None = None

@@ -115,6 +115,7 @@ class ThreadedBackend(AsyncBackend):
     read_all = _drained(Backend.read_all)
     read_query = _awaited(Backend.read_query)
     count_events = _awaited(Backend.count_events)
+    count_types = _awaited(Backend.count_types)
     read_stream_encoded = _drained(Backend.read_stream_encoded)
     read_all_encoded = _drained(Backend.read_all_encoded)
     high_water_mark = _awaited(Backend.high_water_mark)

@@ -155,6 +155,7 @@ class BlockingEventStore:
     read_stream_encoded = _drained(AsyncEventStore.read_stream_encoded)
     read_all = _drained(AsyncEventStore.read_all)
     count_events = _awaited(AsyncEventStore.count_events)
+    count_types = _awaited(AsyncEventStore.count_types)
     read_query = _awaited(AsyncEventStore.read_query)
     read_all_encoded = _drained(AsyncEventStore.read_all_encoded)
     read_all_json = _drained(AsyncEventStore.read_all_json)

@@ -28,6 +28,7 @@ from .idempotency import StoredId, resolve_stored_appends
 from .port import Backend
 from .query import AppendCondition
 from .snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
+from .type_counts import Tally, TypeCount
 
 
 class MemoryBackend(Backend):
@@ -157,6 +158,20 @@ class MemoryBackend(Backend):
         with self._open():
             tail = self._log[after:]
         return _filtered(tail, limit, categories, types)
+
+    def count_types(
+        self, *, after: int, until: int | None, types: Sequence[str] | None
+    ) -> list[TypeCount]:
+        with self._open():
+            tail = self._log[after:until]
+        wanted = None if types is None else set(types)
+        tally = Tally()
+        for event in tail:
+            if wanted is None or event.type in wanted:
+                stored = event.metadata.get(EVENT_VERSION)
+                text = None if stored is None else orjson.dumps(stored).decode()
+                tally.add(event.type, text, 1, event.position, event.recorded_at)
+        return tally.counts()
 
     def high_water_mark(self) -> int:
         with self._open():

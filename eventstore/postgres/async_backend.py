@@ -46,6 +46,7 @@ from ..paging import paged_async
 from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 from ..sql.deletion import placed_parameters
+from ..type_counts import TypeCount, type_counts
 from . import copy_out, deletion, opening, privileges
 from . import query_reads as reads
 from . import statements as sql
@@ -217,6 +218,19 @@ class AsyncPostgresBackend(AsyncBackend):
 
         counted = await self._with_connection(count)
         return counted if limit is None else min(counted, limit)
+
+    async def count_types(
+        self, *, after: int, until: int | None, types: Sequence[str] | None
+    ) -> list[TypeCount]:
+        query, params = sql.count_types_query(types)
+
+        async def count(conn: Conn) -> list[TypeCount]:
+            head = await safe_head_async(conn, after)
+            last = head if until is None else min(until, head)
+            cursor = await conn.execute(query, {**params, "start": after, "last": last})
+            return type_counts(await cursor.fetchall())
+
+        return await self._with_connection(count)
 
     async def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
         count = reads.first_count(limit)

@@ -47,6 +47,7 @@ from ..port import Backend
 from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 from ..sql.deletion import placed_parameters
+from ..type_counts import TypeCount, type_counts
 from . import copy_out, deletion, opening, privileges
 from . import query_reads as reads
 from . import statements as sql
@@ -178,6 +179,19 @@ class PostgresBackend(Backend):
 
         counted = self._with_connection(count)
         return counted if limit is None else min(counted, limit)
+
+    def count_types(
+        self, *, after: int, until: int | None, types: Sequence[str] | None
+    ) -> list[TypeCount]:
+        query, params = sql.count_types_query(types)
+
+        def count(conn: Conn) -> list[TypeCount]:
+            head = safe_head(conn, after)
+            last = head if until is None else min(until, head)
+            cursor = conn.execute(query, {**params, "start": after, "last": last})
+            return type_counts(cursor.fetchall())
+
+        return self._with_connection(count)
 
     def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
         count = reads.first_count(limit)

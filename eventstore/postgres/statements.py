@@ -157,6 +157,31 @@ def count_query(
     return f"SELECT {' + '.join(counts)}", params
 
 
+def count_types_query(types: Sequence[str] | None) -> tuple[str, dict[str, Any]]:
+    """The events in (`start`, `last`] (of `types`, if given) counted by type and the
+    metadata's `EVENT_VERSION` as JSON text (`->`, which tells `2` from `"2"`), each group
+    with its last position and when that event was recorded; its parameters but those two.
+
+    One scan of the range (of the type index's ranges, with `types`) and a join on
+    the primary key for each group's last event.
+    """
+    where = "position > %(start)s AND position <= %(last)s"
+    params: dict[str, Any] = {}
+    if types is not None:
+        each = []
+        for n, value in enumerate(dict.fromkeys(types)):
+            params[f"v{n}"] = value
+            each.append(f"({matches('type', f'%(v{n})s')})")
+        where += f" AND ({' OR '.join(each)})"
+    return (
+        f"WITH counted AS (SELECT type, (metadata -> '{EVENT_VERSION}')::text AS event_version, "
+        f"count(*) AS events, max(position) AS last FROM {E} WHERE {where} GROUP BY 1, 2) "
+        "SELECT counted.type, counted.event_version, counted.events, counted.last, "
+        f"e.recorded_at FROM counted JOIN {E} AS e ON e.position = counted.last",
+        params,
+    )
+
+
 def _branches(
     categories: Sequence[str] | None, types: Sequence[str] | None, params: dict[str, Any]
 ) -> list[tuple[str, str]]:

@@ -51,6 +51,7 @@ from ..port import Backend
 from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 from ..sql import deletion, schema
+from ..type_counts import TypeCount, type_counts
 from . import query as sqlite_query
 from . import schema as sqlite_schema
 from . import statements as sql
@@ -341,6 +342,14 @@ class SQLiteBackend(Backend):
         # A negative LIMIT is none on SQLite.
         params.update(start=after, count=-1 if limit is None else limit)
         return self._guard(lambda: int(self._fetch(query, params)[0][0]))
+
+    def count_types(
+        self, *, after: int, until: int | None, types: Sequence[str] | None
+    ) -> list[TypeCount]:
+        head = self.high_water_mark()
+        query, params = sql.count_types_query(head if until is None else min(until, head), types)
+        params["start"] = after
+        return type_counts(self._guard(lambda: self._fetch(query, params)))
 
     def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
         head = self.high_water_mark()

@@ -138,6 +138,25 @@ def count_query(
     return f"SELECT count(*) FROM ({query})", params
 
 
+def count_types_query(last: int, types: Sequence[str] | None) -> tuple[str, dict[str, Any]]:
+    """The events in (`:start`, `last`] (of `types`, if given) counted by type and the
+    metadata's `EVENT_VERSION` as JSON text (`->`, which tells `2` from `"2"`), each group
+    with its last position and when that event was recorded; its parameters but `start`."""
+    params: dict[str, Any] = {"last": last}
+    where = "position > :start AND position <= :last"
+    if types is not None:
+        names = [f":t{n}" for n in range(len(types))]
+        params.update({name[1:]: value for name, value in zip(names, types, strict=True)})
+        where += f" AND type IN ({', '.join(names)})"
+    return (
+        f"WITH counted AS (SELECT type, metadata -> '$.{EVENT_VERSION}' AS event_version, "
+        f"count(*) AS events, max(position) AS last FROM {E} WHERE {where} GROUP BY 1, 2) "
+        "SELECT counted.type, counted.event_version, counted.events, counted.last, "
+        f"e.recorded_at FROM counted JOIN {E} AS e ON e.position = counted.last",
+        params,
+    )
+
+
 def list_streams_query(
     category: str | None, after: str | None, limit: int | None
 ) -> tuple[str, dict[str, Any]]:
