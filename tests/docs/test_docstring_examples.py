@@ -165,6 +165,12 @@ def run_example(code: str, folder: Path, monkeypatch: pytest.MonkeyPatch, where:
         asyncio.run(result)
 
 
+def with_test_url(code: str, pg_url: str) -> str:
+    """`code` with the example's URL made the test's: options the example gives after
+    it (`?pool_size=1`) are kept, joined to the test's own `?schema=`."""
+    return code.replace(POSTGRES_URL + "?", pg_url + "&").replace(POSTGRES_URL, pg_url)
+
+
 @pytest.fixture
 def docs_extra() -> Iterator[None]:
     try:
@@ -183,7 +189,7 @@ def test_a_public_names_example_runs(
 ) -> None:
     code = example.code
     if "postgres" in example.needs:
-        code = code.replace(POSTGRES_URL, str(request.getfixturevalue("pg_url")))
+        code = with_test_url(code, str(request.getfixturevalue("pg_url")))
     if "spark" in example.needs:
         request.getfixturevalue("spark")
     run_example(code, tmp_path, monkeypatch, example.where)
@@ -234,3 +240,9 @@ def test_an_example_that_awaits_is_awaited_and_a_failing_one_fails(
     assert (tmp_path / "ran").exists()
     with pytest.raises(AssertionError):
         run_example("assert 1 + 1 == 3\n", tmp_path, monkeypatch, "here")
+
+
+def test_the_test_url_keeps_the_options_an_example_gives() -> None:
+    test_url = "postgresql://postgres@127.0.0.1:5432/test?schema=t_1"
+    code = f'a = "{POSTGRES_URL}?pool_size=1"\nb = "{POSTGRES_URL}"\n'
+    assert with_test_url(code, test_url) == (f'a = "{test_url}&pool_size=1"\nb = "{test_url}"\n')
