@@ -12,6 +12,10 @@
   same log by the same store: `read_all` (every event built as a `RecordedEvent`) and
   `read_all_encoded` (the rows as stored). Printed: events/s and the ratio of the
   verify's time to `read_all`'s (goal: within 2x).
+- `--spark-cores 1,2`: the same log verified as a Spark job (`verify_events`, local
+  mode with that many cores, JDBC or SQLite read as `schema verify --spark` reads),
+  beside the in-process verify's rate: the first run of each session warms the JVM and
+  is not counted.
 
 The logs are kept between runs (in schemas `bench_schema_<size>` and files under
 `--folder`) unless `--fresh`.
@@ -190,6 +194,28 @@ def time_verify(url: str, events: int, rounds: int) -> dict[str, Any]:
     }
 
 
+def time_spark(url: str, events: int, cores: list[int], rounds: int) -> list[dict[str, Any]]:
+    from eventcraft.projections.spark import spark_session, verify_events
+
+    from .spark import settings
+
+    registry = verify_registry()
+    found = []
+    for count in cores:
+        spark = spark_session(f"local[{count}]", settings=settings(count))
+        runs = []
+        for _ in range(rounds + 1):  # the first warms the JVM
+            began = time.perf_counter()
+            counted = verify_events(spark, url, registry)
+            runs.append(time.perf_counter() - began)
+            assert sum(c.events for c in counted) == events
+            assert not any(c.failed for c in counted)
+        spark.stop()
+        seconds = statistics.median(runs[1:])
+        found.append({"cores": count, "seconds": seconds, "events_per_second": events / seconds})
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000000", help="log sizes, comma-separated")
@@ -200,6 +226,9 @@ def main() -> None:
     parser.add_argument("--fresh", action="store_true", help="fill the logs again")
     parser.add_argument("--prefix", default="bench_schema", help="the logs' schema names")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the record here")
+    parser.add_argument(
+        "--spark-cores", default="", help="also verify in Spark with these local cores (1,2)"
+    )
     args = parser.parse_args()
     backends = [b for b in args.backends.split(",") if b]
     record = Record("schema", args, postgres=PG if "postgres" in backends else "")
@@ -241,6 +270,17 @@ def main() -> None:
                 f"{ratio:>17.2f}x {'met' if ratio <= 2 else 'MISSED':>8}",
                 flush=True,
             )
+            cores = [int(c) for c in args.spark_cores.split(",") if c]
+            if cores:
+                timed["spark"] = time_spark(url, size, cores, args.rounds)
+                for run in timed["spark"]:
+                    print(
+                        f"{'':<9} {'':>11} Spark local[{run['cores']}]: "
+                        f"{run['events_per_second']:,.0f} ev/s "
+                        f"({run['events_per_second'] / rates['verify']:.2f}x the in-process "
+                        "verify)",
+                        flush=True,
+                    )
             results["verify"].append({"backend": backend, "events": size, **timed})
     if args.json:
         record.write(args.json, results)
