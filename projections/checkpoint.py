@@ -129,6 +129,18 @@ def checkpoint_leases(
     }
 
 
+def lock_new(connection: sa.Connection, name: str) -> None:
+    """Hold off, until this transaction ends, every other transaction that would start
+    the checkpoint `name`. On PostgreSQL two that both find no row to lock would both
+    insert one, and the second fail on the table's key; on SQLite every transaction
+    that writes holds the database's write lock already."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(
+            sa.text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+            {"key": f"eventcraft-projection:{name}"},
+        )
+
+
 def insert(connection: sa.Connection, name: str, generation: int) -> None:
     connection.execute(
         sa.insert(table).values(

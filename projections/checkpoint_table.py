@@ -75,7 +75,14 @@ class CheckpointTable:
 
     def start(self, name: str) -> Checkpoint:
         """The checkpoint `name`, started at position 0 without a lease if it was
-        missing; its row is held until the transaction ends."""
+        missing; its row is held until the transaction ends. Of two processes starting
+        it at once, the second waits for the first and finds its row."""
+        row = checkpoint.read(self.connection, name, lock=True)
+        if row is not None:
+            return row
+        # No row to lock: the lock a runner takes to set up a new projection lets one
+        # transaction at a time past here, and the next finds the row made.
+        checkpoint.lock_new(self.connection, name)
         row = checkpoint.read(self.connection, name, lock=True)
         if row is None:
             checkpoint.insert(self.connection, name, _FIRST_GENERATION)

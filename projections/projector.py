@@ -107,11 +107,7 @@ class Projector:
             self.position = row.position
             return
         with self.database.transaction() as connection:
-            if connection.dialect.name == "postgresql":
-                connection.execute(
-                    sa.text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
-                    {"key": f"eventcraft-projection:{self.name}"},
-                )
+            checkpoint.lock_new(connection, self.name)
             row = checkpoint.read(connection, self.name, lock=True)
             if row is None:
                 generations.create(connection, self.definition, 1)

@@ -3,9 +3,12 @@ outside the runners (the relay) in transactions of its own."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 
 import pytest
+import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, NewEvent
 from eventcraft.projections import CheckpointTable, Database
 
@@ -84,3 +87,46 @@ def test_a_parked_event_is_listed_under_its_name_and_the_checkpoint_stays(
     assert (parked.position, parked.event_id) == (second.position, str(second.id))
     assert (parked.error, parked.attempts) == ("ValueError: still too large", 2)
     assert _position(database) == 0
+
+
+def test_two_processes_starting_one_checkpoint_at_once_both_get_it(pg_url: str) -> None:
+    """On PostgreSQL neither finds a row to lock: the second's insert, were it let
+    through, would fail on the table's key once the first commits."""
+    with EventStore.open(pg_url) as store:
+        database = Database.of(None, store)
+        try:
+            with database.transaction() as connection:
+                CheckpointTable(connection).create()
+            second_pid: list[int] = []
+            second_got: list[object] = []
+
+            def second() -> None:
+                try:
+                    with database.transaction() as connection:
+                        second_pid.append(connection.scalar(sa.text("SELECT pg_backend_pid()")))
+                        second_got.append(CheckpointTable(connection).start("both").position)
+                except Exception as error:
+                    second_got.append(error)
+
+            with database.transaction() as connection:
+                assert CheckpointTable(connection).start("both").position == 0
+                starting = threading.Thread(target=second)
+                starting.start()
+                _until_waiting_on_a_lock(database, second_pid)
+            starting.join(30)
+            assert second_got == [0]
+        finally:
+            database.close()
+
+
+def _until_waiting_on_a_lock(database: Database, pid: list[int]) -> None:
+    """Returns once the backend whose pid will be in `pid` waits on a lock."""
+    query = sa.text("SELECT wait_event_type FROM pg_stat_activity WHERE pid = :pid")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if pid:
+            with database.reading() as connection:
+                if connection.scalar(query, {"pid": pid[0]}) == "Lock":
+                    return
+        time.sleep(0.01)
+    raise AssertionError("the second start never waited for the first")
