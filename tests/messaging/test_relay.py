@@ -139,12 +139,14 @@ def test_a_relay_killed_at_random_moments_delivers_every_event_in_order_per_stre
     chance = random.Random(22)
     writing = threading.Event()
     writing.set()
+    written = [0]
 
     def write() -> None:
         # Appends go on while the relay is killed and restarted, so it dies mid-work.
         with EventStore.open(pg_url) as store:
             while writing.is_set():
                 store.append(chance.choice(streams), [placed(0)])
+                written[0] += 1
                 time.sleep(0.002)
 
     with EventStore.open(pg_url) as store:
@@ -154,12 +156,16 @@ def test_a_relay_killed_at_random_moments_delivers_every_event_in_order_per_stre
     writer.start()
     spawn = multiprocessing.get_context("spawn")
     try:
-        for _ in range(6):
+        # Six kills at least, and on until 500 events were written under them: a loaded
+        # machine writes fewer a second, and the test counts events, not seconds.
+        kills, deadline = 0, time.monotonic() + 180
+        while (kills < 6 or written[0] < 500) and time.monotonic() < deadline:
             worker = spawn.Process(target=relay_forever, args=(pg_url, target.spec, 20))
             worker.start()
             time.sleep(chance.uniform(0.8, 2.0))
             worker.kill()
             worker.join(10)
+            kills += 1
     finally:
         writing.clear()
         writer.join(10)
