@@ -134,20 +134,34 @@ class InvalidMessage(MessagingError, ValueError):
 
 
 class MessageIdConflict(MessagingError, ValueError):
-    """A message id already stored, sent again with a different body or stream.
+    """A message id an inbox stored already, sent again with another body: no retry.
 
-    Nothing in eventcraft raises it at present: the HTTP intake answers a used
-    `Idempotency-Key` sent with another body with 409, without raising it.
+    `Inbox.append` raises it; `Inbox.take` keeps the message in the error store with it
+    (acknowledged, for an operator to see and discard); the HTTP intake answers 409.
+    The stored event is left as it is, whichever stream the mapping names.
 
     Example::
 
-        from eventcraft.messaging import MessageIdConflict
+        from eventcraft.eventstore import EventStore
+        from eventcraft.messaging import Inbox, IncomingMessage, Mapped, MessageIdConflict
 
-        error = MessageIdConflict("order-7-placed", "it was sent with another body")
-        assert str(error) == (
-            "message id 'order-7-placed' is already used: it was sent with another body"
-        )
-        assert isinstance(error, ValueError) and error.message_id == "order-7-placed"
+        store = EventStore.open("sqlite:///shop.db")
+        placed = IncomingMessage("order-7-placed", b'{"cents": 1600}')
+        changed = IncomingMessage("order-7-placed", b'{"cents": 1700}')  # the same id
+        with Inbox("orders-in", store, lambda m: Mapped("order-7", "Placed", m.json())) as inbox:
+            inbox.take(placed)
+            try:
+                inbox.append(changed)  # raises what went wrong
+            except MessageIdConflict as error:
+                assert error.message_id == "order-7-placed"
+                assert str(error).startswith(
+                    "message id 'order-7-placed' is already used: it is stored with another body"
+                )
+            assert inbox.take(changed) is None  # kept in the error store instead
+            [failed] = inbox.failures()
+        assert failed.error.startswith("MessageIdConflict: message id 'order-7-placed'")
+        assert failed.body == b'{"cents": 1700}'
+        assert [e.data for e in store.read_stream("order-7")] == [{"cents": 1600}]
     """
 
     def __init__(self, message_id: str, detail: str) -> None:

@@ -9,9 +9,18 @@ and an inbox killed between its append and its ack all store the message
 once. The ack goes to the broker only after the append committed; a crash
 before it makes the broker deliver again, which is safe.
 
+A retry carries the same body; a message id stored already, sent with
+another body, is no retry but a conflict. The event's metadata keeps the
+SHA-256 of the message's body, and after every append the inbox reads the
+event stored under the id back and compares the two: the same body is a
+retry (answered as the first time, nothing written), another body raises
+`MessageIdConflict`, whichever stream the mapping names. Read back after
+the append, not before it, so that two deliveries racing with one id end
+with one event and the other told apart, whichever commits first.
+
 A message that cannot be stored (no id, a body the mapping cannot read, a
-mapping that raises, an event the store refuses) goes to the error store
-and is acknowledged: it waits there for an operator to resend it
+mapping that raises, an event the store refuses, a conflict) goes to the
+error store and is acknowledged: it waits there for an operator to resend it
 (`eventcraft messaging resend`), which the running inbox then does with its
 mapping, or to discard it (kept there, marked discarded). When the store
 itself is unreachable nothing is acknowledged: the inbox drops its
@@ -20,6 +29,7 @@ connection, backs off and takes the messages again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import threading
@@ -33,6 +43,7 @@ import sqlalchemy as sa
 from eventcraft.eventstore import (
     ANY,
     AppendResult,
+    DuplicateEventId,
     EventStore,
     NewEvent,
     RecordedEvent,
@@ -41,7 +52,7 @@ from eventcraft.eventstore import (
 from eventcraft.projections import Database
 
 from . import failed
-from .errors import BrokerUnavailable, MessagingConfigError
+from .errors import BrokerUnavailable, MessageIdConflict, MessagingConfigError
 from .failed import FailedMessage
 from .messages import IncomingMessage, event_id_for, unscoped_event_id
 from .source import Source
@@ -55,6 +66,19 @@ BODY_HASH = "message_sha256"
 
 def body_hash(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
+
+
+def same_message(stored: RecordedEvent, message: IncomingMessage) -> None:
+    """Nothing if `stored`, the event under `message`'s id, holds that message: a retry;
+    `MessageIdConflict` if it was stored with another body."""
+    kept = stored.metadata.get(BODY_HASH)
+    # An event stored before inboxes kept the hash cannot be told apart: a retry, as then.
+    if kept is None or kept == body_hash(message.body):
+        return
+    raise MessageIdConflict(
+        message.message_id,
+        f"it is stored with another body, as event {stored.id} of stream {stored.stream_id!r}",
+    )
 
 
 @dataclass(frozen=True)
@@ -125,6 +149,15 @@ class Inbox:
         assert first == again and first.positions == (1,)
         assert [e.type for e in store.read_stream("order-7")] == ["OrderReceived"]
 
+    A message id is taken once: a redelivery or a producer's retry carries the same
+    body and is answered as the first time. The same id sent with another body is no
+    retry, and is not dropped: `take` keeps it in the error store (acknowledged, for an
+    operator to see in `eventcraft messaging failed` and the console, and to discard;
+    its error is `MessageIdConflict` naming the id and the stored event), `append`
+    raises `MessageIdConflict`, and the HTTP intake answers 409. The stored event is
+    not changed, whichever stream the mapping names. A resend of such a message
+    conflicts again: the producer sends the new content under a new id.
+
     Inboxes before 0.2 stored a message under an id of the message id alone; with
     `unscoped_ids` (the default) a message is first looked for there, so a redelivery
     or a retry of one stored then is not stored again. An inbox whose store holds no
@@ -173,7 +206,8 @@ class Inbox:
     # --- one message -------------------------------------------------------------
 
     def take(self, message: IncomingMessage) -> AppendResult | None:
-        """Store `message` once; None if it went to the error store instead.
+        """Store `message` once; None if it went to the error store instead (a message
+        id stored with another body goes there too, as `MessageIdConflict`).
 
         Raises `StoreUnavailable` when the store cannot be reached (nothing is
         recorded: the caller must not acknowledge the message).
@@ -192,28 +226,45 @@ class Inbox:
     def append(self, message: IncomingMessage) -> AppendResult:
         """Store `message` once, or raise what went wrong (the error store is not used).
 
-        The event's metadata records the message id and the SHA-256 of its body,
-        by which the HTTP intake tells a retry from a different message.
+        A retry (its id stored with the same body) is answered as the first time and
+        writes nothing; its id stored with another body raises `MessageIdConflict`.
         """
-        event_id = self.event_id(message.message_id)
-        earlier = self._stored_unscoped(message.message_id)
-        if earlier is not None:
-            self.stored += 1
-            return AppendResult(earlier.version, (earlier.position,))
-        mapped = self.mapping(message)
-        if not isinstance(mapped, Mapped):
-            raise MessagingConfigError(
-                f"inbox {self.name!r}: the mapping returned {mapped!r}, not a Mapped"
+        stored = self.append_event(message)
+        return AppendResult(stored.version, (stored.position,))
+
+    def append_event(self, message: IncomingMessage) -> RecordedEvent:
+        """Store `message` once, as `append` does; the event it is stored as.
+
+        The event's metadata records the message id and the SHA-256 of its body, by
+        which a retry is told from a conflict (`same_message`).
+        """
+        stored = self._stored_unscoped(message.message_id)
+        if stored is None:
+            event_id = self.event_id(message.message_id)
+            mapped = self.mapping(message)
+            if not isinstance(mapped, Mapped):
+                raise MessagingConfigError(
+                    f"inbox {self.name!r}: the mapping returned {mapped!r}, not a Mapped"
+                )
+            metadata = {
+                **mapped.metadata,
+                "message_id": message.message_id,
+                BODY_HASH: body_hash(message.body),
+            }
+            event = NewEvent(
+                mapped.type, mapped.data, metadata=metadata, id=event_id, tags=mapped.tags
             )
-        metadata = {
-            **mapped.metadata,
-            "message_id": message.message_id,
-            BODY_HASH: body_hash(message.body),
-        }
-        event = NewEvent(mapped.type, mapped.data, metadata=metadata, id=event_id, tags=mapped.tags)
-        result = self.store.append(mapped.stream_id, [event], ANY)
+            # The store answers an append of a stored id as a retry, by the id alone, when
+            # the stream is the same, and refuses it when the mapping names another: in
+            # both cases the event under the id, read back below, says which it is.
+            with contextlib.suppress(DuplicateEventId):
+                self.store.append(mapped.stream_id, [event], ANY)
+            stored = self.store.read_event(event_id)
+            if stored is None:  # pragma: no cover - the append or an earlier one stored it
+                raise StoreUnavailable(f"message {message.message_id!r} cannot be read back")
+        same_message(stored, message)
         self.stored += 1
-        return result
+        return stored
 
     def event_id(self, message_id: str) -> uuid.UUID:
         """The id of the event this inbox stores the message `message_id` as."""

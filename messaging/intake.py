@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import orjson
-from eventcraft.eventstore import DuplicateEventId, StoreUnavailable
+from eventcraft.eventstore import StoreUnavailable
 
 from .errors import (
     Forbidden,
@@ -44,7 +44,7 @@ from .errors import (
     MessagingConfigError,
     Unauthenticated,
 )
-from .inbox import BODY_HASH, Inbox, body_hash
+from .inbox import Inbox
 from .messages import MAX_MESSAGE_ID, IncomingMessage
 
 if TYPE_CHECKING:
@@ -252,16 +252,12 @@ class HttpIntake:
     def _store(self, message: IncomingMessage) -> tuple[int, dict[str, Any]]:
         conflict = f"the Idempotency-Key {message.message_id!r} was used for another message"
         try:
-            self.inbox.append(message)
-            stored = self.inbox.stored_event(message.message_id)
-            if stored is None:  # pragma: no cover - the append just committed it
-                raise StoreUnavailable("the stored message cannot be read back")
-            if stored.metadata.get(BODY_HASH) != body_hash(message.body):
-                return 409, {"error": conflict}
+            stored = self.inbox.append_event(message)
         except StoreUnavailable as error:
             log.warning("HTTP intake %r: %s", self.inbox.name, error)
             return 503, {"error": "the store is unavailable; retrying is safe"}
-        except (MessageIdConflict, DuplicateEventId):
+        except MessageIdConflict:
+            # Told to the client, which sent it: not kept in the inbox's error store.
             return 409, {"error": conflict}
         except InvalidMessage as error:
             # The mapping's (or the body's) own words about what the client sent.

@@ -95,3 +95,32 @@ def take_in_until_killed(store_url: str, spec: str, trap: str | None, marker: st
         store.marker = Path(marker)
     with Inbox("orders-in", store, order_received, make_source(spec), batch_size=10) as inbox:
         inbox.run()
+
+
+class RacingStore(EventStore):
+    """A store whose every append waits for the other processes' at `barrier`: each has
+    done all it does before its append, and they append at once."""
+
+    barrier: Any = None
+
+    def append(
+        self,
+        stream_id: str,
+        events: Sequence[NewEvent],
+        expected_version: Any = ANY,
+        *,
+        condition: Any = None,
+    ) -> Any:
+        if self.barrier is not None:
+            self.barrier.wait(60)
+        return super().append(stream_id, events, expected_version, condition=condition)
+
+
+def take_racing(store_url: str, barrier: Any, messages: list[tuple[str, bytes]]) -> list[str]:
+    """Take `messages` in turn, each append at once with the other processes'; the ids of
+    those taken as stored (the others went to the error store)."""
+    store = RacingStore.open(store_url)
+    assert isinstance(store, RacingStore)
+    store.barrier = barrier
+    with store, Inbox("orders-in", store, order_received) as inbox:
+        return [m for m, body in messages if inbox.take(IncomingMessage(m, body)) is not None]
