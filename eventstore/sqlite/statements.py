@@ -151,8 +151,8 @@ def count_types_query(last: int, types: Sequence[str] | None) -> tuple[str, dict
     return (
         f"WITH counted AS (SELECT type, metadata -> '$.{EVENT_VERSION}' AS event_version, "
         f"count(*) AS events, max(position) AS last FROM {E} WHERE {where} GROUP BY 1, 2) "
-        "SELECT counted.type, counted.event_version, counted.events, counted.last, "
-        f"e.recorded_at FROM counted JOIN {E} AS e ON e.position = counted.last",
+        "SELECT type, event_version, events, last, "
+        f"(SELECT recorded_at FROM {E} WHERE position = counted.last) FROM counted",
         params,
     )
 
