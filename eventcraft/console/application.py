@@ -26,7 +26,7 @@ from eventcraft.eventstore import EventStore, EventStoreError, InvalidEvent, Sto
 from ..app import App
 from ..operations.errors import InputError, NotFound, OperationError
 from ..operations.stores import open_store
-from . import log_pages, messaging_pages, projection_pages, saga_pages
+from . import catalog_pages, log_pages, messaging_pages, projection_pages, saga_pages
 from .metrics import Metrics
 from .rendering import Console, page
 from .security import (
@@ -118,6 +118,7 @@ def create_app(
         *projection_pages.ROUTES,
         *saga_pages.ROUTES,
         *messaging_pages.ROUTES,
+        *catalog_pages.ROUTES,
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
     if exposed is not None:

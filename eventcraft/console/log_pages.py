@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from eventcraft.eventstore import JsonLines, RecordedEvent
 
-from ..operations import log, newest, overview, projections, transfer
+from ..operations import log, newest, overview, projections, transfer, typed
 from ..operations.documents import event_document, event_line
 from ..operations.errors import InputError
 from ..operations.log import LogFilter
@@ -138,6 +138,7 @@ def event_page(request: Request) -> HTMLResponse:
         event=event,
         correlation=metadata.get("correlation_id"),
         causation=metadata.get("causation_id"),
+        typed=typed.typed_event(console_of(request).app, event),
     )
 
 

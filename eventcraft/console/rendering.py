@@ -30,6 +30,7 @@ NAVIGATION = (
     ("Projections", "/projections"),
     ("Sagas", "/sagas"),
     ("Messaging", "/messaging"),
+    ("Catalog", "/catalog"),
 )
 """The pages every page links to, by their pinned labels."""
 

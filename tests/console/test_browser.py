@@ -22,6 +22,7 @@ from eventcraft.operations import sagas as saga_operations
 from eventcraft.operations.documents import event_document
 
 from ..cli.apps import HEALED, shop
+from . import catalog_app
 from ..cli.test_projections import _notes
 from ..conftest import missing
 from .conftest import APP, POISON_AT, ROOT, fill_console, serving
@@ -78,6 +79,7 @@ def test_every_page_read_only_with_downloads_and_no_action(page: Any, sqlite_url
             "Projections",
             "Sagas",
             "Messaging",
+            "Catalog",
         ]
         _shot(page, "overview")
 
@@ -156,6 +158,30 @@ def test_every_page_read_only_with_downloads_and_no_action(page: Any, sqlite_url
         assert forged.status == 403
         page.goto(served.url + "/projections/order-notes")
         assert page.locator("#error-store tbody tr[data-position]").count() == 1
+
+
+def test_the_catalog_and_an_event_read_by_the_apps_registry(page: Any, sqlite_url: str) -> None:
+    with EventStore.open(sqlite_url) as store:
+        catalog_app.fill(store)
+    with serving("--store", sqlite_url, "--app", "tests.console.catalog_app:app") as served:
+        page.goto(served.url + "/")
+        page.click("nav >> text=Catalog")
+        assert page.locator("h1").inner_text().startswith("Catalog")
+        assert page.locator("#catalog tbody tr").count() == 4
+        placed = page.locator("#catalog tr[data-type='OrderPlaced']")
+        assert "v1: 1 v2: 2 v3: 1" in placed.inner_text()
+        _shot(page, "catalog")
+
+        page.click("#catalog >> text=OrderPlaced")
+        assert page.locator("#stored tbody tr").count() == 3
+        shown = json.loads(page.locator("#schema-2").inner_text())
+        assert shown == catalog_app.OrderPlaced.model_json_schema()
+        _shot(page, "catalog-type")
+
+        page.locator(f"#stored a:text-is('{catalog_app.UPCAST}')").click()
+        assert json.loads(page.locator("#typed").inner_text())["cents"] == 500
+        assert json.loads(page.locator("#data").inner_text())["euros"] == 5
+        _shot(page, "event-typed")
 
 
 def test_retry_a_parked_event_and_resolve_a_parked_saga(page: Any, sqlite_url: str) -> None:

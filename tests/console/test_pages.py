@@ -17,7 +17,7 @@ from eventcraft.operations.log import LogFilter
 
 from .conftest import POISON_AT, Client
 
-LABELS = ["Overview", "Log", "Streams", "Projections", "Sagas", "Messaging"]
+LABELS = ["Overview", "Log", "Streams", "Projections", "Sagas", "Messaging", "Catalog"]
 
 
 def _positions(html: str) -> list[int]:
@@ -28,7 +28,7 @@ def test_every_page_has_the_pinned_navigation_and_the_badges(
     client: Client, shop_store: EventStore
 ) -> None:
     console = client()
-    for path in ["/", "/log", "/streams", "/projections", "/sagas", "/events/1"]:
+    for path in ["/", "/log", "/streams", "/projections", "/sagas", "/events/1", "/catalog"]:
         response = console.get(path)
         assert response.status_code == 200, path
         labels = re.findall(r"<nav>(.*?)</nav>", response.text, re.S)[0]

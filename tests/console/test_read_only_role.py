@@ -43,6 +43,8 @@ def reader_console(pg_url: str) -> Iterator[TestClient]:
         ("/projections/order-notes", "negative amount"),
         ("/sagas", "parked"),
         ("/messaging", "Messaging"),
+        ("/catalog", "OrderPaid"),
+        ("/catalog/OrderPaid", "OrderPaid"),
     ],
 )
 def test_every_page_renders_for_a_role_that_may_only_read(
