@@ -392,13 +392,65 @@ def outcome_of(error: BaseException) -> str:
     return "error"
 
 
-def record_error(span: Span, error: BaseException) -> None:
-    """Mark `span` failed with `error`: `error.type`, the exception event and an ERROR status."""
+# --- an exception, as logs and traces tell it -------------------------------------
+#
+# An exception's message often quotes the data that failed, personal fields included
+# (opened by the read that handed the event over). Logs and traces are copied to
+# places no forget reaches, so they say what failed (its type, where it was raised,
+# the ids of what it failed on) and where the message is kept: an error store, which
+# a forget erases, a saga's stream, where it is sealed, or the caller's exception.
+
+RAISED = "the exception raised to the caller"
+"""Where the message of an error that no store keeps is: its caller got it."""
+
+
+def raised_at(error: BaseException) -> str:
+    """Where `error` was raised, as `function at file:line` of its innermost frame; `""`
+    if it was never raised. A frame says where the program was, not what it held."""
+    frame = error.__traceback__
+    if frame is None:
+        return ""
+    while frame.tb_next is not None:
+        frame = frame.tb_next
+    code = frame.tb_frame.f_code
+    return f"{code.co_name} at {os.path.basename(code.co_filename)}:{frame.tb_lineno}"
+
+
+def exception_type(error: BaseException) -> str:
+    """`error`'s type as the OpenTelemetry SDK's `record_exception` names it in
+    `exception.type`: module-qualified, but for builtins."""
+    kind = type(error)
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
+def withheld(kept: str) -> str:
+    """The text in place of an exception's message in a trace: where the message is."""
+    return f"withheld, as it may quote personal data: it is in {kept}"
+
+
+def told(error: BaseException, kept: str = RAISED) -> str:
+    """`error` as a log record or a span's status tells it: its type and where it was
+    raised, and where its message is kept (`kept`); never the message itself."""
+    where = raised_at(error)
+    raised = f" raised in {where}" if where else ""
+    return f"{type(error).__name__}{raised}; its message is in {kept}"
+
+
+def record_error(span: Span, error: BaseException, kept: str = RAISED) -> None:
+    """Mark `span` failed with `error`: `error.type`, an `exception` event and an ERROR
+    status, following the semantic conventions but for the message, which may quote
+    personal data: `exception.message` says where it is kept (`kept`) instead, and the
+    status says `told(error, kept)`. Not `span.record_exception`, which writes the
+    message and a traceback ending in it."""
     if not span.is_recording():
         return
     span.set_attribute("error.type", type(error).__qualname__)
-    span.record_exception(error)
-    span.set_status(otel_trace.StatusCode.ERROR, f"{type(error).__name__}: {error}")
+    span.add_event(
+        "exception",
+        {"exception.type": exception_type(error), "exception.message": withheld(kept)},
+    )
+    span.set_status(otel_trace.StatusCode.ERROR, told(error, kept))
 
 
 def current_span() -> Span | None:
