@@ -26,7 +26,7 @@ from typing import Protocol, runtime_checkable
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore
 
-from . import checkpoint, clock, schema
+from . import checkpoint, clock, schema, telemetry
 from .database import Database
 from .errors import DefinitionError, ProjectionStopped
 from .partitions import Partition, PartitionProjection, PartitionSubscription
@@ -292,7 +292,7 @@ class PartitionedRunner:
             try:
                 worked = worker.step() or worked
             except ProjectionStopped as stopped:
-                log.error("%s", stopped)
+                telemetry.stopped(stopped)
                 self.stopped[worker.name] = stopped
                 worker.release()
                 self.held.discard(worker.name)
@@ -372,8 +372,12 @@ class PartitionedRunner:
                     self.store.wait_for_events(after=after, timeout=_IDLE)
                 else:
                     self._stopping.wait(_IDLE)
-            except Exception:
-                log.exception("partition group %r failed; trying again", self.group)
+            except Exception as error:
+                log.error(
+                    "partition group %r failed; trying again: %s",
+                    self.group,
+                    telemetry.traced(error, "the exception its step() raises"),
+                )
                 self._stopping.wait(_AFTER_ERROR)
         self._leave()
 

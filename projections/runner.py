@@ -230,9 +230,7 @@ class ProjectionRunner:
                 backoff = FIRST_BACKOFF
                 self.store.wait_for_events(after=projector.position, timeout=_IDLE)
             except ProjectionStopped as stopped:
-                log.error(
-                    "%s", stopped, extra={"projection": stopped.name, "position": stopped.position}
-                )
+                telemetry.stopped(stopped)
                 self.stopped[projector.name] = stopped
                 self._notify()
                 break
@@ -244,9 +242,10 @@ class ProjectionRunner:
                     self._stopping.wait(wait)
                     backoff = next_backoff(backoff)
                     continue
-                log.exception(
-                    "projection %r failed; trying again",
+                log.error(
+                    "projection %r failed; trying again: %s",
                     projector.name,
+                    telemetry.traced(error),
                     extra={"projection": projector.name, "position": projector.position},
                 )
                 self._stopping.wait(_AFTER_ERROR)

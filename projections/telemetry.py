@@ -7,6 +7,11 @@ command that appended an event leads to the batches that applied it. A
 handler's failure and a parked event are events on that span. Nothing is
 recorded until the application configures an OpenTelemetry SDK; without the
 `otel` extra this module costs a global lookup per batch.
+
+A handler's exception is told by its type and where it was raised, never by its
+message, which may quote the event's data, personal fields included: the message
+is kept in the error store, where a forget erases it (`parking.py`), and the log
+record and span events point there (`store_telemetry.told`).
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from typing import TYPE_CHECKING, Any
 from eventcraft.eventstore import RecordedEvent
 from eventcraft.eventstore import telemetry as store_telemetry
 
+from .errors import ProjectionStopped
 from .status import LAG_COUNTED
+from .tracebacks import bare_traceback
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import CallbackOptions, Meter, Observation
@@ -33,6 +40,12 @@ MOST_LINKS = 100
 """Links on one batch span at most (the SDK keeps 128): one per distinct creation context."""
 
 GROUP = "messaging.consumer.group.name"
+
+PARKED_IN = "the projection's error store (eventcraft projections parked)"
+"""Where a parked event's exception message is kept, as logs and traces say."""
+FAILED_IN = "the projection's error store if the event is parked"
+RETRIED_IN = "the exception the runner's catch_up() raises"
+"""Where the message of a runner's own failure (not a handler's) is: it tries again."""
 
 log = logging.getLogger("eventcraft.projections")
 
@@ -149,7 +162,8 @@ def _processing(
             yield
         except BaseException as error:
             if current is not None:
-                store_telemetry.record_error(current, error)
+                kept = PARKED_IN if isinstance(error, ProjectionStopped) else store_telemetry.RAISED
+                store_telemetry.record_error(current, error, kept)
             raise
         finally:
             if instruments is not None:
@@ -228,7 +242,7 @@ def handler_failed(name: str, event: RecordedEvent | None, error: BaseException)
         instruments.failures.add(1, {GROUP: name, "error.type": type(error).__qualname__})
     span = store_telemetry.current_span()
     if span is not None and span.is_recording():
-        span.add_event("handler failed", _about(event, error))
+        span.add_event("handler failed", _about(event, error, FAILED_IN))
 
 
 def parked(name: str, event: RecordedEvent, error: BaseException, stops: bool) -> None:
@@ -238,15 +252,16 @@ def parked(name: str, event: RecordedEvent, error: BaseException, stops: bool) -
         instruments.parked.add(1, {GROUP: name})
     span = store_telemetry.current_span()
     if span is not None and span.is_recording():
-        span.add_event("parked", {**_about(event, error), "eventcraft.projection.stopped": stops})
+        about = _about(event, error, PARKED_IN)
+        span.add_event("parked", {**about, "eventcraft.projection.stopped": stops})
     log.warning(
-        "projection %r parked the event at %s (%s v%s): %s: %s",
+        "projection %r parked the event at %s (%s v%s, %s): %s",
         name,
         event.position,
         event.stream_id,
         event.version,
-        type(error).__name__,
-        error,
+        event.type,
+        store_telemetry.told(error, PARKED_IN),
         extra={
             "projection": name,
             "position": event.position,
@@ -256,10 +271,29 @@ def parked(name: str, event: RecordedEvent, error: BaseException, stops: bool) -
     )
 
 
-def _about(event: RecordedEvent | None, error: BaseException) -> dict[str, Any]:
+def stopped(error: ProjectionStopped) -> None:
+    """Log that a projection stopped on the event parked at `error.position`."""
+    log.error(
+        "projection %r stopped at position %s: %s",
+        error.name,
+        error.position,
+        store_telemetry.told(error.error, PARKED_IN),
+        extra={"projection": error.name, "position": error.position},
+    )
+
+
+def traced(error: BaseException, kept: str = RETRIED_IN) -> str:
+    """`error` for a log record of a failure no handler caused: `told`, then its
+    traceback of frames and types (`bare_traceback`), as `log.exception` would show it
+    but for the messages."""
+    return f"{store_telemetry.told(error, kept)}\n{bare_traceback(error).rstrip()}"
+
+
+def _about(event: RecordedEvent | None, error: BaseException, kept: str) -> dict[str, Any]:
     about: dict[str, Any] = {
         "error.type": type(error).__qualname__,
-        "exception.message": str(error),
+        "exception.type": store_telemetry.exception_type(error),
+        "exception.message": store_telemetry.withheld(kept),
     }
     if event is not None:
         about["eventcraft.position"] = event.position
