@@ -21,6 +21,7 @@ from typing import Literal
 
 from eventcraft.eventstore import StoreUnavailable
 
+from . import telemetry
 from .errors import EventLoopRunning
 
 log = logging.getLogger("eventcraft.sagas")
@@ -122,7 +123,11 @@ def keep_running(
             except Exception as error:
                 # A bug, or a refusal the store should not have made: logged with its
                 # traceback, and the loop goes on, so that the other sagas still move.
-                log.exception("an orchestrator pass failed; trying again in %.1f s", delay)
+                log.error(
+                    "an orchestrator pass failed; trying again in %.1f s: %s",
+                    delay,
+                    telemetry.traced(error),
+                )
                 _failed(board, "failing", error, delay)
             else:
                 _passed(board, unfinished)

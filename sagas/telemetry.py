@@ -8,6 +8,11 @@ saga's work shows in the trace of what started it; its attributes name the
 saga, instance, step, attempt, idempotency key, outcome, and the correlation
 id as `messaging.message.conversation_id`. Nothing is recorded until the
 application configures an OpenTelemetry SDK.
+
+A failure is told by its type and where it was raised, never by its message,
+which may quote the saga's data, personal fields included: the message is in
+the saga's stream (sealed under its subject), and the spans and log records
+point there (`store_telemetry.told`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from eventcraft.eventstore import NewEvent, RecordedEvent
 from eventcraft.eventstore import telemetry as store_telemetry
+from eventcraft.projections import bare_traceback
 from pydantic import BaseModel
 
 from .context import StepContext
@@ -38,6 +44,12 @@ SAGA_ID = "eventcraft.saga.id"
 STEP = "eventcraft.saga.step"
 OUTCOME = "eventcraft.saga.outcome"
 COMPENSATING = "eventcraft.saga.compensating"
+
+KEPT = "the saga's stream (eventcraft sagas show)"
+"""Where a step's or compensation's exception message is, as spans and logs say."""
+HANDLED_KEPT = "the process manager's error store (eventcraft projections parked)"
+PASS_KEPT = "the orchestrator's status (status().error) until a pass goes through"
+"""Where the message of a failed pass of an orchestrator's loop is (not a step's)."""
 
 log = logging.getLogger("eventcraft.sagas")
 
@@ -169,7 +181,7 @@ def _step_try(
         except BaseException as error:
             outcome = "timed_out" if isinstance(error, StepTimedOut) else "failed"
             if opened is not None:
-                store_telemetry.record_error(opened, error)
+                store_telemetry.record_error(opened, error, KEPT)
             raise
         finally:
             if opened is not None and opened.is_recording():
@@ -193,11 +205,16 @@ def handling(manager: str, event: RecordedEvent) -> contextlib.AbstractContextMa
     tracer = SCOPED.tracer()
     if tracer is None:
         return contextlib.nullcontext()
+    return _handling(tracer, manager, event)
+
+
+@contextlib.contextmanager
+def _handling(tracer: Any, manager: str, event: RecordedEvent) -> Iterator[None]:
     from opentelemetry import trace
 
     creation = store_telemetry.trace_context(event.metadata)
     batch = trace.get_current_span().get_span_context()
-    return tracer.start_as_current_span(
+    with tracer.start_as_current_span(
         f"handle {manager}",
         context=None
         if creation is None
@@ -216,7 +233,15 @@ def handling(manager: str, event: RecordedEvent) -> contextlib.AbstractContextMa
             ),
             "eventcraft.position": event.position,
         },
-    )
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            yield
+        except BaseException as error:
+            # The subscription parks the event if it keeps failing: its message with it.
+            store_telemetry.record_error(span, error, HANDLED_KEPT)
+            raise
 
 
 def step_attributes(current: SagaState, context: StepContext) -> dict[str, Any]:
@@ -257,17 +282,40 @@ def recorded(current: SagaState, events: Sequence[NewEvent]) -> None:
             "saga %s %s: %s",
             current.stream_id,
             outcome,
-            _said(event.data),
+            _said(current, event),
             extra=log_fields(current),
         )
 
 
-def _said(data: Any) -> Any:
-    """The reason a transition gives, as kept in the clear: a text sealed under the saga's
-    subject (`personal.sealed_text`) is logged as its clear part (the error's type)."""
+def _said(current: SagaState, event: NewEvent) -> str:
+    """What a transition gives as its reason, for the log: the failed step and its error's
+    type, never the error's message, which may quote personal data (the saga's stream
+    keeps it, sealed under the saga's subject if it has one, `personal.sealed_text`);
+    an operator's words (a cancel's, a resolve's) as given."""
+    data = event.data
     if isinstance(data, BaseModel):
-        data = data.model_dump(include={"reason"})
-    return data.get("reason") if isinstance(data, dict) else ""
+        # A record with sealed fields: only its plain parts, the clear ones.
+        data = data.model_dump(include={"reason", "failure", "step", "bug", "note"})
+    if not isinstance(data, dict):
+        return ""
+    failure = data.get("failure")
+    if event.type == COMPENSATED and current.failed_with is not None:
+        failure = {"step": current.failed_with.step, "error_type": current.failed_with.error_type}
+    if isinstance(failure, dict):
+        return f"step {failure.get('step')} failed: {failure.get('error_type')}"
+    if event.type == PARKED:
+        bug = data.get("bug")
+        if isinstance(bug, dict):
+            return f"step {data.get('step')} raised {bug.get('error_type')}"
+        return f"its compensation of step {data.get('step')} failed"
+    said = data.get("reason", data.get("note"))
+    return "" if said is None else str(said)
+
+
+def traced(error: BaseException) -> str:
+    """A failed pass's `error` for its log record: `told`, then its traceback of frames and
+    types (`bare_traceback`), as `log.exception` would show it but for the messages."""
+    return f"{store_telemetry.told(error, PASS_KEPT)}\n{bare_traceback(error).rstrip()}"
 
 
 def log_fields(current: SagaState) -> dict[str, Any]:
