@@ -255,4 +255,4 @@ class AsyncRepository(RepositoryRules[A]):
         try:
             await self.store.save_snapshot(aggregate.stream_id, **self._snapshot_of(aggregate))
         except EventStoreError as error:
-            log.warning("no snapshot of %s: %s", aggregate.stream_id, error)
+            log.warning("no snapshot of %s: %s", aggregate.stream_id, telemetry.unsaved(error))

@@ -228,4 +228,4 @@ class Repository(RepositoryRules[A]):
         try:
             self.store.save_snapshot(aggregate.stream_id, **self._snapshot_of(aggregate))
         except EventStoreError as error:
-            log.warning("no snapshot of %s: %s", aggregate.stream_id, error)
+            log.warning("no snapshot of %s: %s", aggregate.stream_id, telemetry.unsaved(error))

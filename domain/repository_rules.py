@@ -24,6 +24,7 @@ from eventcraft.eventstore import (
 )
 from pydantic import ValidationError
 
+from . import telemetry
 from .aggregate import Aggregate
 from .checks import positive_int_or_none
 from .context import CommandContext, current_context
@@ -60,7 +61,7 @@ class RepositoryRules(Generic[A]):
                 aggregate.stream_id,
                 snapshot.version,
                 cls.state_type.__qualname__,
-                error,
+                telemetry.misfit(error),
             )
             return initial, 0
 

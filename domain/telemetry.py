@@ -4,6 +4,10 @@
 Nothing is recorded until the application configures an OpenTelemetry SDK;
 then a load is an INTERNAL span `load {category}`, child of the current
 context (the command's), and its time goes into `eventcraft.aggregate.load.duration`.
+
+A load's error is told by its type and where it was raised (`store_telemetry.told`),
+as are the snapshot warnings here: an exception's message, or a validation error's
+input, may quote the aggregate's state, personal fields included.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from eventcraft.eventstore import telemetry as store_telemetry
+from pydantic import ValidationError
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Meter
@@ -21,6 +26,21 @@ if TYPE_CHECKING:
 SCOPE = "eventcraft.domain"
 EVENTS_READ = "eventcraft.aggregate.events_read"
 SNAPSHOT_USED = "eventcraft.aggregate.snapshot_used"
+SNAPSHOT_KEPT = "the exception EventStore.save_snapshot raises (it is not kept)"
+"""Where the message of a snapshot that could not be saved is, as the warning says."""
+
+
+def unsaved(error: BaseException) -> str:
+    """Why a snapshot was not saved, for a warning: `error` told by its type and where it
+    was raised (its message may quote the state's fields)."""
+    return store_telemetry.told(error, SNAPSHOT_KEPT)
+
+
+def misfit(error: ValidationError) -> str:
+    """What a snapshot's state failed on, for a warning: each error's top-level field and
+    kind, never the input, which is the state's data (pydantic's message quotes it)."""
+    found = error.errors(include_url=False, include_context=False, include_input=False)
+    return "; ".join(f"{e['loc'][0] if e['loc'] else '(the state)'}: {e['type']}" for e in found)
 
 
 class _Instruments:
