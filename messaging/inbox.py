@@ -51,7 +51,7 @@ from eventcraft.eventstore import (
 )
 from eventcraft.projections import Database
 
-from . import failed
+from . import failed, telemetry
 from .errors import BrokerUnavailable, MessageIdConflict, MessagingConfigError
 from .failed import FailedMessage
 from .messages import IncomingMessage, event_id_for, unscoped_event_id
@@ -217,7 +217,8 @@ class Inbox:
         except StoreUnavailable:
             raise
         except Exception as error:
-            log.warning("inbox %r: message %r failed: %s", self.name, message.message_id, error)
+            said = telemetry.told(error, telemetry.FAILED_KEPT)
+            log.warning("inbox %r: message %r failed: %s", self.name, message.message_id, said)
             with self.database.transaction() as connection:
                 failed.record(connection, self.name, message, error)
             self.failed += 1
@@ -335,7 +336,13 @@ class Inbox:
                 if isinstance(error, BrokerUnavailable | StoreUnavailable):
                     log.warning("inbox %r paused: %s", self.name, error)
                 else:
-                    log.exception("inbox %r failed; taking the batch again", self.name)
+                    log.error(
+                        "inbox %r failed; taking the batch again: %s",
+                        self.name,
+                        telemetry.traced(
+                            error, "the inbox's last_error until a batch goes through"
+                        ),
+                    )
                 try:
                     source.reset()
                 except Exception:
@@ -386,7 +393,7 @@ class Inbox:
                     "inbox %r: resent message %r failed again: %s",
                     self.name,
                     message.message_id,
-                    error,
+                    telemetry.told(error, telemetry.FAILED_KEPT),
                 )
 
     # --- closing -----------------------------------------------------------------

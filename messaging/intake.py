@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import orjson
 from eventcraft.eventstore import StoreUnavailable
 
+from . import telemetry
 from .errors import (
     Forbidden,
     InvalidMessage,
@@ -234,8 +235,13 @@ class HttpIntake:
             return 401, {"error": refused.detail}, headers
         except Forbidden as refused:
             return 403, {"error": refused.detail}, []
-        except Exception:
-            log.exception("HTTP intake %r: the authentication hook failed", self.inbox.name)
+        except Exception as error:
+            # Its message may quote what it checked: a credential, a claim about a person.
+            log.error(
+                "HTTP intake %r: the authentication hook failed: %s",
+                self.inbox.name,
+                telemetry.traced(error, "the exception the hook raises (it is not kept)"),
+            )
             told = "the request could not be authenticated; retrying is safe"
             return 503, {"error": told}, [(b"retry-after", b"1")]
         if verdict is None or verdict is True:
@@ -264,11 +270,10 @@ class HttpIntake:
             return 422, {"error": str(error)}
         except Exception as error:
             log.warning(
-                "HTTP intake %r: message %r could not be made an event: %s: %s",
+                "HTTP intake %r: message %r could not be made an event: %s",
                 self.inbox.name,
                 message.message_id,
-                type(error).__name__,
-                error,
+                telemetry.told(error, "the exception Inbox.append_event raises (not kept)"),
             )
             return 422, {"error": "the intake could not make an event of this message"}
         return 202, {

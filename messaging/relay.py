@@ -54,6 +54,7 @@ log = logging.getLogger("eventcraft.messaging")
 
 _IDLE = 0.5
 _FIRST_BACKOFF = 0.1
+_RETRIED_KEPT = "the exception Relay.catch_up() raises"
 
 
 @dataclass(frozen=True)
@@ -273,7 +274,17 @@ class Relay:
 
     def _park(self, chosen: Sequence[RecordedEvent], refused: MessageRefused) -> None:
         event = next(e for e in chosen if str(e.id) == refused.message_id)
-        log.error("relay %r: %s; parked, going on past it", self.name, refused)
+        # Not the broker's answer: a publisher's may quote the message's body.
+        log.error(
+            "relay %r: %s refused the event at %s (%s v%s, %s); parked, going on past it: %s",
+            self.name,
+            refused.broker,
+            event.position,
+            event.stream_id,
+            event.version,
+            event.type,
+            telemetry.told(refused, telemetry.PARKED_KEPT),
+        )
         with self.database.transaction() as connection:
             CheckpointTable(connection).park(self.name, event, refused, attempts=1)
 
@@ -346,8 +357,15 @@ class Relay:
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, self.max_backoff)
             except Exception as error:
-                log.exception("relay %r failed; trying again", self.name)
-                self.last_error = f"{type(error).__name__}: {error}"
+                # A `where` or a publisher may quote an event's data in its message: the log
+                # and the relay's recorded state (a table no forget reaches) say its type.
+                told = telemetry.told(error, _RETRIED_KEPT)
+                log.error(
+                    "relay %r failed; trying again: %s",
+                    self.name,
+                    telemetry.traced(error, _RETRIED_KEPT),
+                )
+                self.last_error = told
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, self.max_backoff)
         self.release()

@@ -3,6 +3,12 @@
 Nothing is recorded until the application configures an OpenTelemetry SDK
 (extra `otel`); without one each call costs a global lookup. The gauges read
 the relays of this process that are open.
+
+The log records of relays, inboxes and the HTTP intake tell an exception by its
+type and where it was raised (`told`, `traced`), never by its message, which
+may quote a message's body or an event's data, personal fields included: the
+message is kept in an error store, which a forget erases (an inbox's failed
+messages, a relay's parked events), or in the exception raised to a caller.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from eventcraft.eventstore import telemetry as store_telemetry
-from eventcraft.projections import lag_of
+from eventcraft.projections import bare_traceback, lag_of
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import CallbackOptions, Meter, Observation
@@ -25,6 +31,11 @@ RELAY = "eventcraft.relay"
 DESTINATION = "messaging.destination.name"
 
 log = logging.getLogger("eventcraft.messaging")
+
+FAILED_KEPT = "the inbox's error store (eventcraft messaging failed)"
+"""Where the message of a failed incoming message's error is kept."""
+PARKED_KEPT = "the relay's parked events, in the projections' error store"
+"""Where a broker's refusal of a relayed event is kept."""
 
 _relays: weakref.WeakSet[Relay] = weakref.WeakSet()
 
@@ -74,6 +85,18 @@ def outage(relay: Relay) -> None:
     instruments = SCOPED.instruments()
     if instruments is not None:
         instruments.outages.add(1, _where(relay))
+
+
+def told(error: BaseException, kept: str) -> str:
+    """`error` for a log record: its type and where it was raised, and `kept`, where its
+    message is (`store_telemetry.told`)."""
+    return store_telemetry.told(error, kept)
+
+
+def traced(error: BaseException, kept: str) -> str:
+    """A loop's unexpected `error` for its log record: `told`, then its traceback of frames
+    and types (`bare_traceback`), as `log.exception` would show it but for the messages."""
+    return f"{store_telemetry.told(error, kept)}\n{bare_traceback(error).rstrip()}"
 
 
 def _where(relay: Relay) -> dict[str, Any]:
