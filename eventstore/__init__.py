@@ -2,6 +2,7 @@
 
 from .arguments import redacted, without_password
 from .async_store import AsyncEventStore
+from .async_tenants import AsyncTenants
 from .backends import BackendKind, register_backend, scheme_of
 from .blocking import BlockingEventStore
 from .columns import events_from_columns
@@ -24,12 +25,14 @@ from .errors import (
     EventStoreError,
     ImportStopped,
     InvalidEvent,
+    InvalidTenant,
     PoolExhausted,
     RetentionBusy,
     StorePermissionDenied,
     StoreUnavailable,
     StreamFull,
     StreamTombstoned,
+    TenantStoresBusy,
     UnreadablePersonalData,
     UnsupportedStoreURL,
     WrongExpectedVersion,
@@ -66,6 +69,9 @@ from .snapshot import Snapshot
 from .sqlite.options import SQLiteTarget
 from .sqlite.retention import RETENTION_LOCK_SUFFIX
 from .store import EventStore
+from .tenant_ids import MAX_TENANT_LENGTH, check_tenant
+from .tenant_places import TenantDrop, TenantPlace
+from .tenants import Tenants
 from .transfer import (
     ExportReport,
     ImportReport,
@@ -85,6 +91,7 @@ __all__ = [
     "MAX_EVENT_BYTES",
     "MAX_INT",
     "MAX_STREAM_VERSION",
+    "MAX_TENANT_LENGTH",
     "NO_STREAM",
     "RETENTION_LOCK_SUFFIX",
     "SEALED_MARK",
@@ -93,6 +100,7 @@ __all__ = [
     "AppendOutcomeUnknown",
     "AppendResult",
     "AsyncEventStore",
+    "AsyncTenants",
     "Backend",
     "BackendKind",
     "BadImportLine",
@@ -108,6 +116,7 @@ __all__ = [
     "ImportReport",
     "ImportStopped",
     "InvalidEvent",
+    "InvalidTenant",
     "JsonLines",
     "KeyStore",
     "LogProblem",
@@ -131,6 +140,10 @@ __all__ = [
     "StreamInfo",
     "StreamState",
     "StreamTombstoned",
+    "TenantDrop",
+    "TenantPlace",
+    "TenantStoresBusy",
+    "Tenants",
     "TypeCount",
     "UnreadablePersonalData",
     "UnsupportedStoreURL",
@@ -140,6 +153,7 @@ __all__ = [
     "check_name",
     "check_new_name",
     "check_stream_id",
+    "check_tenant",
     "checked_import",
     "encode_object",
     "events_from_columns",

@@ -14,16 +14,17 @@ import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from . import arguments, json_lines, telemetry
+from . import arguments, json_lines, telemetry, tenant_places
 from .arguments import ManyAppend
 from .async_port import AsyncBackend
 from .backends import async_backend_for, retention_for
 from .deletion import StreamDeletion, of_categories
 from .encoding import MAX_EVENT_BYTES, check_max_event_bytes
+from .errors import InvalidTenant
 from .events import (
     ANY,
     AppendResult,
@@ -41,7 +42,11 @@ from .personal.sealing import Shredder
 from .query import AppendCondition, Query, QueryResult
 from .retention import Retention
 from .snapshot import Snapshot
+from .tenant_places import TenantDrop, TenantPlace
 from .type_counts import TypeCount
+
+if TYPE_CHECKING:  # the tenants' module opens stores: imported for its type alone
+    from .async_tenants import AsyncTenants
 
 if True:  # ASYNC
     SUBSCRIPTION_WAIT = 5.0
@@ -76,13 +81,20 @@ class AsyncEventStore:
         max_event_bytes: int = MAX_EVENT_BYTES,
         keys: KeyStore | str | None = None,
         sealed: bool = False,
+        place: TenantPlace | None = None,
+        tenants: AsyncTenants | None = None,
     ) -> None:
         self._backend = backend
         self._shredder = Shredder(url if keys is None else keys, sealed=sealed)
         self._retention: Retention | None = None
+        self._place = place
+        self._tenancy = tenants
         self.url = url
         self.max_event_bytes = check_max_event_bytes(max_event_bytes)
         """The most bytes of JSON an appended event's data and metadata may take together."""
+        self.tenant = None if place is None else place.tenant
+        """The tenant whose store this is (`?tenant=` in its URL, or `for_tenant`); None for
+        a store of no tenant."""
 
     @classmethod
     async def open(
@@ -94,6 +106,7 @@ class AsyncEventStore:
         keys: KeyStore | str | None = None,
         sealed: bool = False,
         create_folders: bool = False,
+        tenants: AsyncTenants | None = None,
     ) -> AsyncEventStore:
         """The store at `url`; raises `StoreUnavailable` if its database cannot be opened.
 
@@ -113,13 +126,36 @@ class AsyncEventStore:
         A SQLite store's file is made if it is missing, in a folder that is
         there: a missing folder raises `StoreUnavailable` naming it, unless
         `create_folders` asks for it to be made.
+
+        One tenant's store: `?tenant=acme` in a URL that names each tenant's place with
+        `{tenant}` (`sqlite:///tenants/{tenant}.db?tenant=acme`) opens the store of that
+        tenant alone, its database or folder made if missing (`AsyncTenants` says where a
+        tenant may be). With `tenants`, the store hands out its tenants' stores
+        (`for_tenant`), and closes them when it closes.
         """
         check_max_event_bytes(max_event_bytes)
+        place = tenant_places.tenant_in_url(url)
+        if place is not None:
+            if tenants is not None:
+                raise InvalidTenant("a tenant's store has no tenants: give tenants= to another")
+            if True:  # ASYNC
+                await asyncio.to_thread(tenant_places.prepare, place)
+            else:
+                tenant_places.prepare(place)
+            url = place.url
         with arguments.opening(url):
             backend = await async_backend_for(
                 url, group_commit=group_commit, create_folders=create_folders
             )
-        return cls(backend, url, max_event_bytes=max_event_bytes, keys=keys, sealed=sealed)
+        return cls(
+            backend,
+            url,
+            max_event_bytes=max_event_bytes,
+            keys=keys,
+            sealed=sealed,
+            place=place,
+            tenants=tenants,
+        )
 
     async def append(
         self,
@@ -533,11 +569,79 @@ class AsyncEventStore:
         """
         return await self._shredder.forget_async(subject)
 
+    def for_tenant(self, tenant: str) -> AsyncEventStore:
+        """The store of `tenant`, from the tenants this store was opened with
+        (`tenants=`): a store like this one, holding only that tenant's events.
+        `InvalidTenant` if the tenant id is refused (`check_tenant`), or this store has no
+        tenants.
+
+        Example::
+
+            from eventcraft.eventstore import AsyncEventStore, AsyncTenants, NewEvent
+
+            tenants = AsyncTenants("sqlite:///tenant-{tenant}.db")
+            async with await AsyncEventStore.open("sqlite:///shop.db", tenants=tenants) as shop:
+                acme = shop.for_tenant("acme")
+                await acme.append("order-1", [NewEvent("Placed", {})])
+                assert await acme.stream_version("order-1") == 1
+                assert await shop.stream_version("order-1") == 0  # the shop's own log
+        """
+        if self._tenancy is None:
+            raise InvalidTenant(
+                f"this store has no tenants: open it with tenants= naming where each "
+                f"tenant's store is (a URL with {{tenant}}, or a function), or open one "
+                f"tenant's store with ?tenant= (for_tenant({tenant!r}) was asked); tenants "
+                "side by side in this store's database are not built yet"
+            )
+        return self._tenancy.for_tenant(tenant)
+
+    async def drop_tenant(self) -> TenantDrop:
+        """Remove everything of this store's tenant and close the store: its schema,
+        database or file, with every table in it (events, snapshots, deletions, tags, keys,
+        retention runs, read models kept there), and the archive folders its retention
+        runs wrote. Other tenants are untouched.
+
+        Refused (`InvalidTenant`) for a store of no tenant: the un-tenanted store is never
+        dropped. Stop what uses the tenant in other processes first: a SQLite file removed
+        under another process is written to in vain, and a PostgreSQL database in use is
+        refused (`StoreUnavailable`).
+
+        Example::
+
+            from pathlib import Path
+
+            from eventcraft.eventstore import AsyncEventStore, NewEvent
+
+            url = "sqlite:///tenant-{tenant}.db?tenant=acme"
+            acme = await AsyncEventStore.open(url)
+            await acme.append("order-1", [NewEvent("Placed", {})])
+            dropped = await acme.drop_tenant()
+            assert (dropped.place.name, dropped.existed) == ("tenant-acme.db", True)
+            assert not Path("tenant-acme.db").exists()
+        """
+        if self._place is None:
+            raise InvalidTenant(
+                "this store is no tenant's: drop_tenant removes a tenant's store, never the "
+                "un-tenanted store (drop a tenant with store.for_tenant(tenant).drop_tenant())"
+            )
+        if True:  # ASYNC
+            runs = await asyncio.to_thread(self.retention.runs)
+        else:
+            runs = self.retention.runs()
+        await self.close()
+        archives = [run.archive for run in runs]
+        if True:  # ASYNC
+            return await asyncio.to_thread(tenant_places.drop, self._place, archives)
+        else:
+            return tenant_places.drop(self._place, archives)
+
     async def close(self) -> None:
         await self._backend.close()
         self._shredder.close()
         if self._retention is not None:
             self._retention.close()
+        if self._tenancy is not None:
+            await self._tenancy.close()
 
     async def __aenter__(self) -> AsyncEventStore:
         return self

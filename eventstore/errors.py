@@ -7,7 +7,8 @@
     ├── AppendConditionFailed       an event matching the append's condition came after it
     ├── DuplicateEventId (ValueError)   an event id already stored, reused in another way
     ├── InvalidEvent (ValueError)       a name, payload or argument the store refuses
-    │   └── BadImportLine               a line of an import's file the store cannot take
+    │   ├── BadImportLine               a line of an import's file the store cannot take
+    │   └── InvalidTenant               a tenant id, or a use of tenants, the store refuses
     ├── UnsupportedStoreURL (ValueError)
     ├── UnreadablePersonalData          sealed personal fields that neither open nor are forgotten
     ├── StreamTombstoned            the stream was deleted for ever: no append is taken
@@ -17,6 +18,7 @@
     ├── StorePermissionDenied (PermissionError)  the store's role lacks a privilege the call needs
     └── StoreUnavailable (ConnectionError)  the database could not be reached
         ├── PoolExhausted                   no pooled connection came free in time
+        │   └── TenantStoresBusy            every tenant store that may be open stayed in use
         └── AppendOutcomeUnknown            the connection broke after an append was sent
 
 Driver errors (sqlite3's, psycopg's) are translated into these at the backend
@@ -511,3 +513,53 @@ class ImportStopped(EventStoreError):
                 assert "already in the store, in stream 'order-9'" in str(error)
             assert copy.stream_version("order-1") == 0
     """
+
+
+class InvalidTenant(InvalidEvent):
+    """A tenant id the store refuses (`check_tenant` says which are taken), or a use of
+    tenants that cannot be: a store with no tenants asked for one, a tenant's place that
+    would not be its own.
+
+    Example::
+
+        from eventcraft.eventstore import InvalidTenant, Tenants
+
+        with Tenants("sqlite:///tenant-{tenant}.db") as tenants:
+            try:  # from a request: never trusted to name a file
+                tenants.for_tenant("../billing")
+            except InvalidTenant as error:
+                assert "path separator" in str(error)
+    """
+
+
+class TenantStoresBusy(PoolExhausted):
+    """A call for a tenant whose store is closed waited as long as `Tenants` lets it for
+    one of the `most_open` open tenant stores to be idle, and none was: nothing was done.
+
+    Raise `most_open` if the database takes that many connections, or make fewer tenants'
+    calls at once. Like `PoolExhausted`, an answer to retry later.
+
+    Example::
+
+        from eventcraft.eventstore import NewEvent, Tenants, TenantStoresBusy
+
+        with Tenants("sqlite:///tenant-{tenant}.db", most_open=1, wait=0.1) as tenants:
+            acme, globex = tenants.for_tenant("acme"), tenants.for_tenant("globex")
+            acme.append("order-1", [NewEvent("Placed", {}), NewEvent("Paid", {})])
+            reading = acme.read_stream("order-1")
+            next(reading)  # acme's store is in use until this read ends
+            try:
+                globex.append("order-1", [NewEvent("Placed", {})])
+            except TenantStoresBusy as error:
+                assert (error.size, error.timeout) == (1, 0.1)
+            assert [e.type for e in reading] == ["Paid"]  # the read ends: acme's store is idle
+            globex.append("order-1", [NewEvent("Placed", {})])  # globex's store replaces it
+    """
+
+    def __init__(self, size: int, timeout: float) -> None:
+        super().__init__(size, timeout)
+        self.args = (
+            f"all {size} tenant stores that may be open at once stayed in use for "
+            f"{timeout:g} s; nothing was done (raise most_open, or make fewer tenants' "
+            "calls at once)",
+        )

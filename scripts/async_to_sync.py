@@ -111,7 +111,9 @@ RENAMES: Mapping[str, str] = {
     "AsyncEventStore": "EventStore",
     "AsyncPostgresBackend": "PostgresBackend",
     "AsyncRepository": "Repository",
+    "AsyncTenants": "Tenants",
     "async_port": "port",
+    "async_tenants": "tenants",
 }
 
 PAIRS: Sequence[Pair] = (
@@ -161,6 +163,18 @@ PAIRS: Sequence[Pair] = (
             "paged_async": "paged",
             "safe_head_async": "safe_head",
             "translated_async": "translated",
+        },
+    ),
+    Pair(
+        "eventstore/async_tenants.py",
+        "eventstore/tenants.py",
+        names={"async_store": "store"},
+        text={
+            "\n\nThe sync `Tenants` is generated from this module (`scripts/async_to_sync.py`); "
+            "where\nthey differ is how a call waits for a store (a task on an "
+            "`asyncio.Condition`, a thread\non a `threading.Condition`) and how the tenant's "
+            "store opens.\n": "",
+            "Its calls block: run them in a thread.": "",
         },
     ),
     Pair(
