@@ -4,6 +4,7 @@ body is never stored, and what a client is told names nothing of ours."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import urllib.error
@@ -43,6 +44,11 @@ def raw_text(message: IncomingMessage) -> Mapped:
 def order_by_key(message: IncomingMessage) -> Mapped:
     """A mapping with a bug: a body without `order` raises KeyError."""
     return Mapped(f"order-{message.json()['order']}", "OrderReceived", {})
+
+
+def quoting(message: IncomingMessage) -> Mapped:
+    """A mapping whose error quotes what the client sent: a customer's name."""
+    raise ValueError(f"no order for {message.json()['customer']}")
 
 
 class Routed:
@@ -159,7 +165,12 @@ def serve(sql_store: EventStore) -> Iterator[Callable[..., Served]]:
     `{name}-http` at `/{name}` with the intake's keyword arguments."""
     inboxes: list[Inbox] = []
     servers: list[Served] = []
-    mappings = {"orders": order_received, "raw": raw_text, "buggy": order_by_key}
+    mappings = {
+        "orders": order_received,
+        "raw": raw_text,
+        "buggy": order_by_key,
+        "quoting": quoting,
+    }
 
     def start(**intakes: dict[str, Any]) -> Served:
         routes = {}
@@ -298,6 +309,22 @@ def test_an_error_in_the_mapping_is_told_to_the_client_without_our_code(
     assert status == 422
     assert answer == {"error": "the intake could not make an event of this message"}
     assert list(sql_store.read_all()) == []
+
+
+def test_a_mapping_or_hook_failure_quoting_what_the_client_sent_is_logged_by_its_type(
+    serve: Callable[..., Served], caplog: pytest.LogCaptureFixture
+) -> None:
+    def hook(request: Request) -> None:
+        raise RuntimeError(f"no account for {request.headers['authorization']}")
+
+    served = serve(quoting={}, raw={"authenticate": hook})
+    with caplog.at_level(logging.DEBUG):
+        assert served.post(b'{"customer": "Ann Quillon"}', "k-1", "/quoting")[0] == 422
+        secret = {"Authorization": "Bearer s3cret-t0ken"}
+        assert served.post(b'{"order": 1}', "k-2", "/raw", headers=secret)[0] == 503
+    logged = caplog.text + repr([record.__dict__ for record in caplog.records])
+    assert "Ann Quillon" not in logged and "s3cret-t0ken" not in logged
+    assert "ValueError raised in quoting" in logged and "RuntimeError raised in hook" in logged
 
 
 def test_a_content_type_the_intake_does_not_take_is_refused_with_those_it_takes(
