@@ -22,9 +22,9 @@ from eventcraft.operations import sagas as saga_operations
 from eventcraft.operations.documents import event_document
 
 from ..cli.apps import HEALED, shop
-from . import catalog_app
 from ..cli.test_projections import _notes
 from ..conftest import missing
+from . import catalog_app
 from .conftest import APP, POISON_AT, ROOT, fill_console, serving
 
 CHROMIUM = Path("/usr/bin/chromium")
