@@ -68,6 +68,7 @@ WAIT = 30.0
 """Default for the longest a call waits for a tenant store to come free, in seconds."""
 
 F = TypeVar("F", bound=Callable[..., Any])
+H = TypeVar("H", Retention, KeyStore)
 
 
 class _Slot:
@@ -142,6 +143,7 @@ class Tenants:
         self._slots: OrderedDict[str, _Slot] = OrderedDict()  # least recently used first
         self._where: dict[tuple[str, ...], str] = {}  # each place seen, and its tenant
         self._drops: dict[str, int] = {}  # how often each tenant was dropped
+        self._owned: set[Retention | KeyStore] = set()  # tenant stores' own, open
         self._closed = False
         # Reentrant: a read left unfinished may be closed, and end its call, by the
         # garbage collector in a thread that holds the lock already.
@@ -233,9 +235,12 @@ class Tenants:
             self._closed = True
             stores = [slot.store for slot in self._slots.values() if slot.store is not None]
             self._slots.clear()
+            owned, self._owned = self._owned, set()
             self._changed.notify_all()
         for store in stores:
             store.close()
+        for held in owned:
+            held.close()
 
     def __enter__(self) -> Tenants:
         return self
@@ -257,6 +262,8 @@ class Tenants:
         """The open store of `place`'s tenant, for one call, which `_give_back` ends."""
         tenant = place.tenant
         deadline = time.monotonic() + self.wait
+        if place.kind == "memory":
+            self._kept(place, generation)
         with self._changed:
             while True:
                 self._check_usable(tenant, generation)
@@ -316,10 +323,21 @@ class Tenants:
             raise TenantStoresBusy(self.most_open, self.wait)
         self._changed.wait(remaining)
 
+    def _kept(self, place: TenantPlace, generation: int) -> EventStore:
+        """The memory store of `place`'s tenant, made if it has none: it is never closed
+        (its events would go with it), so it is there for a caller that cannot wait."""
+        with self._state():
+            self._check_usable(place.tenant, generation)
+            slot = self._slots.get(place.tenant)
+            if slot is None:
+                slot = self._slots[place.tenant] = _Slot(memory=True)
+                slot.store = _memory_store(self.max_event_bytes)
+            if slot.store is None:
+                raise StoreUnavailable(f"tenant {place.tenant!r} is being dropped")
+            return slot.store
+
     def _open(self, place: TenantPlace) -> EventStore:
         """The store at `place`, its database or folder made first if missing."""
-        if place.kind == "memory":
-            return _memory_store(self.max_event_bytes)
         prepare(place)
         return EventStore.open(
             place.url,
@@ -363,6 +381,18 @@ class Tenants:
             with self._changed:
                 del self._slots[tenant]
                 self._changed.notify_all()
+
+    def _own(self, held: H) -> H:
+        """`held`, a tenant store's own retention or keys, closed with the tenants at the
+        latest."""
+        with self._state():
+            self._check_open()
+            self._owned.add(held)
+        return held
+
+    def _disown(self, held: Retention | KeyStore) -> None:
+        with self._state():
+            self._owned.discard(held)
 
     def _check_usable(self, tenant: str, generation: int) -> None:
         if self._closed:
@@ -500,7 +530,7 @@ class _TenantStore(EventStore):
         if self._closed:
             raise StoreUnavailable(STORE_CLOSED)
         if self._own_retention is None:
-            self._own_retention = retention_for(self.url)
+            self._own_retention = self._tenants._own(retention_for(self.url))
         return self._own_retention
 
     @property
@@ -509,13 +539,15 @@ class _TenantStore(EventStore):
         closed)."""
         if self._closed:
             raise StoreUnavailable(STORE_CLOSED)
+        if self._at.kind == "memory":  # in the tenant's store: memory is seen by it alone
+            return self._tenants._kept(self._at, self._generation).keys
         if self._own_keys is None:
-            self._own_keys = KeyStore.open(_keys_url(self._at) or self.url)
+            self._own_keys = self._tenants._own(KeyStore.open(_keys_url(self._at) or self.url))
         return self._own_keys
 
     def for_tenant(self, tenant: str) -> EventStore:
         raise InvalidTenant(
-            f"this is tenant {self.tenant!r}'s store already: a tenant's store has no tenants"
+            f"this is the store of tenant {self.tenant!r} already: a tenant's store has no tenants"
         )
 
     def drop_tenant(self) -> TenantDrop:
@@ -536,6 +568,7 @@ class _TenantStore(EventStore):
         keys, self._own_keys = self._own_keys, None
         for closing in (retention, keys):
             if closing is not None:
+                self._tenants._disown(closing)
                 closing.close()
 
     def __repr__(self) -> str:

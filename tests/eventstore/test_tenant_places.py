@@ -131,7 +131,7 @@ def test_tenants_refuse_a_hostile_tenant_before_placing_it() -> None:
     calls: list[str] = []
     with Tenants(lambda tenant: calls.append(tenant) or "memory://") as tenants:
         for hostile in ["", "../x", "x\x00", "X", "a" * 49, "x'; DROP TABLE y; --"]:
-            with pytest.raises(InvalidTenant, match="^tenant id "):
+            with pytest.raises(InvalidTenant, match=r"^tenant id "):
                 tenants.for_tenant(hostile)
     assert calls == []
 

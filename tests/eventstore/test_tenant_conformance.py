@@ -1,0 +1,76 @@
+"""A tenant's store, as `Tenants.for_tenant` and `AsyncTenants.for_tenant` give it, passes
+the store's conformance suite on every backend: whatever is built on a store works on a
+tenant's unchanged. On memory and SQLite another tenant's store holds events the whole
+time, which no test of the suite may see."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import cast
+
+import psycopg
+import pytest
+from eventcraft.eventstore import AsyncTenants, EventStore, NewEvent, Tenants
+from eventcraft.eventstore.blocking import BlockingEventStore
+from eventcraft.eventstore.testing import EventStoreConformance
+
+from ..conftest import PG_URL, _need_postgres
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def tenant_template(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Where each tenant's store is, new for each test, on each backend in turn."""
+    if request.param == "memory":
+        yield "memory://"
+    elif request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/{{tenant}}.db"
+    else:
+        _need_postgres()
+        prefix = f"t_{uuid.uuid4().hex[:10]}"
+        yield f"{PG_URL}?schema={prefix}_{{tenant}}"
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            schemas = conn.execute(
+                "SELECT nspname FROM pg_namespace WHERE nspname LIKE %s", (f"{prefix}\\_%",)
+            ).fetchall()
+            for (schema,) in schemas:
+                conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+class _Face(BlockingEventStore):
+    """The blocking face over a tenant's async store, on a loop the fixture stops."""
+
+    def close(self) -> None:
+        self._wait(self.store.close())
+
+
+class TestTenantStores(EventStoreConformance):
+    @pytest.fixture(params=["sync", "async"])
+    def store(self, request: pytest.FixtureRequest, tenant_template: str) -> Iterator[EventStore]:
+        """A new, empty tenant's store; on memory and SQLite, beside another's that is not."""
+        neighbour = not tenant_template.startswith("postgresql")
+        if request.param == "sync":
+            with Tenants(tenant_template, most_open=2) as tenants:
+                if neighbour:
+                    tenants.for_tenant("globex").append("order-1", [NewEvent("Elsewhere", {})])
+                yield tenants.for_tenant("acme")
+            return
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, daemon=True)
+        thread.start()
+        face = _Face(loop, None)
+        tenants = AsyncTenants(tenant_template, most_open=2)
+        try:
+            if neighbour:
+                globex = tenants.for_tenant("globex")
+                face._wait(globex.append("order-1", [NewEvent("Elsewhere", {})]))
+            face.store = tenants.for_tenant("acme")
+            yield cast(EventStore, face)
+        finally:
+            face._wait(tenants.close())
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(10)
+            loop.close()
