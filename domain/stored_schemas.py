@@ -1,20 +1,21 @@
 """`verify_stored_events`: every stored event decoded and upcast through today's registry.
 
 The compatibility check (`compatibility.py`) judges a change from the schemas; this
-reads what is really stored. Each event goes through the registry as a repository's
-load takes it (`EventRegistry.decode_encoded`: the stored JSON validated into today's
-class, upcast first when it is older), and is counted by its type and stored schema
-version. The counts say what is left of each version ("can the upcaster from v1 go?":
+reads what is really stored. Each event goes through the registry as projections,
+process managers and Spark's typed columns take it (`EventRegistry.decode`: upcast
+when it is older, then validated into today's class), and is counted by its type and
+stored schema version (`schema_version_of`, the rule `EventStore.count_types` counts
+by). The counts say what is left of each version ("can the upcaster from v1 go?":
 when no v1 event remains), and each failure is kept with its position and error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 
-import orjson
-from eventcraft.eventstore import EVENT_VERSION, EncodedEvent, EncodedRecord, EventStore
+from eventcraft.eventstore import EventStore, RecordedEvent, schema_version_of
 
 from .errors import EventDecodingError
 from .registry import EventRegistry
@@ -57,8 +58,8 @@ class StoredTypeVersion:
     """Why it does not."""
     last_position: int = 0
     """The position of the last one read."""
-    last_recorded_at: str = ""
-    """When the last one read was written (ISO 8601, UTC)."""
+    last_recorded_at: datetime | None = None
+    """When the last one read was written."""
     registered_version: int | None = None
     """The version today's code reads it into; None when no class is registered."""
 
@@ -143,45 +144,35 @@ def verify_stored_events(
         raise ValueError(f"sample must be a positive number of events, not {sample!r}")
     result = StoredEventsVerification(after=after, upto=after, sampled=sample is not None)
     counts: dict[tuple[str, int], StoredTypeVersion] = {}
-    records = _sampled(store, after, sample) if sample is not None else _all(store, after, limit)
+    events = _sampled(store, after, sample) if sample is not None else store.read_all(after, limit)
     types = registry.types
-    for record in records:
-        stored_text = _event_version(record.metadata)
-        stored = 1 if stored_text is None else _version_number(stored_text)
-        key = (record.type, stored)
+    decode = registry.decode
+    for event in events:
+        key = (event.type, schema_version_of(event.metadata))
         counted = counts.get(key)
         if counted is None:
-            entry = types.get(record.type)
+            entry = types.get(event.type)
             counted = counts[key] = StoredTypeVersion(
-                record.type, stored, registered_version=entry.version if entry else None
+                key[0], key[1], registered_version=entry.version if entry else None
             )
         counted.events += 1
-        counted.last_position = record.position
-        counted.last_recorded_at = record.recorded_at
-        result.events += 1
-        result.upto = record.position
-        encoded = EncodedEvent(record.version, record.type, record.data, stored_text)
+        counted.last_position = event.position
+        counted.last_recorded_at = event.recorded_at
         try:
-            registry.decode_encoded(encoded, record.stream_id)
+            decode(event)
         except EventDecodingError as error:
             counted.failed += 1
-            result.failed += 1
             if counted.first_failure is None:
-                counted.first_failure = record.position
+                counted.first_failure = event.position
                 counted.error = str(error)
     result.counts = [counts[key] for key in sorted(counts)]
+    result.events = sum(c.events for c in result.counts)
+    result.failed = sum(c.failed for c in result.counts)
+    result.upto = max((c.last_position for c in result.counts), default=after)
     return result
 
 
-def _all(store: EventStore, after: int, limit: int | None) -> Iterator[EncodedRecord]:
-    records: Iterable[EncodedRecord] = store.read_all_encoded(after)
-    for count, record in enumerate(records, 1):
-        yield record
-        if limit is not None and count >= limit:
-            return
-
-
-def _sampled(store: EventStore, after: int, sample: int) -> Iterator[EncodedRecord]:
+def _sampled(store: EventStore, after: int, sample: int) -> Iterator[RecordedEvent]:
     head = store.high_water_mark()
     span = head - after
     if span <= 0:
@@ -191,23 +182,7 @@ def _sampled(store: EventStore, after: int, sample: int) -> Iterator[EncodedReco
     start = after
     last = after
     while start < head:
-        for record in store.read_all_encoded(max(start, last), min(start + _WINDOW, head)):
-            last = record.position
-            yield record
+        for event in store.read_all(max(start, last), _WINDOW):
+            last = event.position
+            yield event
         start += step
-
-
-def _event_version(metadata: str) -> str | None:
-    # Most metadata is a few keys: finding the key first spares parsing it.
-    if f'"{EVENT_VERSION}"' not in metadata:
-        return None
-    value = orjson.loads(metadata).get(EVENT_VERSION)
-    return None if value is None else orjson.dumps(value).decode()
-
-
-def _version_number(text: str) -> int:
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return 0
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0

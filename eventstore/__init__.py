@@ -80,7 +80,7 @@ from .transfer import (
     export_log,
     import_log,
 )
-from .type_counts import TypeCount
+from .type_counts import TypeCount, schema_version_of
 from .verification import LogProblem, LogVerification, verify_log
 
 __all__ = [
@@ -167,6 +167,7 @@ __all__ = [
     "recorded_at_text",
     "redacted",
     "register_backend",
+    "schema_version_of",
     "scheme_of",
     "sqlite_file_holds_store",
     "verify_log",

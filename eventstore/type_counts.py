@@ -10,9 +10,10 @@ is 0, a version no code writes. Values that read alike (no value and `1`) are me
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import orjson
 
@@ -100,6 +101,24 @@ def type_counts(
     for row in rows:
         tally.add(*row)
     return tally.counts()
+
+
+def schema_version_of(metadata: Mapping[str, Any]) -> int:
+    """The schema version an event was stored at, by the rule `count_types` counts with:
+    its metadata's `EVENT_VERSION`, 1 when it has none, 0 when it is not a positive int.
+
+    Example::
+
+        from eventcraft.eventstore import EVENT_VERSION, schema_version_of
+
+        assert schema_version_of({}) == 1
+        assert schema_version_of({EVENT_VERSION: 3}) == 3
+        assert schema_version_of({EVENT_VERSION: "3"}) == 0  # not a version
+    """
+    value = metadata.get(EVENT_VERSION)
+    if value is None:
+        return 1
+    return value if type(value) is int and value > 0 else NOT_A_VERSION
 
 
 def stored_version(text: str | None) -> int:

@@ -22,7 +22,7 @@ from eventcraft.domain import (
     check_compatibility,
     verify_stored_events,
 )
-from eventcraft.eventstore import EventStore, recorded_at_text
+from eventcraft.eventstore import EventStore
 from eventcraft.projections import Definition, ProjectionError
 from eventcraft.sagas import Awaiting, ProcessManager
 
@@ -139,9 +139,7 @@ def verify_in_spark(url: str, app: App, master: str) -> StoredEventsVerification
                 first_failure=row.first_failure,
                 error=row.error,
                 last_position=row.last_position,
-                last_recorded_at=recorded_at_text(row.last_recorded_at)
-                if row.last_recorded_at is not None
-                else "",
+                last_recorded_at=row.last_recorded_at,
                 registered_version=entry.version if entry else None,
             )
         )

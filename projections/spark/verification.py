@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import pyarrow as pa
-from eventcraft.eventstore import EVENT_VERSION
+from eventcraft.eventstore import schema_version_of
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -65,7 +65,7 @@ class VerifiedTypeVersion:
 
     type: str
     event_version: int
-    """The schema version the events were stored at (1 when their metadata names none)."""
+    """The schema version the events were stored at (`schema_version_of`)."""
     events: int
     failed: int
     first_failure: int | None
@@ -163,9 +163,7 @@ def _decode(registry: EventDecoder, batches: Iterator[pa.RecordBatch]) -> Iterat
         versions: list[int] = []
         errors: list[str | None] = []
         for event in events_of(batch):
-            stored = event.metadata.get(EVENT_VERSION, 1)
-            usable = isinstance(stored, int) and not isinstance(stored, bool)
-            versions.append(stored if usable else 0)  # 0: a version no code wrote
+            versions.append(schema_version_of(event.metadata))
             try:
                 registry.decode(event)
             except Exception as error:  # the registry's own errors are what is verified
