@@ -10,9 +10,7 @@ says what it needs beyond Python and SQLite; with `postgres` it names
 `postgresql://postgres@localhost:5432/eventcraft`, which the test replaces with a fresh
 schema on the test server. The site shows the block as Python (docs/hooks_docstrings.py).
 
-`without_example/<face>.txt` lists a face's public names still without an example. The
-lists only shrink: a name not listed must have an example, and a listed name that has
-one fails the test until it is taken off the list.
+Every public name has its example: a new name without one fails the test, naming it.
 """
 
 from __future__ import annotations
@@ -35,7 +33,6 @@ from .pages import NEEDS, POSTGRES_URL
 from .reference import docs_hooks
 from .test_reference import FACES, SHADOWED
 
-WITHOUT_EXAMPLE = Path(__file__).resolve().parent / "without_example"
 _NEEDS_LINE = re.compile(r"^#\s*needs:\s*(?P<needs>.*)$")
 
 
@@ -129,13 +126,6 @@ def examples() -> tuple[list[DocExample], dict[str, list[str]]]:
     return found, lacking
 
 
-def _listed(face: str) -> set[str]:
-    path = WITHOUT_EXAMPLE / f"{face}.txt"
-    if not path.exists():
-        return set()
-    return {line.strip() for line in path.read_text().splitlines() if line.strip()}
-
-
 def _collect() -> tuple[list[DocExample], dict[str, list[str]]]:
     try:
         import griffe  # noqa: F401
@@ -197,14 +187,8 @@ def test_a_public_names_example_runs(
 
 @pytest.mark.parametrize("face", sorted(FACES))
 def test_every_public_name_has_an_example(face: str, docs_extra: None) -> None:
-    lacking = set(_LACKING.get(face, []))
-    listed = _listed(face)
-    new = sorted(lacking - listed)
-    assert not new, f"{face}: public names without an `Example::` block: {', '.join(new)}"
-    fixed = sorted(listed - lacking)
-    assert not fixed, (
-        f"without_example/{face}.txt lists {fixed}, which have an example now: take them off"
-    )
+    lacking = sorted(_LACKING.get(face, []))
+    assert not lacking, f"{face}: public names without an `Example::` block: {', '.join(lacking)}"
 
 
 DOCSTRING = """A thing.
