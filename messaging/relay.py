@@ -17,6 +17,16 @@ the projections' error store and the relay goes on past it.
 Several processes may run the same relay: its lease (`relay_lease.py`) lets
 one publish at a time, and is kept through a batch however long the broker
 takes to confirm it.
+
+However it is run, a relay records its state for other processes
+(`relay_state.py`, read by `eventcraft messaging relays` and the console)
+when that state changes, never once per batch: "running" when it starts
+following the log (`start()`, `run()`), is first stepped holding its lease
+(`step()`, as a `PartitionedRunner` steps it) or is about to publish a
+catch-up's first batch; "paused" and "running" again across a broker outage
+while it follows; "stopped" before it gives its lease up (`release()`, the
+end of `catch_up()`, `close()`). A catch-up with nothing to publish says
+"stopped" the first time, so that the relay is listed.
 """
 
 from __future__ import annotations
@@ -96,7 +106,8 @@ class RelayStatus:
     """Events after the checkpoint, up to the head, that the relay selects (its
     categories, types and query; `where` is not counted): at most `LAG_COUNTED`."""
     state: str
-    """"running", "paused" (the broker is unavailable; backing off) or "stopped"."""
+    """"running" (following the log, stepped holding its lease, or catching up), "paused"
+    (the broker is unavailable; backing off) or "stopped", as it records it."""
     paused_since: float | None
     """When the current outage began (seconds since the epoch)."""
     last_error: str | None
@@ -199,6 +210,8 @@ class Relay:
         self.last_error: str | None = None
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self._said: str | None = None
+        """The state this relay last recorded (`_say`); None before it first ran."""
         self.on_renew: Callable[[], None] = lambda: None
         """Called, from the thread keeping the lease, when a batch renewed it half-way (a
         partition group would renew its membership with it)."""
@@ -220,12 +233,21 @@ class Relay:
     def step(self) -> bool:
         """Publish the next batch and move the checkpoint; False if at the head or not ours.
 
-        Raises `BrokerUnavailable` with the checkpoint unmoved.
+        The first step that holds the lease records the relay as running, until
+        `release()` or `close()`. Raises `BrokerUnavailable` with the checkpoint unmoved.
         """
+        return self._step(stepped=True)
+
+    def _step(self, *, stepped: bool) -> bool:
         if not self.acquire():
             return False
         after = self.position
         events, upto = read_batch(self.store, self.selection, after, self.batch_size)
+        # Said when it changes, not per batch: a write costs a batch what its commit does.
+        if self._said not in ("running", "paused") and (stepped or upto > after):
+            self._say("running")
+        elif self._said is None:
+            self._say("stopped")  # a catch-up with nothing to publish: listed all the same
         if upto <= after:
             return False
         chosen = self._chosen(events, after, upto)
@@ -291,11 +313,12 @@ class Relay:
     def catch_up(self) -> None:
         """Publish everything up to the log's head now, in this thread, then return.
 
-        Raises `BrokerUnavailable` if the broker cannot be reached; the lease is
-        given up either way.
+        Recorded as running while it publishes, and stopped once it returns. Raises
+        `BrokerUnavailable` if the broker cannot be reached; the lease is given up
+        either way.
         """
         try:
-            while self.step():
+            while self._step(stepped=False):
                 pass
         finally:
             self.release()
@@ -369,7 +392,6 @@ class Relay:
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, self.max_backoff)
         self.release()
-        self._say("stopped")
 
     def _paused(self, error: BrokerUnavailable) -> None:
         self.last_error = str(error)
@@ -390,6 +412,7 @@ class Relay:
     def _say(self, state: str, since: float | None = None) -> None:
         """Tell other processes (`eventcraft messaging relays`) what this relay is doing,
         and what it selects."""
+        self._said = state
         told = relay_state.RelayState(
             name=self.name,
             broker=self.publisher.broker,
@@ -420,6 +443,10 @@ class Relay:
         return held
 
     def release(self) -> None:
+        """Give the lease up, having recorded that the relay stopped if it said it ran."""
+        if self._said in ("running", "paused"):
+            # Before the lease goes: a process taking it over says "running" after this.
+            self._say("stopped")
         try:
             self.lease.release()
         except Exception:
@@ -434,7 +461,8 @@ class Relay:
         )
         with self.database.reading() as connection:
             parked = len(CheckpointTable(connection).parked(self.name))
-        running = self._thread is not None and self._thread.is_alive()
+        following = self._thread is not None and self._thread.is_alive()
+        running = following or self._said == "running"
         state = "paused" if self.paused_since is not None else "running" if running else "stopped"
         behind = lag_of(self.store, self.selection, position, head)
         return RelayStatus(

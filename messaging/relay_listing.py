@@ -22,9 +22,9 @@ class RelayRecord:
     """A relay as its rows show it to another process: its checkpoint against the log,
     and its state as it last said.
 
-    A relay says its state when it starts following the log (`start()`, `run()`) and
-    when that stops; one only ever driven by `catch_up()` or `step()` says none, and is
-    not listed.
+    A relay says its state whenever it changes, however it is run (`start()`, `run()`,
+    `catch_up()`, `step()`): running, paused, stopped (see `Relay`). One that never held
+    its lease, and so never ran, is not listed.
 
     Example::
 
@@ -87,8 +87,6 @@ def relay_records(store: EventStore, database: Database | None = None) -> list[R
 
     Example::
 
-        import time
-
         from eventcraft.eventstore import EventStore, NewEvent
         from eventcraft.messaging import Publisher, Relay, relay_records
 
@@ -103,9 +101,8 @@ def relay_records(store: EventStore, database: Database | None = None) -> list[R
 
         store = EventStore.open("sqlite:///shop.db")
         store.append("order-7", [NewEvent("OrderPlaced", {"cents": 1600})])
-        with Relay("orders-out", store, Nowhere()).start() as relay:
-            while relay.status().lag_events:
-                time.sleep(0.01)
+        with Relay("orders-out", store, Nowhere()) as relay:
+            relay.catch_up()  # running while it publishes, stopped once it returns
         store.append("order-8", [NewEvent("OrderPlaced", {"cents": 900})])
 
         # Another process (a health check, say) reads what every relay last said:

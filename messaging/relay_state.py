@@ -2,9 +2,10 @@
 
 A relay's checkpoint is in the projections' table; whether it is publishing or
 paused by a broker outage is known only to its process, so it writes that here
-when it changes (started, paused, resumed, stopped). A row whose relay died
-without saying so still reads "running": `updated_at` and the checkpoint's
-lease (its owner) tell how current it is.
+when it changes (running, paused, resumed, stopped), however it is run, and
+never once per batch (`relay.py` says when). A row whose relay died without
+saying so still reads "running": `updated_at` and the checkpoint's lease (its
+owner) tell how current it is.
 
 It writes its selection too (`relay_selection`), so that they count its
 lag as it does. A table an earlier release made lacks that column: a
