@@ -27,6 +27,11 @@ page shows only what is new and its blocks still run on what the earlier pages b
   in a namespace of its own, with the folder's modules imported afresh, as the reader
   starts a new Python prompt (or `python pageN.py`) for each page; the earlier pages'
   prints are checked too.
+- **Blocks pasted at a prompt.** On such a page (one that builds a file or continues
+  another), the blocks that run are what the reader pastes into a `python` prompt, so
+  each must paste: read line by line as the prompt reads them, where a blank line ends a
+  compound statement and a statement right after an indented block is an error (classes
+  with blank lines between their methods go into the file instead).
 
 Why files and a chain of pages rather than one namespace carried across pages: the
 reader has a module and a database that outlive one page, not a prompt, and a later
@@ -38,6 +43,7 @@ fails page 5's test.
 
 from __future__ import annotations
 
+import codeop
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -209,7 +215,28 @@ def read_page(path: Path, text: str | None = None) -> Page:
                 previous_example = Example(block.line, block.code, needs)
                 page.examples.append(previous_example)
         previous = block
+    if page.continues is not None or any(e.file for e in page.examples):
+        for example in page.examples:
+            if example.file is None:
+                _pastes(example, f"{path}:{example.line}")
     return page
+
+
+def _pastes(example: Example, where: str) -> None:
+    """Raises PageError unless the block pastes into Python's prompt as it reads it."""
+    buffer: list[str] = []
+    for number, row in enumerate(example.code.split("\n"), start=1):
+        buffer.append(row)
+        try:
+            whole = codeop.compile_command("\n".join(buffer), "<prompt>", "single")
+        except (SyntaxError, ValueError, OverflowError) as error:
+            raise PageError(
+                f"{where}: pasted at a python prompt, its line {number} fails "
+                f"({error.__class__.__name__}: {getattr(error, 'msg', error)}): a blank line "
+                "ends an indented block there, and one must follow it before the next statement"
+            ) from None
+        if whole is not None:
+            buffer = []  # a whole statement: the prompt runs it
 
 
 def _file_block(block: Fence, comment: str, where: str) -> Example:

@@ -286,6 +286,10 @@ def test_the_postgres_url_is_replaced_in_the_code_and_back_in_what_it_prints(
     assert printed == says == [f"True {POSTGRES_URL}"]
 
 
+PASTED_BADLY = "for n in range(2):\n    print(n)\nprint('after')\n"
+"""Runs as a file; at a prompt the last line needs a blank line before it."""
+
+
 @pytest.mark.parametrize(
     ("text", "says"),
     [
@@ -306,6 +310,14 @@ def test_the_postgres_url_is_replaced_in_the_code_and_back_in_what_it_prints(
         ("```python\nx = 1\n```\n<!-- continues: a.md -->\n", "above"),
         ("<!-- continues: a.md -->\n<!-- continues: b.md -->\n", "one page"),
         ("<!-- continues: a.md, b.md -->\n", "one page"),
+        # On a page that builds a file, the blocks that run are pasted at a prompt.
+        (f'```python title="m.py"\nx = 1\n```\n```python\n{PASTED_BADLY}```\n', "line 3 fails"),
+        (f"<!-- continues: a.md -->\n```python\n{PASTED_BADLY}```\n", "line 3 fails"),
+        (
+            '```python title="m.py"\nx = 1\n```\n'
+            "```python\nclass A:\n    x = 1\n\n    y = 2\n```\n",
+            "line 4 fails",
+        ),
     ],
 )
 def test_a_page_that_breaks_the_rules_is_refused(text: str, says: str) -> None:
@@ -451,3 +463,19 @@ def test_a_page_needs_what_the_pages_it_continues_need(tmp_path: Path) -> None:
     (tmp_path / "second.md").write_text("<!-- continues: first.md -->\n```python\ny = 1\n```\n")
     page = read_page(tmp_path / "second.md")
     assert (page.needs, needs_of(page)) == (frozenset(), {"postgres"})
+
+
+def test_a_block_pasted_at_a_prompt_may_end_its_indented_blocks_with_a_blank_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a page's reader pastes, the prompt takes: a compound statement closed by a blank
+    line, a `try` with its `except`, a string over several lines."""
+    code = (
+        "for n in range(2):\n    print(n)\n\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n"
+        '    print("zero")\n\ntext = """a\n\nb"""\nprint(len(text))\n'
+    )
+    text = f'```python title="m.py"\nx = 1\n```\n```python\n{code}```\n'
+    prints = "<!-- prints -->\n```text\n0\n1\nzero\n4\n```\n"
+    page = read_page(Path("page.md"), text + prints)
+    ((_, _, printed, says),) = run_page(page, tmp_path, monkeypatch, capsys)
+    assert printed == says == ["0", "1", "zero", "4"]
