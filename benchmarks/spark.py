@@ -272,8 +272,9 @@ def main() -> None:
             spark.stop()
             shutil.rmtree(unparsed.path, ignore_errors=True)
         at_size["summary"] = _summary(rates, cores_list)
-    if args.json:
-        record.write(args.json, {"sizes": results})
+        if args.json:
+            # After each size: a run stopped in a later one keeps what it measured.
+            record.write(args.json, {"sizes": results})
 
 
 def _megabytes(path: Path) -> float:
