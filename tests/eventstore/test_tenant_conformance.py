@@ -62,15 +62,15 @@ class TestTenantStores(EventStoreConformance):
         thread = threading.Thread(target=loop.run_forever, daemon=True)
         thread.start()
         face = _Face(loop, None)
-        tenants = AsyncTenants(tenant_template, most_open=2)
+        by_tasks = AsyncTenants(tenant_template, most_open=2)
         try:
             if neighbour:
-                globex = tenants.for_tenant("globex")
+                globex = by_tasks.for_tenant("globex")
                 face._wait(globex.append("order-1", [NewEvent("Elsewhere", {})]))
-            face.store = tenants.for_tenant("acme")
+            face.store = by_tasks.for_tenant("acme")
             yield cast(EventStore, face)
         finally:
-            face._wait(tenants.close())
+            face._wait(by_tasks.close())
             loop.call_soon_threadsafe(loop.stop)
             thread.join(10)
             loop.close()

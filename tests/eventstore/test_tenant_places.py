@@ -129,7 +129,12 @@ def test_a_function_that_gives_no_url_is_refused() -> None:
 
 def test_tenants_refuse_a_hostile_tenant_before_placing_it() -> None:
     calls: list[str] = []
-    with Tenants(lambda tenant: calls.append(tenant) or "memory://") as tenants:
+
+    def placed(tenant: str) -> str:
+        calls.append(tenant)
+        return "memory://"
+
+    with Tenants(placed) as tenants:
         for hostile in ["", "../x", "x\x00", "X", "a" * 49, "x'; DROP TABLE y; --"]:
             with pytest.raises(InvalidTenant, match=r"^tenant id "):
                 tenants.for_tenant(hostile)

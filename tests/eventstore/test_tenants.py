@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+from collections.abc import Generator
 from pathlib import Path
+from typing import cast
 
 import pytest
 from eventcraft.eventstore import (
@@ -16,6 +18,7 @@ from eventcraft.eventstore import (
     EventStore,
     InvalidTenant,
     NewEvent,
+    RecordedEvent,
     StoreUnavailable,
     Tenants,
     TenantStoresBusy,
@@ -67,7 +70,9 @@ def test_a_store_a_call_uses_is_never_closed_for_another(template: str) -> None:
 def test_a_read_left_unfinished_ends_its_use_once_closed(template: str) -> None:
     with Tenants(template, most_open=1, wait=0.05) as all_tenants:
         placed(all_tenants.for_tenant("acme"))
-        reading = all_tenants.for_tenant("acme").read_all()
+        reading = cast(
+            "Generator[RecordedEvent, None, None]", all_tenants.for_tenant("acme").read_all()
+        )
         next(reading)
         reading.close()  # what a dropped generator does, as the collector closes it
         assert all_tenants.for_tenant("globex").stream_version("order-1") == 0
