@@ -226,3 +226,31 @@ def test_the_spark_benchmark_writes_its_figures_and_its_chart(prefix: str, tmp_p
     done = run_module("benchmarks.charts", str(path), f"--out={tmp_path / 'charts'}")
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "charts" / "spark.png").read_bytes().startswith(PNG)
+
+
+def test_the_schema_benchmark_times_the_check_and_the_verify_beside_plain_reads(
+    prefix: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "schema.json"
+    done = run_module(
+        "benchmarks.schema",
+        "--sizes=300",
+        "--rounds=1",
+        "--types=20",
+        f"--prefix={prefix}_schema",
+        f"--folder={tmp_path}",
+        f"--json={path}",
+    )
+    assert done.returncode == 0, done.stderr
+    record = json.loads(path.read_text())
+    check_envelope(record, "schema", path)
+    assert record["results"]["check"]["types"] == 20
+    assert record["results"]["check"]["check_seconds"] > 0
+    assert [(v["backend"], v["events"]) for v in record["results"]["verify"]] == [
+        ("postgres", 300),
+        ("sqlite", 300),
+    ]
+    for verified in record["results"]["verify"]:
+        rates = verified["events_per_second"]
+        assert set(rates) == {"read_all", "read_all_encoded", "verify"}
+        assert verified["verify_over_read_all"] > 0
