@@ -187,7 +187,7 @@ SOURCES = {
 def spark_figures(record: dict[str, Any]) -> dict[str, Figure]:
     """Replay events/s by cores, one panel per log size, the in-process rebuild as lines."""
     sizes = record["results"]["sizes"]
-    figure, axes = plt.subplots(1, len(sizes), figsize=(10, 5.2), squeeze=False, sharey=True)
+    figure, axes = plt.subplots(1, len(sizes), figsize=(10, 6), squeeze=False, sharey=True)
     figure.suptitle("Spark replay of a balance-per-account fold, local mode, by cores")
     for ax, at in zip(axes[0], sizes, strict=True):
         cores = sorted(run["cores"] for run in at["cores"])
@@ -216,9 +216,15 @@ def spark_figures(record: dict[str, Any]) -> dict[str, Figure]:
         ax.set_xticks(cores, [str(c) for c in cores])
         ax.set_xlim(min(cores) - 0.25, max(cores) + 0.25)
         ax.set(title=f"{at['size']:,} events", xlabel="Spark cores (local[n])")
-        ax.legend(loc="lower right")
     axes[0][0].set_ylabel("events/s (log scale)")
-    figure.tight_layout(rect=(0, 0.04, 1, 1))
+    # One legend under the panels, of every line any panel has: none covers a curve.
+    legend = {}
+    for ax in axes[0]:
+        legend.update(zip(*reversed(ax.get_legend_handles_labels()), strict=True))
+    figure.legend(
+        legend.values(), legend.keys(), loc="lower center", ncol=4, bbox_to_anchor=(0.5, 0.045)
+    )
+    figure.tight_layout(rect=(0, 0.15, 1, 1))
     return {"spark.png": figure}
 
 
