@@ -30,6 +30,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display, and the same output everywhere
 
 import matplotlib.pyplot as plt
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
@@ -218,11 +219,12 @@ def spark_figures(record: dict[str, Any]) -> dict[str, Figure]:
         ax.set(title=f"{at['size']:,} events", xlabel="Spark cores (local[n])")
     axes[0][0].set_ylabel("events/s (log scale)")
     # One legend under the panels, of every line any panel has: none covers a curve.
-    legend = {}
+    legend: dict[str, Artist] = {}
     for ax in axes[0]:
-        legend.update(zip(*reversed(ax.get_legend_handles_labels()), strict=True))
+        handles, labels = ax.get_legend_handles_labels()
+        legend.update(zip(labels, handles, strict=True))
     figure.legend(
-        legend.values(), legend.keys(), loc="lower center", ncol=4, bbox_to_anchor=(0.5, 0.045)
+        list(legend.values()), list(legend), loc="lower center", ncol=4, bbox_to_anchor=(0.5, 0.045)
     )
     figure.tight_layout(rect=(0, 0.15, 1, 1))
     return {"spark.png": figure}
