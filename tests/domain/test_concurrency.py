@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 
@@ -11,9 +10,8 @@ from eventcraft.eventstore import EventStore
 
 from examples.bank import BankAccount
 
+from ..processes import PROCESSES
 from .workers import deposit_many
-
-SPAWN = multiprocessing.get_context("spawn")
 
 
 def test_concurrent_commands_through_execute_each_take_effect_once(
@@ -24,7 +22,10 @@ def test_concurrent_commands_through_execute_each_take_effect_once(
         account = BankAccount("shared")
         account.open("shared")
         Repository(store, BankAccount).save(account)
-    with SPAWN.Manager() as manager, ProcessPoolExecutor(processes, mp_context=SPAWN) as pool:
+    with (
+        PROCESSES.Manager() as manager,
+        ProcessPoolExecutor(processes, mp_context=PROCESSES) as pool,
+    ):
         barrier = manager.Barrier(processes)
         futures = [
             pool.submit(deposit_many, shared_store_url, "shared", worker, deposits, barrier)

@@ -3,7 +3,6 @@ lost, and the writers did race."""
 
 from __future__ import annotations
 
-import multiprocessing
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 
@@ -11,9 +10,8 @@ from eventcraft.eventstore import EventStore
 
 from examples.courses import Courses
 
+from ..processes import PROCESSES
 from .decision_workers import enrol
-
-SPAWN = multiprocessing.get_context("spawn")
 
 
 def test_racing_processes_keep_both_capacity_rules(shared_store_url: str) -> None:
@@ -26,7 +24,10 @@ def test_racing_processes_keep_both_capacity_rules(shared_store_url: str) -> Non
             school.define_course(course_id, course_id, capacity=capacity)
         for student_id in students:
             school.register_student(student_id, student_id, max_courses=limit)
-    with SPAWN.Manager() as manager, ProcessPoolExecutor(processes, mp_context=SPAWN) as pool:
+    with (
+        PROCESSES.Manager() as manager,
+        ProcessPoolExecutor(processes, mp_context=PROCESSES) as pool,
+    ):
         barrier = manager.Barrier(processes)
         futures = [
             pool.submit(enrol, shared_store_url, students[w::processes], courses, w, barrier)

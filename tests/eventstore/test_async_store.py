@@ -5,7 +5,6 @@ suite's, run over both APIs (test_conformance.py)."""
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import uuid
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -23,9 +22,9 @@ from eventcraft.eventstore import (
     WrongExpectedVersion,
 )
 
+from ..processes import PROCESSES
 from . import async_workers, workers
 
-SPAWN = multiprocessing.get_context("spawn")
 DEADLINE = 60.0
 """Longest any test here runs before it fails, in seconds: none waits on time to pass."""
 
@@ -222,7 +221,10 @@ def test_racing_processes_of_racing_tasks_have_one_winner_per_round(
 ) -> None:
     processes, tasks, rounds = 3, 10, 5
     EventStore.open(shared_store_url).close()  # create the schema before the race
-    with SPAWN.Manager() as manager, ProcessPoolExecutor(processes, mp_context=SPAWN) as pool:
+    with (
+        PROCESSES.Manager() as manager,
+        ProcessPoolExecutor(processes, mp_context=PROCESSES) as pool,
+    ):
         barrier = manager.Barrier(processes)
         futures = [
             pool.submit(async_workers.race, shared_store_url, "raced-1", rounds, barrier, tasks)
@@ -248,7 +250,7 @@ def test_a_subscription_sees_every_event_writer_processes_commit_once_in_order(
                 seen.append(event)
 
         subscriber = asyncio.create_task(subscribe())
-        with ProcessPoolExecutor(writers, mp_context=SPAWN) as pool:
+        with ProcessPoolExecutor(writers, mp_context=PROCESSES) as pool:
             futures = [
                 pool.submit(workers.write_mix, shared_store_url, w, appends, seed=w)
                 for w in range(writers)

@@ -3,17 +3,15 @@ the sync API and through the async one (behind `BlockingEventStore`)."""
 
 from __future__ import annotations
 
-import multiprocessing
 import uuid
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 from eventcraft.eventstore import EventStore
 
+from ..processes import PROCESSES
 from . import workers
 from .tailing import tail_until_written
-
-SPAWN = multiprocessing.get_context("spawn")
 
 
 @pytest.fixture(params=["sync", "async"])
@@ -27,7 +25,10 @@ def test_racing_writers_with_the_same_expected_version_have_one_winner(
 ) -> None:
     processes = 4
     EventStore.open(shared_store_url).close()  # create the schema before the race
-    with SPAWN.Manager() as manager, ProcessPoolExecutor(processes, mp_context=SPAWN) as pool:
+    with (
+        PROCESSES.Manager() as manager,
+        ProcessPoolExecutor(processes, mp_context=PROCESSES) as pool,
+    ):
         barrier = manager.Barrier(processes)
         futures = [
             pool.submit(workers.race, shared_store_url, "raced-1", rounds, barrier, size, api)
@@ -50,7 +51,7 @@ def test_a_tailing_reader_sees_every_committed_event_once_in_order(
     writers, appends = 4, 150
     with (
         workers.opened(shared_store_url, api) as store,
-        ProcessPoolExecutor(writers, mp_context=SPAWN) as pool,
+        ProcessPoolExecutor(writers, mp_context=PROCESSES) as pool,
     ):
         futures = [
             pool.submit(workers.write_mix, shared_store_url, w, appends, seed=w, api=api)
@@ -63,12 +64,12 @@ def test_a_retry_from_another_process_after_a_commit_writes_nothing(
     shared_store_url: str, api: str
 ) -> None:
     ids = [str(uuid.uuid4()) for _ in range(3)]
-    with ProcessPoolExecutor(1, mp_context=SPAWN) as pool:
+    with ProcessPoolExecutor(1, mp_context=PROCESSES) as pool:
         first = pool.submit(
             workers.append_then_report, shared_store_url, "order-1", ids, api
         ).result()
     # The first process is gone, as a crashed client would be; a new one resends.
-    with ProcessPoolExecutor(1, mp_context=SPAWN) as pool:
+    with ProcessPoolExecutor(1, mp_context=PROCESSES) as pool:
         again = pool.submit(
             workers.append_then_report, shared_store_url, "order-1", ids, api
         ).result()

@@ -7,7 +7,6 @@ by `benchmarks/dcb_race.py`)."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import uuid
 from collections import Counter
@@ -20,10 +19,10 @@ import pytest
 from eventcraft.eventstore import EventStore
 
 from ..conftest import PG_URL, _need_postgres
+from ..processes import PROCESSES
 from . import dcb_workers
 from .tailing import tail_until_written
 
-SPAWN = multiprocessing.get_context("spawn")
 WRITERS = 16
 ATTEMPTS = 40
 RUNS = int(os.environ.get("EVENTCRAFT_DCB_RUNS", "1"))
@@ -45,7 +44,7 @@ class _Ids:
 @pytest.fixture(scope="module")
 def pool() -> Iterator[tuple[ProcessPoolExecutor, Any]]:
     _need_postgres()
-    with SPAWN.Manager() as manager, ProcessPoolExecutor(WRITERS, mp_context=SPAWN) as pool:
+    with PROCESSES.Manager() as manager, ProcessPoolExecutor(WRITERS, mp_context=PROCESSES) as pool:
         yield pool, manager
 
 

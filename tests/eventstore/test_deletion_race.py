@@ -13,7 +13,6 @@ the tombstone is acknowledged, every append is refused.
 
 from __future__ import annotations
 
-import multiprocessing
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -22,10 +21,10 @@ from typing import Any
 import pytest
 from eventcraft.eventstore import EventStore, RecordedEvent
 
+from ..processes import PROCESSES
 from . import deletion_workers
 from .deletion_workers import CATEGORY, DONE, STREAMS, TOMBSTONED, WRONG, Call
 
-SPAWN = multiprocessing.get_context("spawn")
 WRITERS = 6
 DELETIONS = 90
 """Soft deletions in all, the streams in turn, before the tombstones."""
@@ -33,7 +32,10 @@ DELETIONS = 90
 
 @pytest.fixture(scope="module")
 def pool() -> Iterator[tuple[ProcessPoolExecutor, Any]]:
-    with SPAWN.Manager() as manager, ProcessPoolExecutor(WRITERS + 1, mp_context=SPAWN) as pool:
+    with (
+        PROCESSES.Manager() as manager,
+        ProcessPoolExecutor(WRITERS + 1, mp_context=PROCESSES) as pool,
+    ):
         yield pool, manager
 
 

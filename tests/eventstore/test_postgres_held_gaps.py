@@ -8,7 +8,6 @@ Each test makes the gap the way users do, with an append refused for its expecte
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 import time
 import uuid
@@ -30,11 +29,11 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from ..conftest import PG_URL
 from ..postgres_server import postgres_server
+from ..processes import PROCESSES
 from . import gap_readers
 from .held_appends import append_uncommitted
 from .test_model import machine_on
 
-SPAWN = multiprocessing.get_context("spawn")
 OTHER_DATABASE = "eventcraft_other"
 
 
@@ -46,7 +45,7 @@ def _on_database(url: str, database: str) -> str:
 @pytest.fixture(scope="module")
 def reader() -> Iterator[Executor]:
     """One process that reads, started (and its imports done) before any test holds a gap."""
-    with ProcessPoolExecutor(1, mp_context=SPAWN) as pool:
+    with ProcessPoolExecutor(1, mp_context=PROCESSES) as pool:
         pool.submit(time.monotonic).result()
         yield pool
 
@@ -88,7 +87,7 @@ def _readers_pass_the_gap(
     first = store.append(stream, [placed], expected_version=NO_STREAM).positions[0]
     with pytest.raises(DuplicateEventId):  # refused by the unique index, its position drawn
         store.append(f"{stream}-again", [NewEvent("B", {}, id=placed.id)])
-    ready = SPAWN.Manager().Event()
+    ready = PROCESSES.Manager().Event()
     waiter = reader.submit(gap_readers.wait_for_event, url, first, ready, 10.0, waiting_api)
     assert ready.wait(30)
     later = store.append(f"invoice-{uuid.uuid4().hex[:8]}", [NewEvent("C", {})]).positions[0]
@@ -206,7 +205,7 @@ def test_an_append_in_flight_holds_readers_until_it_ends_and_the_store_names_it(
         assert 0 <= status.held.seconds < 60
         assert [e.position for e in store.read_all()] == [first]  # readers wait, as they must
 
-        ready = SPAWN.Manager().Event()
+        ready = PROCESSES.Manager().Event()
         waiter = reader.submit(gap_readers.wait_for_event, pg_url, first, ready, 10.0)
         assert ready.wait(30)
         getattr(held, outcome)()
@@ -233,7 +232,7 @@ def test_a_waiter_past_an_append_in_flight_wakes_for_what_it_can_read(
     ):
         append_uncommitted(held, "held-1")
         mine = store.append("mine-1", [NewEvent("Mine", {})]).positions[0]
-        ready = SPAWN.Manager().Event()
+        ready = PROCESSES.Manager().Event()
         waiter = reader.submit(gap_readers.wait_for_event, pg_url, mine, ready, 10.0, api)
         assert ready.wait(30)
         reply = store.append("reply-1", [NewEvent("Reply", {})]).positions[0]

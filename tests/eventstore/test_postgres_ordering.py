@@ -3,7 +3,6 @@ must never pass a position that a running transaction may still fill."""
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -13,11 +12,10 @@ import pytest
 from eventcraft.eventstore import EventStore, NewEvent
 from eventcraft.eventstore.postgres.connections import PostgresTarget
 
+from ..processes import PROCESSES
 from . import workers
 from .held_appends import append_uncommitted
 from .tailing import tail_until_written
-
-SPAWN = multiprocessing.get_context("spawn")
 
 
 @pytest.fixture
@@ -77,7 +75,10 @@ def test_a_failed_append_leaves_no_gap_a_reader_waits_for(store: EventStore) -> 
 
 def test_a_tailing_reader_never_skips_slow_or_rolled_back_commits(pg_url: str) -> None:
     writers, appends = 4, 60
-    with EventStore.open(pg_url) as store, ProcessPoolExecutor(writers, mp_context=SPAWN) as pool:
+    with (
+        EventStore.open(pg_url) as store,
+        ProcessPoolExecutor(writers, mp_context=PROCESSES) as pool,
+    ):
         futures = [
             pool.submit(workers.slow_committer, pg_url, w, appends, seed=w) for w in range(writers)
         ]

@@ -4,7 +4,6 @@ claims of the shared tenant, one winner a round, on SQLite files and PostgreSQL 
 
 from __future__ import annotations
 
-import multiprocessing
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -15,9 +14,9 @@ import pytest
 from eventcraft.eventstore import Tenants
 
 from ..conftest import PG_URL, _need_postgres
+from ..processes import PROCESSES
 from . import tenant_workers
 
-SPAWN = multiprocessing.get_context("spawn")
 ROUNDS = 20
 
 
@@ -41,7 +40,7 @@ def test_two_processes_claiming_in_two_tenants_never_meet(template: str) -> None
     with Tenants(template) as tenants:  # the places made before the race
         for tenant in [*own, "shared"]:
             tenants.for_tenant(tenant).high_water_mark()
-    with SPAWN.Manager() as manager, ProcessPoolExecutor(2, mp_context=SPAWN) as pool:
+    with PROCESSES.Manager() as manager, ProcessPoolExecutor(2, mp_context=PROCESSES) as pool:
         barrier = manager.Barrier(2)
         futures = [
             pool.submit(tenant_workers.claim, template, own[w], "shared", w, ROUNDS, barrier)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 from pathlib import Path
 
 import orjson
@@ -17,6 +16,7 @@ from eventcraft.messaging import (
     event_id_for,
 )
 
+from ..processes import PROCESSES
 from .brokers import TcpProxy, wait_for
 from .queues import Producer
 from .workers import order_received, take_in_until_killed
@@ -108,8 +108,7 @@ def test_an_inbox_killed_between_append_and_ack_stores_the_message_once(
     sent = orders(30)
     producer.send(sent)
     marker = tmp_path / "appended"
-    spawn = multiprocessing.get_context("spawn")
-    trapped = spawn.Process(
+    trapped = PROCESSES.Process(
         target=take_in_until_killed, args=(pg_url, producer.spec, "msg-17", str(marker))
     )
     trapped.start()
@@ -121,7 +120,7 @@ def test_an_inbox_killed_between_append_and_ack_stores_the_message_once(
     with EventStore.open(pg_url) as store:
         assert "msg-17" in stored_ids(store)
     assert producer.pending() > 0  # msg-17 at least was never acknowledged
-    worker = spawn.Process(target=take_in_until_killed, args=(pg_url, producer.spec, None, ""))
+    worker = PROCESSES.Process(target=take_in_until_killed, args=(pg_url, producer.spec, None, ""))
     worker.start()
     try:
         with EventStore.open(pg_url) as store:

@@ -6,7 +6,6 @@ deliveries race."""
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 
@@ -15,10 +14,10 @@ import pytest
 from eventcraft.eventstore import EventStore
 from eventcraft.messaging import Inbox, IncomingMessage, MessageIdConflict
 
+from ..processes import PROCESSES
 from .unscoped import stored_unscoped
 from .workers import order_received, take_racing
 
-SPAWN = multiprocessing.get_context("spawn")
 CONFLICT = "MessageIdConflict: message id {!r} is already used: it is stored with another body"
 
 
@@ -93,7 +92,7 @@ def test_deliveries_of_one_message_id_racing_store_one_event_and_one_conflict(
 ) -> None:
     ids = [f"{race}-{n}" for n in range(ROUNDS) for race in RACES]
     sent = [[(m, RACES[m.rsplit("-", 1)[0]][p]) for m in ids] for p in (0, 1)]
-    with SPAWN.Manager() as manager, ProcessPoolExecutor(2, mp_context=SPAWN) as pool:
+    with PROCESSES.Manager() as manager, ProcessPoolExecutor(2, mp_context=PROCESSES) as pool:
         with EventStore.open(shared_store_url) as store:  # the tables, made before the race
             Inbox("orders-in", store, order_received).close()
         barrier = manager.Barrier(2)  # each append of one process meets the other's

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import random
 import threading
 import time
@@ -19,6 +18,7 @@ from eventcraft.projections import PartitionedRunner
 
 from eventcraft.operations import messaging as messaging_operations
 
+from ..processes import PROCESSES
 from .brokers import (
     JetStreamReader,
     PrivateNats,
@@ -154,13 +154,12 @@ def test_a_relay_killed_at_random_moments_delivers_every_event_in_order_per_stre
             store.append(stream, [placed(0)])
     writer = threading.Thread(target=write)
     writer.start()
-    spawn = multiprocessing.get_context("spawn")
     try:
         # Six kills at least, and on until 500 events were written under them: a loaded
         # machine writes fewer a second, and the test counts events, not seconds.
         kills, deadline = 0, time.monotonic() + 180
         while (kills < 6 or written[0] < 500) and time.monotonic() < deadline:
-            worker = spawn.Process(target=relay_forever, args=(pg_url, target.spec, 20))
+            worker = PROCESSES.Process(target=relay_forever, args=(pg_url, target.spec, 20))
             worker.start()
             time.sleep(chance.uniform(0.8, 2.0))
             worker.kill()
@@ -172,7 +171,7 @@ def test_a_relay_killed_at_random_moments_delivers_every_event_in_order_per_stre
     with EventStore.open(pg_url) as store:
         head = store.high_water_mark()
         events = {str(e.id): e for e in store.read_all()}
-        worker = spawn.Process(target=relay_forever, args=(pg_url, target.spec, 20))
+        worker = PROCESSES.Process(target=relay_forever, args=(pg_url, target.spec, 20))
         worker.start()
         try:
             with _checkpoint_reader(store, target) as relay:

@@ -13,10 +13,9 @@ import pytest
 from eventcraft.eventstore import EventStore
 from eventcraft.projections import ProjectionRunner
 
+from ..processes import PROCESSES
 from .models import append_history, applied_table, audit, balances, balances_table, rows
 from .workers import project_until, project_until_killed
-
-SPAWN = multiprocessing.get_context("spawn")
 
 
 def wait_for(marker: Path, process: multiprocessing.process.BaseProcess) -> None:
@@ -50,7 +49,7 @@ def test_projectors_killed_mid_batch_leave_a_read_model_equal_to_a_rebuild(
         last = append_history(store, accounts=5, per_account=16)
     for number, trap in enumerate(traps):
         marker = tmp_path / f"trapped-{number}"
-        worker = SPAWN.Process(
+        worker = PROCESSES.Process(
             target=project_until_killed, args=(shared_store_url, trap, str(marker), 10)
         )
         worker.start()
@@ -85,10 +84,10 @@ def test_two_projector_processes_never_both_apply_an_event(
         # Create the checkpoints before the race, as a deployed system would have.
         ProjectionRunner(store, [audit, balances]).close()
     marker = tmp_path / "trapped"
-    with SPAWN.Manager() as manager:
+    with PROCESSES.Manager() as manager:
         barrier = manager.Barrier(2)
         workers = [
-            SPAWN.Process(
+            PROCESSES.Process(
                 target=project_until,
                 args=(shared_store_url, last, lease_ttl, barrier, last // 3, str(marker)),
             )

@@ -4,13 +4,13 @@ lease taken by one whose clock runs behind lasts its whole length for everyone e
 
 from __future__ import annotations
 
-import multiprocessing
 import time
 from concurrent.futures import ProcessPoolExecutor
 
 from eventcraft.eventstore import EventStore
 from eventcraft.projections import ProjectionRunner
 
+from ..processes import PROCESSES
 from .models import balances
 from .test_leases import lone_projector
 
@@ -32,11 +32,10 @@ def test_a_process_whose_clock_runs_ahead_does_not_take_a_lease_held(
     with EventStore.open(shared_store_url) as store, ProjectionRunner(store, [balances]) as runner:
         holder = lone_projector(store, runner, "holder")
         assert holder.acquire() is True
-        spawn = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+        with ProcessPoolExecutor(1, mp_context=PROCESSES) as pool:
             assert pool.submit(_take_with_a_clock_ahead, shared_store_url).result() is False
         holder.release()
-        with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+        with ProcessPoolExecutor(1, mp_context=PROCESSES) as pool:
             assert pool.submit(_take_with_a_clock_ahead, shared_store_url).result() is True
 
 
@@ -54,8 +53,7 @@ def test_a_lease_taken_by_a_process_whose_clock_runs_behind_is_not_lapsed_for_ot
 ) -> None:
     # Ended by its own clock, the lease would have lapsed before it was taken, and a
     # second process would run the projection beside the first.
-    spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+    with ProcessPoolExecutor(1, mp_context=PROCESSES) as pool:
         assert pool.submit(_hold_with_a_clock_behind, shared_store_url).result() is True
     with EventStore.open(shared_store_url) as store, ProjectionRunner(store, [balances]) as runner:
         assert lone_projector(store, runner, "honest").acquire() is False

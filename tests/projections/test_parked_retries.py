@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import threading
@@ -23,11 +22,11 @@ from eventcraft.projections import (
 )
 from eventcraft.projections.database import engine_for
 
+from ..processes import PROCESSES
 from ..waiting import until
 from .models import notes
 from .workers import retry_until_killed
 
-SPAWN = multiprocessing.get_context("spawn")
 SKIP = ErrorPolicy(attempts=1, backoff=0, then="skip")
 
 
@@ -63,8 +62,8 @@ def test_a_retry_killed_inside_the_handler_leaves_the_event_parked_for_the_next(
         failing = {bad}
         with ProjectionRunner(store, [mailer(sent, failing)]) as runner:
             runner.catch_up()
-            inside, told = SPAWN.Pipe(duplex=False)
-            retrier = SPAWN.Process(
+            inside, told = PROCESSES.Pipe(duplex=False)
+            retrier = PROCESSES.Process(
                 target=retry_until_killed, args=(shared_store_url, "mailer", bad, told)
             )
             retrier.start()

@@ -3,13 +3,12 @@ one's, and keep each stream's events in order."""
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from multiprocessing.context import SpawnProcess
+from multiprocessing.context import ForkServerProcess
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from eventcraft.projections import checkpoint as checkpoints
 from eventcraft.projections.competing import members
 from eventcraft.projections.database import engine_for
 
+from ..processes import PROCESSES
 from . import models
 from .partition_workers import handle_partitions, project_partitions
 
@@ -55,14 +55,13 @@ def wait_for(condition: object, timeout: float, what: str) -> None:
 @contextmanager
 def two_handlers(
     pg_url: str, folder: Path, partitions: int, pause: float
-) -> Iterator[tuple[list[SpawnProcess], list[Path]]]:
+) -> Iterator[tuple[list[ForkServerProcess], list[Path]]]:
     """Two processes handling the partitions of the same subscription, each writing what it
     handled to a log of its own, started together; killed afterwards if still running."""
     logs = [folder / "a.log", folder / "b.log"]
-    spawn = multiprocessing.get_context("spawn")
-    barrier = spawn.Barrier(3)
+    barrier = PROCESSES.Barrier(3)
     workers = [
-        spawn.Process(
+        PROCESSES.Process(
             target=handle_partitions, args=(pg_url, str(path), partitions, pause, barrier)
         )
         for path in logs
@@ -210,9 +209,8 @@ def test_a_partitioned_projection_killed_mid_batch_applies_each_event_exactly_on
     with EventStore.open(pg_url) as store:
         last = models.append_history(store, accounts=20, per_account=15)
     marker = tmp_path / "trapped"
-    spawn = multiprocessing.get_context("spawn")
     workers = [
-        spawn.Process(target=project_partitions, args=(pg_url, last // 2, str(marker)))
+        PROCESSES.Process(target=project_partitions, args=(pg_url, last // 2, str(marker)))
         for _ in range(2)
     ]
     for worker in workers:

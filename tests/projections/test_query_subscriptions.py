@@ -5,7 +5,6 @@ other processes make no reader skip one."""
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,9 +31,8 @@ from eventcraft.projections import (
 )
 from eventcraft.projections.selection import narrowed
 
+from ..processes import PROCESSES
 from .query_workers import tag_of, write_tagged
-
-SPAWN = multiprocessing.get_context("spawn")
 
 metadata = sa.MetaData()
 roster_table = sa.Table(
@@ -208,7 +206,10 @@ def test_a_query_subscription_misses_nothing_while_processes_write(shared_store_
         ProjectionRunner(store, [watched], batch_size=7, lease_ttl=None) as runner,
     ):
         runner.start()
-        with SPAWN.Manager() as manager, ProcessPoolExecutor(processes, mp_context=SPAWN) as pool:
+        with (
+            PROCESSES.Manager() as manager,
+            ProcessPoolExecutor(processes, mp_context=PROCESSES) as pool,
+        ):
             barrier = manager.Barrier(processes)
             futures = [
                 pool.submit(write_tagged, shared_store_url, worker, count, barrier)

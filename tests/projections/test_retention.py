@@ -19,6 +19,8 @@ from eventcraft.projections import Fold, ProjectionRunner
 
 from eventcraft.operations import retention
 
+from ..processes import PROCESSES
+
 metadata = sa.MetaData()
 tallies = sa.Table(
     "stream_tallies",
@@ -190,19 +192,16 @@ def test_an_archive_that_does_not_reach_the_mark_is_refused(
 
 
 def test_appends_in_another_process_go_on_while_a_run_removes(pg_url: str, tmp_path: Path) -> None:
-    import multiprocessing
-
     from .retention_workers import keep_appending
 
-    spawn = multiprocessing.get_context("spawn")
     old = datetime.now(UTC) - timedelta(days=40)
     with EventStore.open(pg_url) as store:
         for n in range(20):
             store.append(
                 f"order-{n}", [NewEvent("Placed", {"i": i}, recorded_at=old) for i in range(200)]
             )
-        started, stop = spawn.Event(), spawn.Event()
-        writer = spawn.Process(target=keep_appending, args=(pg_url, "ticks-1", started, stop))
+        started, stop = PROCESSES.Event(), PROCESSES.Event()
+        writer = PROCESSES.Process(target=keep_appending, args=(pg_url, "ticks-1", started, stop))
         writer.start()
         try:
             assert started.wait(60), "the writer did not start"

@@ -4,7 +4,6 @@ not there; and one retention run at a time writes an archive."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import shutil
 from pathlib import Path
@@ -19,6 +18,8 @@ from eventcraft.projections.archive_files import ArchiveBroken, ArchiveFiles
 
 from eventcraft.operations import retention
 from eventcraft.operations.errors import InputError, Problems
+
+from ..processes import PROCESSES
 
 metadata = sa.MetaData()
 sums = sa.Table(
@@ -154,12 +155,11 @@ def test_a_second_run_while_one_writes_the_archive_is_refused_and_the_archive_st
 ) -> None:
     from .retention_workers import apply_held_while_archiving
 
-    spawn = multiprocessing.get_context("spawn")
     archive = str(tmp_path / "archive")
     with EventStore.open(sqlite_url) as store:
         _paid(store, range(3))
-    writing, go_on = spawn.Event(), spawn.Event()
-    first = spawn.Process(
+    writing, go_on = PROCESSES.Event(), PROCESSES.Event()
+    first = PROCESSES.Process(
         target=apply_held_while_archiving, args=(sqlite_url, archive, writing, go_on)
     )
     first.start()

@@ -4,7 +4,6 @@ archive that does not hold everything below the mark."""
 
 from __future__ import annotations
 
-import multiprocessing
 from pathlib import Path
 
 import psycopg
@@ -16,6 +15,8 @@ from eventcraft.projections.archive_files import ArchiveFiles
 from eventcraft.operations import retention
 from eventcraft.operations.errors import Problems
 
+from ..processes import PROCESSES
+
 ORDERS = [RetentionPolicy("order", max_count=1)]
 
 
@@ -25,12 +26,11 @@ def test_a_run_into_another_folder_while_one_runs_on_the_store_is_refused(
     from .retention_workers import apply_held_while_archiving
 
     url, first_folder, second_folder = shared_store_url, tmp_path / "a", tmp_path / "b"
-    spawn = multiprocessing.get_context("spawn")
     with EventStore.open(url) as store:
         for s in range(3):
             store.append(f"order-{s}", [NewEvent("Paid", {"cents": 1}) for _ in range(5)])
-    writing, go_on = spawn.Event(), spawn.Event()
-    first = spawn.Process(
+    writing, go_on = PROCESSES.Event(), PROCESSES.Event()
+    first = PROCESSES.Process(
         target=apply_held_while_archiving, args=(url, str(first_folder), writing, go_on)
     )
     first.start()
@@ -64,12 +64,11 @@ def test_a_run_whose_lock_session_ended_removes_nothing(pg_url: str, tmp_path: P
     from .retention_workers import apply_held_while_archiving
 
     base, schema = pg_url.split("?schema=")
-    spawn = multiprocessing.get_context("spawn")
     with EventStore.open(pg_url) as store:
         for s in range(3):
             store.append(f"order-{s}", [NewEvent("Paid", {"cents": 1}) for _ in range(5)])
-    writing, go_on = spawn.Event(), spawn.Event()
-    run = spawn.Process(
+    writing, go_on = PROCESSES.Event(), PROCESSES.Event()
+    run = PROCESSES.Process(
         target=apply_held_while_archiving, args=(pg_url, str(tmp_path / "a"), writing, go_on)
     )
     run.start()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import multiprocessing
 import threading
 import time
 from collections.abc import Iterator
@@ -28,10 +27,10 @@ from eventcraft.projections import (
 from eventcraft.projections.competing import PartitionedRunner, members
 from eventcraft.projections.database import Database
 
+from ..processes import PROCESSES
 from ..waiting import until
 from .models import notes
 
-SPAWN = multiprocessing.get_context("spawn")
 TTL = 0.5
 NAME = "mailer"
 KEPT = 4 * TTL
@@ -62,8 +61,8 @@ class Beside:
     def __init__(self, url: str, folder: Path) -> None:
         self.path = folder / "sent-beside"
         self.path.touch()
-        self.ready, self.stop = SPAWN.Event(), SPAWN.Event()
-        self.process = SPAWN.Process(
+        self.ready, self.stop = PROCESSES.Event(), PROCESSES.Event()
+        self.process = PROCESSES.Process(
             target=follow_beside, args=(url, self.ready, self.stop, str(self.path))
         )
 

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 from collections import Counter
 from pathlib import Path
 
 from eventcraft.eventstore import EventStore
 from eventcraft.sagas import Orchestrator
 
+from ..processes import PROCESSES
 from .services import flaky_fulfilment
 from .workers import orchestrate_until_settled
 
-SPAWN = multiprocessing.get_context("spawn")
 SAGAS = 100
 
 
@@ -26,9 +25,9 @@ def test_two_orchestrators_settle_100_sagas_and_run_no_step_twice(
         starter = Orchestrator(store, [saga])
         for n in range(SAGAS):
             starter.start(saga, {"order": str(n)}, saga_id=str(n))
-        ready = SPAWN.Event()
+        ready = PROCESSES.Event()
         workers = [
-            SPAWN.Process(
+            PROCESSES.Process(
                 target=orchestrate_until_settled,
                 args=(shared_store_url, str(ledger), str(calls), ready),
             )

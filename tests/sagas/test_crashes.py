@@ -3,7 +3,6 @@ and each service's effect is applied once."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import time
@@ -15,11 +14,11 @@ from eventcraft.sagas import Orchestrator
 
 from examples.fulfilment import inventory, order_fulfilment, payments, shipping
 
+from ..processes import PROCESSES
 from .later import Later
 from .services import Ledger, fulfilment
 from .workers import run_example_and_crash, run_until_hung, use_journals
 
-SPAWN = multiprocessing.get_context("spawn")
 COMPLETED = {"inventory": ["reserve"], "payments": ["charge"], "shipping": ["book"]}
 COMPENSATED = {
     "inventory": ["reserve", "release"],
@@ -36,7 +35,7 @@ def crash_then_recover(
     url: str, directory: Path, shipping_fails: bool, crash_after: int, crash_on: str | None
 ) -> tuple[str, dict[str, list[str]]]:
     """Run the example saga in a process that dies, then finish it here: (status, effects)."""
-    worker = SPAWN.Process(
+    worker = PROCESSES.Process(
         target=run_example_and_crash,
         args=(url, str(directory), shipping_fails, crash_after, crash_on),
     )
@@ -58,7 +57,9 @@ def killed_inside_the_charge(url: str, directory: Path, attempts: int) -> Path:
     """Run order 1 (steps of 30 s) in a process killed once its charge took effect and
     hangs; the ledger of its effects."""
     ledger = directory / "ledger"
-    worker = SPAWN.Process(target=run_until_hung, args=(url, str(ledger), "charge", 30, attempts))
+    worker = PROCESSES.Process(
+        target=run_until_hung, args=(url, str(ledger), "charge", 30, attempts)
+    )
     worker.start()
     deadline = time.monotonic() + 120
     while not (directory / "hanging").exists():

@@ -5,7 +5,6 @@ effect applied once."""
 from __future__ import annotations
 
 import json
-import multiprocessing
 import queue
 import time
 from collections import Counter
@@ -17,10 +16,10 @@ from eventcraft.eventstore import EventStore
 from eventcraft.sagas import Orchestrator
 
 from ..postgres_server import postgres_server
+from ..processes import PROCESSES
 from .services import Ledger, gated_fulfilment
 from .workers import orchestrate_through_outages
 
-SPAWN = multiprocessing.get_context("spawn")
 SAGAS = 40
 HELD = "20"  # its charge is under way when the database goes
 
@@ -51,8 +50,8 @@ def test_a_running_orchestrator_waits_out_a_database_restart_and_finishes_every_
             starter = Orchestrator(store, [saga])
             for n in range(SAGAS):
                 starter.start(saga, _order(n), saga_id=f"{n:02}")
-        statuses, finish = SPAWN.Queue(), SPAWN.Event()
-        worker = SPAWN.Process(
+        statuses, finish = PROCESSES.Queue(), PROCESSES.Event()
+        worker = PROCESSES.Process(
             target=orchestrate_through_outages,
             args=(server.url, str(ledger), str(calls), str(gate), HELD, statuses, finish),
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 from pathlib import Path
@@ -15,10 +14,10 @@ from eventcraft.projections import DefinitionError, Fold, ProjectionRunner
 
 from examples.read_models import account_balances, balances, orders_by_customer
 
+from ..processes import PROCESSES
 from .histories import append, balance_rows
 from .workers import keep_appending
 
-SPAWN = multiprocessing.get_context("spawn")
 HISTORY = [[(n % 9, kind, 100 + n)] for n, kind in enumerate(["open", "deposit"] * 30)]
 
 
@@ -30,10 +29,10 @@ def test_a_replay_while_writers_append_hands_over_to_the_live_projector(
     url = shared_store_url
     with EventStore.open(url) as store:
         append(store, HISTORY)
-    started = [SPAWN.Event() for _ in range(2)]
-    stop = SPAWN.Event()
+    started = [PROCESSES.Event() for _ in range(2)]
+    stop = PROCESSES.Event()
     writers = [
-        SPAWN.Process(target=keep_appending, args=(url, n, started[n], stop)) for n in range(2)
+        PROCESSES.Process(target=keep_appending, args=(url, n, started[n], stop)) for n in range(2)
     ]
     with EventStore.open(url) as store, ProjectionRunner(store, [account_balances]) as live:
         live.start()  # follows the log in its own thread while Spark replays
