@@ -147,6 +147,7 @@ class AsyncTenants:
         self._group_commit = group_commit
         self._slots: OrderedDict[str, _Slot] = OrderedDict()  # least recently used first
         self._where: dict[tuple[str, ...], str] = {}  # each place seen, and its tenant
+        self._known: dict[str, TenantPlace] = {}  # each tenant's place, read once
         self._drops: dict[str, int] = {}  # how often each tenant was dropped
         self._owned: set[Retention | KeyStore] = set()  # tenant stores' own, open
         self._closed = False
@@ -195,9 +196,14 @@ class AsyncTenants:
                 place = tenants.place_of("north-wind")
             assert (place.kind, place.name) == ("database", "shop_north_wind")
         """
+        known = self._known.get(tenant) if isinstance(tenant, str) else None
+        if known is not None:
+            return known
         place = self._places.place(tenant)
         with self._state():
             other = self._where.setdefault(place.where, place.tenant)
+            if other == place.tenant:
+                self._known[place.tenant] = place
         if other != place.tenant:
             raise InvalidTenant(
                 f"tenants {other!r} and {place.tenant!r} would share one place, "

@@ -1,0 +1,260 @@
+"""A schema per tenant on PostgreSQL beside one store of no tenant:
+`python -m benchmarks.tenancy [--tenants 100 --most-open 10 --rounds 5]`.
+
+`--tenants` tenants (100), each in a schema of its own through one `Tenants`
+(`most_open` stores open at once, `pool_size` connections each), beside one
+untenanted store (the default pool of 10) holding as many events as all of them.
+Interleaved round by round, the order of the two swapped each round:
+
+- appends, `--threads` threads (8) appending single events: to the untenanted store,
+  and to `--active` tenants (10) drawn anew each round, their stores open (the common
+  case: the tenants at work at once fit in `most_open`);
+- appends to every tenant, at random: with more tenants at work than
+  `most_open`, most calls must first close an idle store and open another (the cost of
+  the bound when it is too small);
+- reads: a tenant's whole log (`--events`, 1,000) read by `read_all`, against as many
+  events of the untenanted store's log, from a random place in it.
+
+Prints events/s (medians over rounds), each ratio (the median of the rounds' ratios:
+a round slowed by another user of the machine slows both sides of it), what opening a
+tenant's store costs (its schema made, then opened again), and the most connections the
+server saw of each side (`pg_stat_activity`, by application name, sampled throughout)
+beside the bound `most_connections`. `--json PATH` writes the record (`record.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import threading
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psycopg
+from eventcraft.eventstore import EventStore, NewEvent, Tenants
+
+from .contenders import PG, payload
+from .record import Record
+
+BASE = "bench-tenancy-base"
+TENANTS = "bench-tenancy-tenants"
+"""The application names the two sides' connections carry, to be counted apart."""
+
+
+class Peak:
+    """The most connections of each application name the server shows, sampled until
+    stopped, from a connection of its own."""
+
+    def __init__(self) -> None:
+        self.most: Counter[str] = Counter()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        with psycopg.connect(PG, autocommit=True, application_name="bench-tenancy-peak") as conn:
+            while not self._stop.is_set():
+                for name, count in conn.execute(
+                    "SELECT application_name, count(*) FROM pg_stat_activity "
+                    "WHERE application_name = ANY(%s) GROUP BY 1",
+                    ([BASE, TENANTS],),
+                ).fetchall():
+                    self.most[name] = max(self.most[name], count)
+                self._stop.wait(0.01)
+
+    def __enter__(self) -> Peak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
+def timed(threads: int, calls: list[Callable[[], object]], warm: list[EventStore]) -> float:
+    """Calls per second of `calls` made by `threads` threads, in turn, once the stores of
+    `warm` are open (what opening costs is measured apart)."""
+    for store in warm:
+        store.high_water_mark()
+    shares = [calls[n::threads] for n in range(threads)]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        for done in [pool.submit(_each, share) for share in shares]:
+            done.result()
+    return len(calls) / (time.perf_counter() - started)
+
+
+def _each(calls: list[Callable[[], object]]) -> None:
+    for call in calls:
+        call()
+
+
+def appends(
+    store_of: Callable[[int], EventStore], names: list[int], count: int
+) -> list[Callable[[], object]]:
+    """`count` appends of one event, each to the store of a name drawn from `names`."""
+    draw = random.Random(count)
+    chosen = [draw.choice(names) for _ in range(count)]
+    return [
+        lambda name=name, n=n: store_of(name).append(
+            f"order-{n % 50}", [NewEvent("Deposited", payload(n))]
+        )
+        for n, name in enumerate(chosen)
+    ]
+
+
+def reads(store: EventStore, after: int, events: int) -> float:
+    """Events per second of `read_all` over `events` events after `after`, once the store
+    is open."""
+    store.high_water_mark()
+    started = time.perf_counter()
+    read = sum(1 for _ in store.read_all(after=after, limit=events))
+    assert read == events, (read, events)
+    return events / (time.perf_counter() - started)
+
+
+def _cases(
+    options: argparse.Namespace,
+    base: EventStore,
+    tenants: Tenants,
+    names: list[str],
+    head: int,
+    draw: random.Random,
+) -> list[tuple[str, Callable[[], float]]]:
+    """One round's cases: each a name and what it runs, giving events/s."""
+    active = draw.sample(range(len(names)), options.active)
+    every = list(range(len(names)))
+    threads, count, events = options.threads, options.appends, options.events
+
+    def tenant(n: int) -> EventStore:
+        return tenants.for_tenant(names[n])
+
+    def untenanted(_: int) -> EventStore:
+        return base
+
+    start = draw.randrange(head - events)
+    reader = tenant(draw.choice(active))
+    return [
+        ("appends, untenanted", lambda: timed(threads, appends(untenanted, [0], count), [])),
+        (
+            "appends, active tenants",
+            lambda: timed(threads, appends(tenant, active, count), [tenant(n) for n in active]),
+        ),
+        ("appends, every tenant", lambda: timed(threads, appends(tenant, every, count // 4), [])),
+        ("reads, untenanted", lambda: reads(base, start, events)),
+        ("reads, a tenant's log", lambda: reads(reader, 0, events)),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--tenants", type=int, default=100)
+    parser.add_argument("--most-open", type=int, default=10)
+    parser.add_argument("--pool-size", type=int, default=2)
+    parser.add_argument("--active", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--appends", type=int, default=2000, help="appends a round, each case")
+    parser.add_argument("--events", type=int, default=1000, help="events in each tenant's log")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", type=Path, default=None)
+    options = parser.parse_args()
+    record = Record("tenancy", options, postgres=PG)
+    prefix = f"bt_{uuid.uuid4().hex[:8]}"  # 11 characters: a tenant id of 48 still fits
+    separator = "&" if "?" in PG else "?"
+    base_url = f"{PG}{separator}schema={prefix}&application_name={BASE}"
+    template = f"{PG}{separator}schema={prefix}_{{tenant}}&application_name={TENANTS}"
+    names = [f"t{n:03d}" for n in range(options.tenants)]
+    rates: dict[str, list[float]] = defaultdict(list)
+    try:
+        with (
+            Peak() as peak,
+            EventStore.open(base_url) as base,
+            Tenants(template, most_open=options.most_open, pool_size=options.pool_size) as tenants,
+        ):
+            # A tenant's store on first use makes its schema; later it only opens.
+            started = time.perf_counter()
+            for name in names:
+                tenants.for_tenant(name).append("order-0", [NewEvent("Opened", {})])
+            made = (time.perf_counter() - started) / len(names)
+            fill = 500
+            for name in names:
+                store = tenants.for_tenant(name)
+                for n in range(0, options.events - 1, fill):
+                    size = min(fill, options.events - 1 - n)
+                    store.append(
+                        "order-1", [NewEvent("Deposited", payload(n + i)) for i in range(size)]
+                    )
+                    base.append(
+                        f"order-{name}",
+                        [NewEvent("Deposited", payload(n + i)) for i in range(size)],
+                    )
+            base.append("order-0", [NewEvent("Opened", {})])
+            started = time.perf_counter()
+            for name in names[: options.most_open + 1]:  # past the bound: each one opens
+                tenants.for_tenant(name).high_water_mark()
+            reopened = (time.perf_counter() - started) / (options.most_open + 1)
+            head = base.high_water_mark()
+            for round_ in range(options.rounds):
+                cases = _cases(options, base, tenants, names, head, random.Random(round_))
+                for case, run in cases if round_ % 2 == 0 else cases[::-1]:
+                    rates[case].append(run())
+                shown = ", ".join(f"{case} {rates[case][-1]:,.0f}/s" for case, _ in cases)
+                print(f"round {round_ + 1}: {shown}")
+        bound = tenants.most_connections
+    finally:
+        with psycopg.connect(PG, autocommit=True) as conn:
+            for (schema,) in conn.execute(
+                "SELECT nspname FROM pg_namespace WHERE nspname = %s OR nspname LIKE %s",
+                (prefix, f"{prefix}\\_%"),
+            ).fetchall():
+                conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+    def ratio(ours: str, reference: str) -> float:
+        return statistics.median(a / b for a, b in zip(rates[ours], rates[reference], strict=True))
+
+    results = {
+        "rates": {case: statistics.median(values) for case, values in rates.items()},
+        "ratios": {
+            "appends, active tenants / untenanted": ratio(
+                "appends, active tenants", "appends, untenanted"
+            ),
+            "appends, every tenant / untenanted": ratio(
+                "appends, every tenant", "appends, untenanted"
+            ),
+            "reads, a tenant's log / untenanted": ratio(
+                "reads, a tenant's log", "reads, untenanted"
+            ),
+        },
+        "opening ms": {"schema made": made * 1000, "opened again": reopened * 1000},
+        "connections": {
+            "tenants, most seen": peak.most[TENANTS],
+            "tenants, bound": bound,
+            "untenanted, most seen": peak.most[BASE],
+        },
+    }
+    print(
+        f"\n{options.tenants} tenants, a schema each; most_open={options.most_open}, "
+        f"pool_size={options.pool_size}; {options.threads} threads"
+    )
+    for case, rate in results["rates"].items():
+        print(f"  {case:<32} {rate:>10,.0f} events/s")
+    for name, value in results["ratios"].items():
+        print(f"  {name:<46} {value:5.2f}")
+    print(
+        f"  a tenant's store: {made * 1000:.0f} ms to make its schema, "
+        f"{reopened * 1000:.0f} ms to open again"
+    )
+    print(
+        f"  connections: tenants {peak.most[TENANTS]} at most (bound {bound}), "
+        f"untenanted {peak.most[BASE]} at most (pool 10, and its listener)"
+    )
+    if options.json is not None:
+        record.write(options.json, results)
+
+
+if __name__ == "__main__":
+    main()
