@@ -67,9 +67,9 @@ def test_a_sqlite_store_is_made_in_a_folder_that_is_there(
     ("url", "takes"),
     [
         ("sqlite:///{tmp}/events.db?synchronus=off", "it takes synchronous"),
-        ("sqlite:///{tmp}/events.db?tenant=x", "it takes synchronous"),
-        ("sqlite:///{tmp}/events.db?synchronous=normal&tenant=x", "it takes synchronous"),
-        ("memory://?tenant=x", "it takes none"),
+        ("sqlite:///{tmp}/events.db?shard=x", "it takes synchronous"),
+        ("sqlite:///{tmp}/events.db?synchronous=normal&shard=x", "it takes synchronous"),
+        ("memory://?shard=x", "it takes none"),
     ],
 )
 def test_an_option_a_backend_does_not_take_is_refused_naming_those_it_takes(
@@ -82,5 +82,5 @@ def test_an_option_a_backend_does_not_take_is_refused_naming_those_it_takes(
 
 
 def test_an_option_postgresql_does_not_take_is_refused(pg_url: str, open_store: OpenStore) -> None:
-    with pytest.raises(UnsupportedStoreURL, match="tenant"):
-        open_store(f"{pg_url}&tenant=x", False)
+    with pytest.raises(UnsupportedStoreURL, match="shard"):
+        open_store(f"{pg_url}&shard=x", False)
