@@ -106,7 +106,8 @@ class AsyncTenants:
     sees at most `most_connections` of them all (see `async_tenants.py`). A call that finds
     `most_open` stores in use waits up to `wait` seconds for one to be idle, then raises
     `TenantStoresBusy`. `max_event_bytes` and `group_commit` are each store's, as
-    `AsyncEventStore.open` takes them.
+    `AsyncEventStore.open` takes them. Use it, and the stores it gives, from one event
+    loop, as an `AsyncEventStore`.
 
     Example::
 

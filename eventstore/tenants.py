@@ -101,7 +101,8 @@ class Tenants:
     sees at most `most_connections` of them all (see `tenants.py`). A call that finds
     `most_open` stores in use waits up to `wait` seconds for one to be idle, then raises
     `TenantStoresBusy`. `max_event_bytes` and `group_commit` are each store's, as
-    `EventStore.open` takes them.
+    `EventStore.open` takes them. Share it, and the stores it gives,
+    between threads.
 
     Example::
 

@@ -175,6 +175,9 @@ PAIRS: Sequence[Pair] = (
             "`asyncio.Condition`, a thread\non a `threading.Condition`) and how the tenant's "
             "store opens.\n": "",
             "Its calls block: run them in a thread.": "",
+            "Use it, and the stores it gives, from one event\n    loop, as an `AsyncEventStore`.": (
+                "Share it, and the stores it gives,\n    between threads."
+            ),
         },
     ),
     Pair(
