@@ -32,7 +32,7 @@ def postgres_holds_store(url: str, target: PostgresTarget) -> bool:
         EventStore.open(url).close()  # opening does
         assert postgres_holds_store(url, target)
     """
-    table = EVENTS if target.schema is None else f"{target.schema}.{EVENTS}"
+    table = EVENTS if target.schema is None else f'"{target.schema}".{EVENTS}'
     with opening(url):  # StoreUnavailable naming the URL, as EventStore.open
         conn = ConnectionPool(target).connect()
     with conn:

@@ -88,7 +88,9 @@ class PostgresTarget:
         # of the append function sees what committed before it began.
         options = "-c timezone=UTC -c default_transaction_isolation=read\\ committed"
         if self.schema is not None:
-            options += f" -c search_path={self.schema}"
+            # Quoted, as the schema is created: unquoted, PostgreSQL folds `Orders` to
+            # `orders`, which is not the schema the store made.
+            options += f' -c search_path="{self.schema}"'
         return options
 
 

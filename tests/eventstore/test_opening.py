@@ -7,13 +7,16 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+import psycopg
 import pytest
 from eventcraft.eventstore import (
     AsyncEventStore,
     EventStore,
     NewEvent,
+    PostgresTarget,
     StoreUnavailable,
     UnsupportedStoreURL,
+    postgres_holds_store,
 )
 
 OpenStore = Callable[[str, bool], None]
@@ -84,3 +87,21 @@ def test_an_option_a_backend_does_not_take_is_refused_naming_those_it_takes(
 def test_an_option_postgresql_does_not_take_is_refused(pg_url: str, open_store: OpenStore) -> None:
     with pytest.raises(UnsupportedStoreURL, match="shard"):
         open_store(f"{pg_url}&shard=x", False)
+
+
+def test_a_postgresql_schema_named_with_capitals_is_the_one_opened_again(
+    pg_url: str, open_store: OpenStore
+) -> None:
+    # The store makes the schema under its name as given, quoted; unquoted, PostgreSQL
+    # folded it to lower case when it was looked for, and the store would not open.
+    schema = f"Shop_{pg_url.rsplit('=', 1)[1]}"
+    url = pg_url.rsplit("?", 1)[0] + f"?schema={schema}"
+    try:
+        open_store(url, False)
+        open_store(url, False)
+        with EventStore.open(url) as store:
+            assert store.high_water_mark() == 2
+        assert postgres_holds_store(url, PostgresTarget.from_url(url))
+    finally:
+        with psycopg.connect(url.rsplit("?", 1)[0], autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
