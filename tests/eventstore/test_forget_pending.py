@@ -6,6 +6,7 @@ marked what they owe is upgraded and owes a rewrite for the keys it had forgotte
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -22,6 +23,7 @@ from eventcraft.eventstore import (
 from eventcraft.eventstore.postgres.key_table import PostgresKeyTable
 from pydantic import BaseModel
 
+from ..postgres_server import postgres_server
 from ..waiting import until
 
 pytestmark = pytest.mark.postgres
@@ -30,6 +32,22 @@ pytestmark = pytest.mark.postgres
 class Registered(BaseModel):
     customer_id: str
     name: Annotated[str, Personal(subject="customer_id")]
+
+
+@pytest.fixture(scope="module")
+def quiet_server() -> Iterator[str]:
+    """A PostgreSQL server of the module's own: a forget's erasure waits for every
+    transaction older than it, and on the shared server another test's (another pytest-xdist
+    worker's, a benchmark's) may be open and keep it pending where these tests expect it
+    done."""
+    with postgres_server() as server:
+        yield server.url
+
+
+@pytest.fixture
+def pg_url(quiet_server: str) -> str:
+    """A new store's URL on the quiet server."""
+    return f"{quiet_server}?schema=t_{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture
