@@ -25,6 +25,7 @@ beside the bound `most_connections`. `--json PATH` writes the record (`record.py
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import statistics
 import threading
@@ -99,12 +100,11 @@ def appends(
     """`count` appends of one event, each to the store of a name drawn from `names`."""
     draw = random.Random(count)
     chosen = [draw.choice(names) for _ in range(count)]
-    return [
-        lambda name=name, n=n: store_of(name).append(
-            f"order-{n % 50}", [NewEvent("Deposited", payload(n))]
-        )
-        for n, name in enumerate(chosen)
-    ]
+    return [functools.partial(_append_one, store_of, name, n) for n, name in enumerate(chosen)]
+
+
+def _append_one(store_of: Callable[[int], EventStore], name: int, n: int) -> object:
+    return store_of(name).append(f"order-{n % 50}", [NewEvent("Deposited", payload(n))])
 
 
 def reads(store: EventStore, after: int, events: int) -> float:

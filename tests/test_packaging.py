@@ -147,7 +147,7 @@ def test_an_installed_wheel_works_beside_a_users_own_domain_package(
     # CPU this test took; the service compiles what it imports.
     _run(sys.executable, "-m", "venv", "--without-pip", venv)
     python = venv / "bin" / "python"
-    install = ["install", "-q", "--no-compile", distributions["wheel"]]
+    install: list[str | Path] = ["install", "-q", "--no-compile", distributions["wheel"]]
     _run(sys.executable, "-m", "pip", "--python", python, *install)
     app = tmp_path / "app"
     for name, body in {"domain": USER_DOMAIN, "sagas": "MINE = True\n"}.items():

@@ -86,7 +86,7 @@ def run_page(
             from pyspark import cloudpickle
 
             for module in pickled.values():
-                cloudpickle.unregister_pickle_by_value(module)
+                cloudpickle.unregister_pickle_by_value(module)  # type: ignore[no-untyped-call]
     return checked
 
 
@@ -168,7 +168,8 @@ def _pickle_by_value(folder: Path, pickled: dict[str, types.ModuleType]) -> None
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
         if file and name not in pickled and Path(file).resolve().is_relative_to(folder.resolve()):
-            cloudpickle.register_pickle_by_value(module)  # by its name, for its successors too
+            # By its name, for its successors too.
+            cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
             pickled[name] = module
 
 
@@ -389,7 +390,8 @@ def test_a_titled_block_is_added_to_its_file_and_runs_when_a_block_imports_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     docs, folder = tmp_path / "docs", tmp_path / "run"
-    docs.mkdir(), folder.mkdir()
+    docs.mkdir()
+    folder.mkdir()
     (docs / "first.md").write_text(FIRST)
     page = read_page(docs / "first.md")
     assert [(e.line, e.file) for e in page.examples] == [(2, "shop.py"), (11, None)]
@@ -405,7 +407,8 @@ def test_a_page_that_continues_another_runs_after_it_in_its_folder_in_a_fresh_na
     """The second page sees the first one's file (with its own addition) and database,
     not its namespace nor its imported module (`made` starts empty again)."""
     docs, folder = tmp_path / "docs", tmp_path / "run"
-    docs.mkdir(), folder.mkdir()
+    docs.mkdir()
+    folder.mkdir()
     page = _two_pages(docs, FIRST.replace("print(make", "local = 1\nprint(make"))
     assert page.continues == docs / "first.md"
     assert [p.path.name for p in chain(page)] == ["first.md", "second.md"]
@@ -425,7 +428,8 @@ def test_the_earlier_pages_prints_are_checked_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     docs, folder = tmp_path / "docs", tmp_path / "run"
-    docs.mkdir(), folder.mkdir()
+    docs.mkdir()
+    folder.mkdir()
     page = _two_pages(docs, FIRST.replace("1 __main__\n```", "2 __main__\n```"))
     (first, _) = run_page(page, folder, monkeypatch, capsys)
     assert first == (docs / "first.md", 11, ["1 __main__"], ["2 __main__"])
@@ -435,7 +439,8 @@ def test_a_replaced_line_must_be_one_line_of_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     docs, folder = tmp_path / "docs", tmp_path / "run"
-    docs.mkdir(), folder.mkdir()
+    docs.mkdir()
+    folder.mkdir()
     page = _two_pages(docs, second=SECOND.replace("replaces: PRICES =", "replaces: COSTS ="))
     with pytest.raises(PageError, match="0 lines that start with 'COSTS ='"):
         run_page(page, folder, monkeypatch, capsys)
@@ -462,7 +467,8 @@ def test_a_page_needs_what_the_pages_it_continues_need(tmp_path: Path) -> None:
     (tmp_path / "first.md").write_text("<!-- needs: postgres -->\n```python\nx = 1\n```\n")
     (tmp_path / "second.md").write_text("<!-- continues: first.md -->\n```python\ny = 1\n```\n")
     page = read_page(tmp_path / "second.md")
-    assert (page.needs, needs_of(page)) == (frozenset(), {"postgres"})
+    assert page.needs == frozenset()
+    assert needs_of(page) == {"postgres"}
 
 
 def test_a_block_pasted_at_a_prompt_may_end_its_indented_blocks_with_a_blank_line(
