@@ -12,8 +12,9 @@ Each record (`--json PATH` of `benchmarks.scale`, `benchmarks.group_commit` and
   as a line.
 
 The same record gives the same bytes: no date or version is written into a PNG, and
-the style is matplotlib's default whatever the local `matplotlibrc` says. A record that
-is not one of these fails with one message naming its file.
+the style is matplotlib's default whatever the local `matplotlibrc` says. A file that is
+not a record, or not of the shape its benchmark writes, fails with one message naming
+it; a record of another benchmark is skipped, with a line saying so.
 """
 
 from __future__ import annotations
@@ -64,12 +65,10 @@ class MalformedRecord(Exception):
 
 
 def figures(record: dict[str, Any]) -> dict[str, Figure]:
-    """The charts of one record, by file name."""
-    draw = DRAWERS.get(record.get("benchmark", ""))
+    """The charts of one record, by file name; none for a benchmark without charts."""
+    draw = DRAWERS.get(record["benchmark"])
     if draw is None:
-        raise MalformedRecord(
-            f"benchmark {record.get('benchmark')!r} has no charts (one of {sorted(DRAWERS)})"
-        )
+        return {}
     found = draw(record)
     for figure in found.values():
         figure.text(0.01, 0.01, caption(record), fontsize=8, color="#555555")
@@ -255,7 +254,8 @@ def write(paths: Iterable[Path], out: Path) -> list[Path]:
     with plt.style.context("default"), plt.rc_context(STYLE):
         for path in paths:
             try:
-                drawn = figures(load(path))
+                record = load(path)
+                drawn = figures(record)
             except MalformedRecord as error:
                 raise MalformedRecord(f"{path}: {error}") from None
             except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
@@ -263,6 +263,9 @@ def write(paths: Iterable[Path], out: Path) -> list[Path]:
                 raise MalformedRecord(
                     f"{path}: not the shape its benchmark writes ({detail})"
                 ) from None
+            if not drawn:
+                # Other benchmarks write records into the same folder: not an error.
+                print(f"{path}: no charts for {record['benchmark']!r}, skipped", file=sys.stderr)
             for name, figure in drawn.items():
                 figure.savefig(out / name, metadata={"Software": None})
                 plt.close(figure)

@@ -177,6 +177,18 @@ def test_the_charts_are_pngs_and_the_same_records_give_the_same_bytes(
         assert drawn == (tmp_path / "second" / name).read_bytes()
 
 
+def test_a_record_of_a_benchmark_without_charts_is_skipped_and_said_so(
+    records: dict[str, Path], tmp_path: Path
+) -> None:
+    other = tmp_path / "other.json"
+    record = json.loads(records["group_commit"].read_text())
+    other.write_text(json.dumps({**record, "benchmark": "schema"}))
+    done = run_module("benchmarks.charts", str(other), f"--out={tmp_path / 'out'}")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == f"{other}: no charts for 'schema', skipped\n"
+    assert list((tmp_path / "out").iterdir()) == []
+
+
 @pytest.mark.parametrize(
     "spoil",
     [
