@@ -45,7 +45,7 @@ class PostgresTarget:
         target = PostgresTarget.from_url(url)  # read and checked; nothing is connected to
         assert (target.schema, target.pool_size, target.pool_timeout) == ("orders", 20, 30.0)
         assert target.conninfo.endswith("/shop?application_name=eventcraft")  # for libpq
-        assert "search_path=orders" in target.options()
+        assert 'search_path="orders"' in target.options()  # quoted: Orders stays Orders
     """
 
     conninfo: str
