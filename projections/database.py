@@ -7,10 +7,11 @@ commit in one transaction of this database, wherever it is.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import sqlalchemy as sa
@@ -158,12 +159,25 @@ def engine_for(url: str) -> sa.Engine:
     return sa.create_engine(url)
 
 
+def _write_ahead(dbapi_connection: Any) -> None:
+    """Put a SQLite file in WAL mode, as the event store keeps its file: read models made
+    first in a store's file (a tenant's, before its store opened) would leave it in
+    rollback mode, where a runner's reads block the store's opening, which must take the
+    file whole to switch it, for the busy timeout (a minute) and then fail."""
+    (mode,) = dbapi_connection.execute("PRAGMA journal_mode").fetchone()
+    if mode.lower() in ("wal", "memory"):
+        return
+    with suppress(sqlite3.OperationalError):  # a read-only file is read as it is
+        dbapi_connection.execute("PRAGMA journal_mode = WAL")
+
+
 def _begin_immediately(engine: sa.Engine) -> None:
     @sa.event.listens_for(engine, "connect")
     def connect(dbapi_connection: Any, record: Any) -> None:
         # Let SQLAlchemy's begin (below) open transactions, not the driver.
         dbapi_connection.isolation_level = None
         dbapi_connection.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+        _write_ahead(dbapi_connection)
         # What is deleted or overwritten (a read model's old generation, a forgotten
         # subject's parked error or failed message) is zeroed, not left in free pages.
         dbapi_connection.execute("PRAGMA secure_delete = ON")

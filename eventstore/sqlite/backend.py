@@ -133,15 +133,20 @@ class SQLiteBackend(Backend):
         return cls(target, group_commit=group_commit)
 
     def _create_schema(self) -> None:
-        with self._lock, immediate(self._conn):
-            existing = frozenset(
-                row[0] for row in self._conn.execute(sql.EXISTING, sql.EXISTING_NAMES)
-            )
-            for statement in sqlite_schema.ddl(existing):
-                self._conn.execute(statement)
+        # Looked at first without a write lock: a store opened again and again (a tenant's,
+        # among more tenants than may be open) waits for no writer of its file.
+        existing = self._existing()
+        if sqlite_schema.ddl(existing):
+            with self._lock, immediate(self._conn):
+                existing = self._existing()  # as it is now that no one else writes
+                for statement in sqlite_schema.ddl(existing):
+                    self._conn.execute(statement)
         self._text_ids = schema.TEXT_IDS in existing
         """Older rows hold ids as text: lookups ask for both forms, and an append checks its
         ids against the text ones, which the unique index on ids cannot tell apart."""
+
+    def _existing(self) -> frozenset[str]:
+        return frozenset(row[0] for row in self._conn.execute(sql.EXISTING, sql.EXISTING_NAMES))
 
     def append(
         self,

@@ -80,3 +80,22 @@ def test_a_sqlite_url_with_another_synchronous_is_refused_before_any_file_is_mad
     with pytest.raises(UnsupportedStoreURL, match="synchronous must be one of full, normal"):
         EventStore.open(f"sqlite:///{tmp_path / 'db' / 'events.db'}?synchronous={value}")
     assert not (tmp_path / "db").exists()
+
+
+def test_a_sqlite_store_opens_again_while_another_connection_writes_its_file(
+    tmp_path: Path,
+) -> None:
+    # A tenant's store is closed and opened again as tenants take turns, while its
+    # runner writes read models in the same file: opening a store whose schema is
+    # there already must not wait for that writer (a minute's busy timeout).
+    url = f"sqlite:///{tmp_path}/events.db"
+    EventStore.open(url).close()
+    writer = sqlite3.connect(tmp_path / "events.db", isolation_level=None, timeout=0)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("CREATE TABLE totals (cents INTEGER)")
+        with EventStore.open(url) as store:
+            assert store.high_water_mark() == 0
+        writer.execute("COMMIT")
+    finally:
+        writer.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -49,3 +50,30 @@ def test_a_caller_beyond_the_urls_pool_size_waits_then_is_refused(bounded: Datab
     assert len(set(pids)) == 2
     with bounded.reading() as connection:  # given back: usable again
         assert connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one() in pids
+
+
+def test_a_store_opens_in_its_file_while_read_models_made_there_first_are_read(
+    tmp_path: Path,
+) -> None:
+    # A tenant's runner can make its read models in the tenant's file before the tenant's
+    # store first opens there: the file must be in the store's WAL mode, or the runner's
+    # read keeps the store from opening for the busy timeout, then fails it.
+    url = f"sqlite:///{tmp_path}/acme.db"
+    database = Database(engine_for(url))
+    try:
+        with database.transaction() as connection:
+            connection.exec_driver_sql("CREATE TABLE totals (cents INTEGER)")
+        opened: list[int] = []
+        with database.reading() as connection:
+            connection.exec_driver_sql("SELECT * FROM totals").all()
+            opening = threading.Thread(
+                target=lambda: opened.append(EventStore.open(url).close() or 1), daemon=True
+            )
+            opening.start()
+            opening.join(30)  # a minute's busy timeout before the fix
+            assert opened == [1]
+        with database.reading() as connection:
+            mode = connection.exec_driver_sql("PRAGMA journal_mode").scalar_one()
+        assert mode == "wal"
+    finally:
+        database.close()
