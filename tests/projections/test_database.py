@@ -66,9 +66,12 @@ def test_a_store_opens_in_its_file_while_read_models_made_there_first_are_read(
         opened: list[int] = []
         with database.reading() as connection:
             connection.exec_driver_sql("SELECT * FROM totals").all()
-            opening = threading.Thread(
-                target=lambda: opened.append(EventStore.open(url).close() or 1), daemon=True
-            )
+
+            def open_store() -> None:
+                with EventStore.open(url):
+                    opened.append(1)
+
+            opening = threading.Thread(target=open_store, daemon=True)
             opening.start()
             opening.join(30)  # a minute's busy timeout before the fix
             assert opened == [1]
