@@ -115,10 +115,7 @@ def schema_version_of(metadata: Mapping[str, Any]) -> int:
         assert schema_version_of({EVENT_VERSION: 3}) == 3
         assert schema_version_of({EVENT_VERSION: "3"}) == 0  # not a version
     """
-    value = metadata.get(EVENT_VERSION)
-    if value is None:
-        return 1
-    return value if type(value) is int and value > 0 else NOT_A_VERSION
+    return _version(metadata.get(EVENT_VERSION))
 
 
 def stored_version(text: str | None) -> int:
@@ -126,9 +123,14 @@ def stored_version(text: str | None) -> int:
     if text is None:
         return 1
     try:
-        value = orjson.loads(text)
+        return _version(orjson.loads(text))
     except orjson.JSONDecodeError:
         return NOT_A_VERSION
+
+
+def _version(value: object) -> int:
+    """The one rule: none is version 1, a positive int is itself, anything else is not a
+    version."""
     if value is None:
         return 1
     return value if type(value) is int and value > 0 else NOT_A_VERSION

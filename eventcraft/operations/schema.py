@@ -8,7 +8,7 @@ signal or cancel from them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 from eventcraft.domain import (
@@ -167,11 +167,3 @@ def _types_read(definition: Definition) -> tuple[str, ...] | None:
             found.extend(item.types)
         return tuple(found)
     return None
-
-
-def counts_by_type(found: StoredEventsVerification) -> Mapping[str, int]:
-    """How many events of each type the verify read."""
-    totals: dict[str, int] = {}
-    for counted in found.counts:
-        totals[counted.event_type] = totals.get(counted.event_type, 0) + counted.events
-    return totals
