@@ -213,6 +213,33 @@ class AsyncTenants:
             )
         return place
 
+    async def known(self) -> list[str]:
+        """The tenants that have a store now, sorted: found in the template's placement
+        (the files or folders it names, its schemas, its databases), or, for `memory://`,
+        those this `AsyncTenants` holds. `UnsupportedStoreURL` for tenants placed by a
+        function: only a template says where to look.
+
+        A schema or database counts if the template would give it a tenant, whatever made
+        it: keep the template's prefix (`shop_`) for tenants alone.
+
+        Example::
+
+            from eventcraft.eventstore import AsyncTenants, NewEvent
+
+            async with AsyncTenants("sqlite:///listed-{tenant}.db") as tenants:
+                for tenant in ["globex", "acme"]:
+                    await tenants.for_tenant(tenant).append("order-1", [NewEvent("Placed", {})])
+                assert await tenants.known() == ["acme", "globex"]
+        """
+        if self._places.is_memory:
+            with self._state():
+                self._check_open()
+                return sorted(t for t, slot in self._slots.items() if slot.store is not None)
+        if True:  # ASYNC
+            return await asyncio.to_thread(self._places.known)
+        else:
+            return self._places.known()
+
     @property
     def most_connections(self) -> int:
         """The most connections the tenants' PostgreSQL stores hold at once, for their calls:

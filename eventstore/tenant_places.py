@@ -61,6 +61,7 @@ _SQL_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 _MOST_SQL_NAME = 63  # bytes PostgreSQL keeps of a name; the rest it cuts, silently
 _RESERVED_SCHEMAS = frozenset({"public", "information_schema"})
 _RESERVED_DATABASES = frozenset({"postgres", "template0", "template1"})
+_PROBE = "a"  # a tenant id whose place says what server, database or folder to look in
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,35 @@ class TenantPlaces:
             folder = None
         return _place(tenant, url, folder, self._pool_size)
 
+    def known(self) -> list[str]:
+        """The tenants that have a place now, sorted: the template's files (or folders)
+        that hold a store file, its schemas or its databases, each named as the template
+        names a tenant's (a PostgreSQL name's `_` read back as the tenant id's `-`). A name
+        no tenant id gives, or that another tenant's place would have, is left out.
+
+        Every schema or database that the template gives a tenant counts, whatever made
+        it: keep the template's prefix for tenants. Tenants placed by a function, or in
+        memory, cannot be found from here (`UnsupportedStoreURL`)."""
+        if self._template is None:
+            raise UnsupportedStoreURL(
+                f"tenants placed by {self.description} cannot be listed: only a URL "
+                "template with {tenant} says where to look for them"
+            )
+        template = self._template
+        if template.kind == "memory":
+            raise UnsupportedStoreURL(
+                "memory:// tenants are known only to the Tenants holding them"
+            )
+        found: list[str] = []
+        for name, tenant in template.candidates(self.place(_PROBE).url):
+            try:
+                place = self.place(tenant)
+            except (InvalidTenant, UnsupportedStoreURL):
+                continue  # no tenant id names it
+            if place.name == name and (template.kind != "file" or exists(place)):
+                found.append(tenant)
+        return sorted(found)
+
     @property
     def is_memory(self) -> bool:
         """Whether every tenant's store is in this process's memory (a `memory://` template)."""
@@ -290,6 +320,30 @@ class _Template:
             return cls(template, "file")
         return cls(template, _postgres_kind(urlsplit(template)))
 
+    def candidates(self, probe_url: str) -> list[tuple[str, str]]:
+        """The places there are that this template could have filled, each as its name (a
+        file's path, a schema's or a database's name) and the tenant id it would be for,
+        unchecked: `probe_url` is a filled URL, which says what to connect to."""
+        if self.kind == "file":
+            path = self.url[len(SQLITE_PREFIX) :].partition("?")[0]
+            parts = path.split("/")
+            at = next(n for n, part in enumerate(parts) if TENANT in part)
+            parent = "/".join(parts[:at]) or ("/" if path.startswith("/") else "")
+            rest = "/".join(parts[at + 1 :])
+            named = _matching(parts[at], tenant_files.names_in(parent), "-")
+            return [
+                ("/".join([*parts[:at], name, *([rest] if rest else [])]), tenant)
+                for name, tenant in named
+            ]
+        if self.kind == "schema":
+            query = urlsplit(self.url).query
+            schema = dict(parse_qsl(query, keep_blank_values=True))["schema"]
+            prefix = schema.partition(TENANT)[0]
+            return _matching(schema, postgres_places.schemas_named(probe_url, prefix), "_")
+        database = urlsplit(self.url).path.lstrip("/")
+        prefix = database.partition(TENANT)[0]
+        return _matching(database, postgres_places.databases_named(probe_url, prefix), "_")
+
     def filled(self, tenant: str) -> tuple[str, str | None]:
         """The URL of `tenant`'s place, and its own folder if the template names one."""
         if self.kind == "memory":
@@ -301,6 +355,19 @@ class _Template:
             named = folder if TENANT in os.path.basename(folder) else None
             return url, named.replace(TENANT, tenant) if named is not None else None
         return self.url.replace(TENANT, tenant.replace("-", "_")), None
+
+
+def _matching(named: str, names: Sequence[str], dash: str) -> list[tuple[str, str]]:
+    """Those of `names` that `named` (a name with `{tenant}`) could be, each with the
+    tenant id it would be for: what stands for `{tenant}`, `dash` read back as `-`."""
+    prefix, _, suffix = named.partition(TENANT)
+    pattern = re.compile(re.escape(prefix) + "(.+)" + re.escape(suffix))
+    found = []
+    for name in names:
+        match = pattern.fullmatch(name)
+        if match is not None:
+            found.append((name, match.group(1).replace(dash, "-")))
+    return found
 
 
 def _postgres_kind(parts: SplitResult) -> str:

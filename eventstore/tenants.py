@@ -205,6 +205,30 @@ class Tenants:
             )
         return place
 
+    def known(self) -> list[str]:
+        """The tenants that have a store now, sorted: found in the template's placement
+        (the files or folders it names, its schemas, its databases), or, for `memory://`,
+        those this `Tenants` holds. `UnsupportedStoreURL` for tenants placed by a
+        function: only a template says where to look.
+
+        A schema or database counts if the template would give it a tenant, whatever made
+        it: keep the template's prefix (`shop_`) for tenants alone.
+
+        Example::
+
+            from eventcraft.eventstore import Tenants, NewEvent
+
+            with Tenants("sqlite:///listed-{tenant}.db") as tenants:
+                for tenant in ["globex", "acme"]:
+                    tenants.for_tenant(tenant).append("order-1", [NewEvent("Placed", {})])
+                assert tenants.known() == ["acme", "globex"]
+        """
+        if self._places.is_memory:
+            with self._state():
+                self._check_open()
+                return sorted(t for t, slot in self._slots.items() if slot.store is not None)
+        return self._places.known()
+
     @property
     def most_connections(self) -> int:
         """The most connections the tenants' PostgreSQL stores hold at once, for their calls:

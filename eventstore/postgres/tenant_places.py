@@ -34,6 +34,16 @@ def schema_exists(url: str, schema: str) -> bool:
         return found.fetchone() is not None
 
 
+def schemas_named(url: str, prefix: str) -> list[str]:
+    """The schemas of `url`'s database whose names begin with `prefix`, sorted."""
+    with _connection(_conninfo(url), "listing the tenants' schemas") as conn:
+        found = conn.execute(
+            "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, %s) ORDER BY nspname",
+            (prefix,),
+        )
+        return [str(row[0]) for row in found.fetchall()]
+
+
 def drop_schema(url: str, schema: str) -> None:
     """Remove the schema `schema` and all it holds: the events, snapshots, deletions, tags,
     the key table, the retention runs and any read model kept beside them. Waits for
@@ -47,6 +57,18 @@ def database_exists(url: str, database: str) -> bool:
     with _connection(_maintenance(url), "looking for the tenant's database") as conn:
         found = conn.execute("SELECT FROM pg_database WHERE datname = %s", (database,))
         return found.fetchone() is not None
+
+
+def databases_named(url: str, prefix: str) -> list[str]:
+    """The databases of `url`'s server whose names begin with `prefix` (templates left
+    out), sorted."""
+    with _connection(_maintenance(url), "listing the tenants' databases") as conn:
+        found = conn.execute(
+            "SELECT datname FROM pg_database WHERE NOT datistemplate "
+            "AND starts_with(datname, %s) ORDER BY datname",
+            (prefix,),
+        )
+        return [str(row[0]) for row in found.fetchall()]
 
 
 def create_database(url: str, database: str) -> None:

@@ -38,6 +38,19 @@ def exists(path: str) -> bool:
     return Path(path).is_file()
 
 
+def names_in(folder: str) -> list[str]:
+    """The names in `folder`, sorted; none if it is not there. A name SQLite or the store
+    keeps beside a store file (`acme.db-wal` beside `acme.db`) is left out."""
+    try:
+        names = set(os.listdir(folder or "."))
+    except FileNotFoundError:
+        return []
+    except OSError as error:
+        raise StoreUnavailable(f"cannot list the tenants' folder {folder}: {error}") from error
+    beside = {name + suffix for name in names for suffix in BESIDE}
+    return sorted(names - beside)
+
+
 def remove(path: str, folder: str | None) -> None:
     """Remove the store file at `path` and the files that belong to it; then `folder`, the
     folder made for the tenant, if nothing else is left in it."""
