@@ -176,7 +176,7 @@ class AsyncEventStore:
         a decision made on `read_query`'s result. Only writers of matching events
         wait for each other.
         """
-        traced = telemetry.appending(stream_id, events, expected_version)
+        traced = telemetry.appending(stream_id, events, expected_version, self.tenant)
         if traced is None:
             call = arguments.append_call(
                 stream_id, events, expected_version, self.max_event_bytes, condition
@@ -217,7 +217,7 @@ class AsyncEventStore:
 
         The arguments are checked at the call, before anything is read."""
         stream_id, from_version, limit = arguments.read_stream_call(stream_id, from_version, limit)
-        telemetry.count_read("stream")
+        telemetry.count_read("stream", self.tenant)
         return self._shredder.opened_async(
             self._backend.read_stream(
                 stream_id, from_version=from_version, backwards=backwards, limit=limit
@@ -234,7 +234,7 @@ class AsyncEventStore:
         at once, such as `model_validate_json`, this costs half of `read_stream`.
         """
         stream_id, start = arguments.read_stream_encoded_call(stream_id, from_version)
-        telemetry.count_read("stream_encoded")
+        telemetry.count_read("stream_encoded", self.tenant)
         return self._shredder.opened_encoded_async(
             stream_id, self._backend.read_stream_encoded(stream_id, from_version=start)
         )
@@ -254,7 +254,7 @@ class AsyncEventStore:
         `categories` and `types` narrow it to some streams or event types.
         """
         call = arguments.read_all_call(after, limit, categories, types)
-        telemetry.count_read("all")
+        telemetry.count_read("all", self.tenant)
         return self._shredder.opened_async(
             self._backend.read_all(
                 after=call.after, limit=call.limit, categories=call.categories, types=call.types
@@ -320,7 +320,7 @@ class AsyncEventStore:
         the `limit`-th event when the read stopped there.
         """
         query, after, limit = arguments.read_query_call(query, after, limit)
-        telemetry.count_read("query")
+        telemetry.count_read("query", self.tenant)
         found = await self._backend.read_query(query, after=after, limit=limit)
         if True:  # ASYNC
             events = [event async for event in self._shredder.opened_async(_each(found.events))]
@@ -344,7 +344,7 @@ class AsyncEventStore:
         """
         call = arguments.read_all_call(after, None, categories, types)
         last = arguments.until_call(until)
-        telemetry.count_read("all_encoded")
+        telemetry.count_read("all_encoded", self.tenant)
         return self._shredder.opened_records_async(
             self._backend.read_all_encoded(
                 after=call.after, until=last, categories=call.categories, types=call.types
@@ -367,7 +367,7 @@ class AsyncEventStore:
         """
         call = arguments.read_all_call(after, None, categories, None)
         last = arguments.until_call(until)
-        telemetry.count_read("all_json")
+        telemetry.count_read("all_json", self.tenant)
         chunks = self._backend.read_all_json(
             after=call.after, until=last, categories=call.categories
         )

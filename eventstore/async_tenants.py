@@ -391,12 +391,14 @@ class AsyncTenants:
             await asyncio.to_thread(prepare, place)
         else:
             prepare(place)
-        return await AsyncEventStore.open(
+        store = await AsyncEventStore.open(
             place.url,
             max_event_bytes=self.max_event_bytes,
             group_commit=self._group_commit,
             keys=_keys_url(place),
         )
+        store.tenant = place.tenant  # whose its spans and metrics are (`telemetry.TENANT`)
+        return store
 
     async def _drop(self, place: TenantPlace, generation: int) -> TenantDrop:
         """Remove everything of `place`'s tenant, once no call uses its store: its store

@@ -159,7 +159,7 @@ class EventStore:
         a decision made on `read_query`'s result. Only writers of matching events
         wait for each other.
         """
-        traced = telemetry.appending(stream_id, events, expected_version)
+        traced = telemetry.appending(stream_id, events, expected_version, self.tenant)
         if traced is None:
             call = arguments.append_call(
                 stream_id, events, expected_version, self.max_event_bytes, condition
@@ -200,7 +200,7 @@ class EventStore:
 
         The arguments are checked at the call, before anything is read."""
         stream_id, from_version, limit = arguments.read_stream_call(stream_id, from_version, limit)
-        telemetry.count_read("stream")
+        telemetry.count_read("stream", self.tenant)
         return self._shredder.opened(
             self._backend.read_stream(
                 stream_id, from_version=from_version, backwards=backwards, limit=limit
@@ -217,7 +217,7 @@ class EventStore:
         at once, such as `model_validate_json`, this costs half of `read_stream`.
         """
         stream_id, start = arguments.read_stream_encoded_call(stream_id, from_version)
-        telemetry.count_read("stream_encoded")
+        telemetry.count_read("stream_encoded", self.tenant)
         return self._shredder.opened_encoded(
             stream_id, self._backend.read_stream_encoded(stream_id, from_version=start)
         )
@@ -237,7 +237,7 @@ class EventStore:
         `categories` and `types` narrow it to some streams or event types.
         """
         call = arguments.read_all_call(after, limit, categories, types)
-        telemetry.count_read("all")
+        telemetry.count_read("all", self.tenant)
         return self._shredder.opened(
             self._backend.read_all(
                 after=call.after, limit=call.limit, categories=call.categories, types=call.types
@@ -301,7 +301,7 @@ class EventStore:
         the `limit`-th event when the read stopped there.
         """
         query, after, limit = arguments.read_query_call(query, after, limit)
-        telemetry.count_read("query")
+        telemetry.count_read("query", self.tenant)
         found = self._backend.read_query(query, after=after, limit=limit)
         events = list(self._shredder.opened(iter(found.events)))
         return QueryResult(events, found.head)
@@ -322,7 +322,7 @@ class EventStore:
         """
         call = arguments.read_all_call(after, None, categories, types)
         last = arguments.until_call(until)
-        telemetry.count_read("all_encoded")
+        telemetry.count_read("all_encoded", self.tenant)
         return self._shredder.opened_records(
             self._backend.read_all_encoded(
                 after=call.after, until=last, categories=call.categories, types=call.types
@@ -345,7 +345,7 @@ class EventStore:
         """
         call = arguments.read_all_call(after, None, categories, None)
         last = arguments.until_call(until)
-        telemetry.count_read("all_json")
+        telemetry.count_read("all_json", self.tenant)
         chunks = self._backend.read_all_json(
             after=call.after, until=last, categories=call.categories
         )

@@ -144,6 +144,28 @@ LAST_POSITION = "eventcraft.position.last"
 EXPECTED_VERSION = "eventcraft.expected_version"
 STREAM_VERSION = "eventcraft.stream.version"
 OUTCOME = "eventcraft.outcome"
+TENANT = "eventcraft.tenant"
+"""The attribute naming the tenant on the spans and metrics of a tenant's store, and of
+the projections and sagas kept in it: a dashboard's per-tenant view.
+
+Example::
+
+    from eventcraft.eventstore import NewEvent, Tenants
+    from eventcraft.eventstore.telemetry import TENANT
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()  # the application's SDK, set once
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    with Tenants("sqlite:///tenant-{tenant}.db") as tenants:
+        tenants.for_tenant("acme").append("order-1", [NewEvent("Placed", {})])
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "publish order"]
+    assert span.attributes[TENANT] == "acme"
+"""
 
 
 def tracer_provider() -> TracerProvider | None:
@@ -233,11 +255,15 @@ class _Instruments:
 SCOPED = Scoped(SCOPE, _Instruments)
 
 
-def count_read(kind: str) -> None:
-    """Count one read of `kind` (`stream`, `stream_encoded`, `all`, `all_encoded`)."""
+def count_read(kind: str, tenant: str | None = None) -> None:
+    """Count one read of `kind` (`stream`, `stream_encoded`, `all`, `all_encoded`), of
+    `tenant`'s store if a tenant's."""
     instruments = SCOPED.instruments()
     if instruments is not None:
-        instruments.reads.add(1, {"eventcraft.read.kind": kind})
+        where = {"eventcraft.read.kind": kind}
+        if tenant is not None:
+            where[TENANT] = tenant
+        instruments.reads.add(1, where)
 
 
 def expected_text(expected: ExpectedVersion) -> str:
@@ -245,9 +271,13 @@ def expected_text(expected: ExpectedVersion) -> str:
 
 
 def appending(
-    stream_id: str, events: Sequence[NewEvent], expected: ExpectedVersion
+    stream_id: str,
+    events: Sequence[NewEvent],
+    expected: ExpectedVersion,
+    tenant: str | None = None,
 ) -> Append | None:
-    """The telemetry of one append, or None when nothing is configured to record it.
+    """The telemetry of one append (to `tenant`'s store, if a tenant's), or None when
+    nothing is configured to record it.
 
     Used as `with` around the append (sync or async alike): pass `.events` on
     to the store (they carry the span's context) and the result to `.done`.
@@ -256,7 +286,7 @@ def appending(
     instruments = SCOPED.instruments()
     if tracer is None and instruments is None:
         return None
-    return Append(tracer, instruments, stream_id, events, expected)
+    return Append(tracer, instruments, stream_id, events, expected, tenant)
 
 
 class Append:
@@ -269,10 +299,15 @@ class Append:
         stream_id: str,
         events: Sequence[NewEvent],
         expected: ExpectedVersion,
+        tenant: str | None = None,
     ) -> None:
         self.events = events
         self._instruments = instruments
         self._category = stream_id.split("-", 1)[0] if isinstance(stream_id, str) else "?"
+        self._where = {"messaging.destination.template": self._category}
+        """The metrics' attributes: the category, and the tenant of a tenant's store."""
+        if tenant is not None:
+            self._where[TENANT] = tenant
         self._span: Span | None = None
         self._token: object = None
         self._started = 0.0
@@ -280,7 +315,7 @@ class Append:
             self._span = tracer.start_span(
                 f"publish {self._category}",
                 kind=otel_trace.SpanKind.PRODUCER,
-                attributes=publish_attributes(stream_id, events, expected),
+                attributes=publish_attributes(stream_id, events, expected, tenant),
             )
             self.events = carrying(events, self._span)
 
@@ -301,9 +336,7 @@ class Append:
                 span.set_attribute(FIRST_POSITION, result.positions[0])
                 span.set_attribute(LAST_POSITION, result.positions[-1])
         if self._instruments is not None:
-            self._instruments.events.add(
-                len(result.positions), {"messaging.destination.template": self._category}
-            )
+            self._instruments.events.add(len(result.positions), self._where)
         return result
 
     def __exit__(
@@ -315,7 +348,7 @@ class Append:
         outcome = "ok" if exc is None else outcome_of(exc)
         instruments = self._instruments
         if instruments is not None:
-            where = {"messaging.destination.template": self._category}
+            where = self._where
             instruments.duration.record(time.perf_counter() - self._started, where)
             instruments.appends.add(1, {**where, OUTCOME: outcome})
             if outcome == "conflict":
@@ -335,7 +368,7 @@ class Append:
 
 
 def publish_attributes(
-    stream_id: object, events: object, expected: ExpectedVersion
+    stream_id: object, events: object, expected: ExpectedVersion, tenant: str | None = None
 ) -> dict[str, Any]:
     """The PRODUCER span's attributes, from the append's arguments as given."""
     attributes: dict[str, Any] = {
@@ -343,6 +376,8 @@ def publish_attributes(
         "messaging.operation.type": "publish",
         "messaging.operation.name": "append",
     }
+    if tenant is not None:
+        attributes[TENANT] = tenant
     if isinstance(stream_id, str):
         attributes["messaging.destination.name"] = stream_id
         attributes["messaging.destination.template"] = stream_id.split("-", 1)[0]

@@ -370,12 +370,14 @@ class Tenants:
     def _open(self, place: TenantPlace) -> EventStore:
         """The store at `place`, its database or folder made first if missing."""
         prepare(place)
-        return EventStore.open(
+        store = EventStore.open(
             place.url,
             max_event_bytes=self.max_event_bytes,
             group_commit=self._group_commit,
             keys=_keys_url(place),
         )
+        store.tenant = place.tenant  # whose its spans and metrics are (`telemetry.TENANT`)
+        return store
 
     def _drop(self, place: TenantPlace, generation: int) -> TenantDrop:
         """Remove everything of `place`'s tenant, once no call uses its store: its store
