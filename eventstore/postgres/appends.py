@@ -5,7 +5,10 @@ group passes to one caller's thread (`group_commit.GroupCommit`), which writes
 the group and settles each refused member on its own connection, where the
 async store queues its tasks' appends for sender tasks and each caller settles
 its own refusal. What a refused member comes to is decided by the same
-functions (`append_group.py`), and both send the same prepared statements.
+functions (`append_group.py`), and both send the same prepared statements (unnamed
+after the target's settings behind a transaction pooler: `wire.py`). Their pool runs them
+unscoped (`ConnectionPool.run`), as their pipelines carry the settings; what they read
+besides goes in a scoped transaction.
 
 An append is one round trip: a call of the `eventcraft_append` function
 (`schema.py`) in autocommit, which checks the expected version, takes the
@@ -62,6 +65,7 @@ class Appends:
     def __init__(self, pool: ConnectionPool, notify: bytes, *, group_commit: bool) -> None:
         self._pool = pool
         self._notify = notify
+        self._settings = pool.target.pipeline_settings()  # behind a transaction pooler
         self._groups = (
             GroupCommit(self._write_group, hurried=hurried, interrupted=interrupted_append)
             if group_commit
@@ -112,7 +116,7 @@ class Appends:
         that did commit is then recognised by its event ids)."""
 
         def attempt(conn: psycopg.Connection[Any]) -> list[list[AppendResult] | BaseException]:
-            text = append_and_notify(conn, params, self._notify, GROUP_CALL)
+            text = append_and_notify(conn, params, self._notify, GROUP_CALL, self._settings)
             answers = group_answers(text, len(members))
             return [
                 self._settle(conn, member, answer)
@@ -120,7 +124,7 @@ class Appends:
             ]
 
         try:
-            return self._pool.run(attempt, since)
+            return self._pool.run(attempt, since, scoped=False)
         except psycopg.errors.DeadlockDetected:
             # Members of two groups waiting for each other's streams: one group is
             # refused. Its members go again one by one, which cannot deadlock.
@@ -132,7 +136,7 @@ class Appends:
                 _failure(privileges.translated(self._pool, error, privileges.APPENDING), error)
             ] * len(members)
         try:
-            return self._pool.run(attempt, since)
+            return self._pool.run(attempt, since, scoped=False)
         except (psycopg.OperationalError, StoreUnavailable) as again:
             return [
                 _failure(sql.outcome_unknown(member[0].stream_id, broken, again), broken)
@@ -155,7 +159,7 @@ class Appends:
             if outcome is not None:
                 return outcome
             params = (group_param([_member_json(member)]), group_locks([member]))
-            text = append_and_notify(conn, params, self._notify, GROUP_CALL)
+            text = append_and_notify(conn, params, self._notify, GROUP_CALL, self._settings)
             (answer,) = group_answers(text, 1)
         return lost_races(member[0].stream_id)
 
@@ -164,7 +168,8 @@ class Appends:
     ) -> list[AppendResult] | EventStoreError | None:
         """`group.settled` for `member`, with the stored events of its ids read on `conn`."""
         finish_outstanding(conn)  # the NOTIFY's reply, before a query of our own
-        rows = conn.execute(sql.STORED_IDS, (stored_ids_param(member),)).fetchall()
+        params = (stored_ids_param(member),)
+        rows = self._pool.scoped(conn, lambda c: c.execute(sql.STORED_IDS, params).fetchall())
         return settled(member, refusal, [StoredId(*row) for row in rows])
 
     def _append_alone(self, call: AppendCall, since: float | None = None) -> AppendResult:
@@ -176,7 +181,7 @@ class Appends:
             params = (*head, batch_json(batch.all(), batch.annotated))
 
             def send(conn: psycopg.Connection[Any]) -> list[str]:
-                return [append_and_notify(conn, params, self._notify)]
+                return [append_and_notify(conn, params, self._notify, settings=self._settings)]
 
         def attempt(conn: psycopg.Connection[Any]) -> AppendResult:
             for _ in range(ANY_TRIES):
@@ -209,7 +214,9 @@ class Appends:
                 parts.append((batch_json(events, batch.annotated), len(events)))
             return parts[index] if index < len(parts) else None
 
-        return partial(append_in_parts, head=head, part=part, notify=self._notify)
+        return partial(
+            append_in_parts, head=head, part=part, notify=self._notify, settings=self._settings
+        )
 
     def _appending(
         self,
@@ -225,13 +232,13 @@ class Appends:
         told so, with the error that broke the connection as the cause.
         """
         try:
-            return self._pool.run(attempt, since)
+            return self._pool.run(attempt, since, scoped=False)
         except psycopg.OperationalError as error:
             broken = error
         except psycopg.Error as error:
             raise self._translated(error) from error
         try:
-            return self._pool.run(attempt, since)
+            return self._pool.run(attempt, since, scoped=False)
         except (psycopg.OperationalError, StoreUnavailable) as again:
             raise sql.outcome_unknown(stream_id, broken, again) from broken
         except psycopg.Error as error:

@@ -79,7 +79,7 @@ from .append_group import (
 from .async_wire import finish_outstanding, next_result, until_ready
 from .statements import ANY_TRIES, PART, append_head, append_result
 from .tag_locks import group_locks, plain
-from .wire import APPEND, APPEND_CALL, GROUP_CALL, Prepared, _is_sync
+from .wire import APPEND, APPEND_CALL, GROUP_CALL, Prepared, Settings, _is_sync, send_call
 
 if TYPE_CHECKING:
     from .async_connections import AsyncConnectionPool
@@ -99,7 +99,11 @@ class AsyncAppends:
         self._pool = pool
         self._notify = notify
         self._queue = AppendQueue(
-            partial(pool.run, settle=False), pool.size, notify, grouped=group_commit
+            partial(pool.run, settle=False, scoped=False),
+            pool.size,
+            notify,
+            grouped=group_commit,
+            settings=pool.target.pipeline_settings(),
         )
         self._announcer: asyncio.Task[None] | None = None
         self._unannounced = False
@@ -201,7 +205,10 @@ class AsyncAppends:
                     expected,
                     sql.batch_json(events, batch.annotated).decode(),
                 )
-                row = await (await conn.execute(APPEND, params, prepare=True)).fetchone()
+                # Prepared by psycopg for the session, but behind a transaction pooler,
+                # whose next transaction may be in another (the pool's scope sets the rest).
+                prepare = self._pool.target.pooler != "transaction"
+                row = await (await conn.execute(APPEND, params, prepare=prepare)).fetchone()
                 assert row is not None
                 answers.append(str(row[0]))
                 expected = int(answers[-1].split(" ", 1)[0])
@@ -232,6 +239,7 @@ async def _fetch_all(conn: Conn, query: str, params: Sequence[Any]) -> list[tupl
 
 
 _prepared: weakref.WeakSet[Conn] = weakref.WeakSet()
+_DONE = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK)
 
 
 class Queued:
@@ -252,10 +260,19 @@ class Queued:
 class AppendQueue:
     """Appends waiting to be sent, and the senders that send them."""
 
-    def __init__(self, run: Any, senders: int, notify: bytes, *, grouped: bool = True) -> None:
+    def __init__(
+        self,
+        run: Any,
+        senders: int,
+        notify: bytes,
+        *,
+        grouped: bool = True,
+        settings: Settings = None,
+    ) -> None:
         self._run = run
         """`AsyncConnectionPool.run` without settling: a call on a pooled connection."""
         self._notify = notify
+        self._settings = settings
         # A group is one transaction: while more wait than one takes, a second keeps
         # the server busy while the first commits; more would only split the queue.
         self._most_senders = min(senders, MOST_GROUPS)
@@ -284,7 +301,12 @@ class AppendQueue:
             self._inline += 1
             try:
                 answers: list[Answer] = await self._run(
-                    partial(send_members, members=[(member, events)], notify=self._notify)
+                    partial(
+                        send_members,
+                        members=[(member, events)],
+                        notify=self._notify,
+                        settings=self._settings,
+                    )
                 )
             finally:
                 self._inline -= 1
@@ -329,7 +351,9 @@ class AppendQueue:
             members = [(queued.member, queued.events) for queued in taken]
             try:
                 answers = await self._run(
-                    partial(send_members, members=members, notify=self._notify),
+                    partial(
+                        send_members, members=members, notify=self._notify, settings=self._settings
+                    ),
                     since=min(queued.submitted for queued in taken),
                 )
             except BaseException as error:  # every member of the group shares its fate
@@ -352,7 +376,10 @@ class AppendQueue:
 
 
 async def send_members(
-    conn: Conn, members: Sequence[tuple[Member, list[bytes]]], notify: bytes
+    conn: Conn,
+    members: Sequence[tuple[Member, list[bytes]]],
+    notify: bytes,
+    settings: Settings = None,
 ) -> list[Answer]:
     """Send `members` (each with its events' JSON): a lone append in a call of the append
     function, anything more in one call of the group function; then `notify`.
@@ -364,7 +391,7 @@ async def send_members(
     if len(members) == 1 and len(members[0][0]) == 1 and plain(members[0][0][0]):
         (call,), (events,) = members[0]
         params = (*append_head(call.stream_id, call.category, call.expected), events)
-        result = await _call(conn, APPEND_CALL, params, notify)
+        result = await _call(conn, APPEND_CALL, params, notify, settings)
         if isinstance(result, psycopg.Error):
             refusal = refusal_of(result) if isinstance(result, psycopg.DatabaseError) else None
             if refusal is None:
@@ -377,28 +404,35 @@ async def send_members(
         group_param([member_json(member, events) for member, events in ordered]),
         group_locks([member for member, _ in ordered]),
     )
-    result = await _call(conn, GROUP_CALL, group, notify)
+    result = await _call(conn, GROUP_CALL, group, notify, settings)
     if isinstance(result, psycopg.errors.DeadlockDetected) and len(members) > 1:
         # Two groups waited for each other (members of several appends, which keep their
         # own order): this one was refused, whole. Its members go again one by one.
-        return [(await send_members(conn, [one], notify))[0] for one in members]
+        return [(await send_members(conn, [one], notify, settings))[0] for one in members]
     if isinstance(result, psycopg.Error):
         raise result
     return restored(order, group_answers(result, len(members)))
 
 
 async def _call(
-    conn: Conn, statement: Prepared, params: Sequence[bytes | None], notify: bytes
+    conn: Conn,
+    statement: Prepared,
+    params: Sequence[bytes | None],
+    notify: bytes,
+    settings: Settings,
 ) -> str | psycopg.Error:
-    """The text result of one call of `statement`, or the server's error."""
+    """The text result of one call of `statement`, or the server's error: prepared in the
+    session, or sent unnamed after `settings`."""
+    if settings is not None:
+        return await _exchange(conn, statement, params, notify, settings)
     if conn not in _prepared:
         await _prepare(conn)
-    result = await _exchange(conn, statement, params, notify)
+    result = await _exchange(conn, statement, params, notify, settings)
     if isinstance(result, psycopg.errors.InvalidSqlStatementName):
         # The session lost its prepared statements (psycopg deallocates all of
         # a session's statements after a failed transaction): prepare, send again.
         await _prepare(conn)
-        result = await _exchange(conn, statement, params, notify)
+        result = await _exchange(conn, statement, params, notify, settings)
     return result
 
 
@@ -412,7 +446,11 @@ async def _prepare(conn: Conn) -> None:
 
 
 async def _exchange(
-    conn: Conn, statement: Prepared, params: Sequence[bytes | None], notify: bytes
+    conn: Conn,
+    statement: Prepared,
+    params: Sequence[bytes | None],
+    notify: bytes,
+    settings: Settings,
 ) -> str | psycopg.Error:
     pgconn = conn.pgconn
     # The last exchange's NOTIFY may still be unanswered: its reply is read after
@@ -421,7 +459,7 @@ async def _exchange(
     try:
         if not outstanding:
             pgconn.enter_pipeline_mode()
-        pgconn.send_query_prepared(statement.name, params)
+        send_call(pgconn, statement, params, settings)
         pgconn.pipeline_sync()
         pgconn.send_query_params(notify, None)
         pgconn.pipeline_sync()
@@ -431,6 +469,13 @@ async def _exchange(
         if outstanding:
             while not _is_sync(await next_result(conn)):
                 pass  # the last exchange's NOTIFY: nobody waits on its outcome
+        failed = None
+        for _ in settings or ():
+            done = await next_result(conn)
+            assert done is not None
+            while await next_result(conn) is not None:
+                pass  # a query's results end with a None
+            failed = failed or (None if done.status in _DONE else done)
         result = await next_result(conn)
         assert result is not None
         while not _is_sync(await next_result(conn)):
@@ -441,6 +486,7 @@ async def _exchange(
         if isinstance(error, OSError | AssertionError):
             raise psycopg.OperationalError(f"PostgreSQL connection failed: {error}") from error
         raise
+    result = failed or result
     if result.status == pq.ExecStatus.TUPLES_OK:
         value = result.get_value(0, 0)
         assert value is not None

@@ -7,7 +7,10 @@ Every connection the pool opened is kept for reuse, up to its size: a new
 one costs the server a process, and that process its caches and plans, which
 the store's functions fill again on their first calls.
 
-Connections are in autocommit, with the store's options (`target.py`). An idle
+Connections are in autocommit, with the store's settings (`target.py`): as libpq's
+`options` straight to PostgreSQL, as SETs once connected behind a pooler. Behind a
+transaction pooler, each call runs in a transaction that sets them again for itself
+(`scoped`): the next transaction may be on another of PostgreSQL's sessions. An idle
 one is polled for the server's goodbye before it is lent (no round trip); one
 left in a transaction is rolled back, or dropped, on return; a server that
 cannot be reached is reported at once as `StoreUnavailable`.
@@ -63,14 +66,24 @@ class AsyncConnectionPool:
         else:
             self._slots = threading.BoundedSemaphore(target.pool_size)
         self._closed = False
+        self._begin = target.transaction_begin()
 
     async def connect(self) -> Conn:
         try:
             conn = await psycopg.AsyncConnection.connect(
-                self.target.conninfo, autocommit=True, options=self.target.options()
+                self.target.conninfo, autocommit=True, **self.target.connect_arguments()
             )
         except psycopg.Error as error:
-            raise StoreUnavailable(f"cannot connect to PostgreSQL: {error}") from error
+            raise StoreUnavailable(
+                f"cannot connect to PostgreSQL: {error}{_hint(error)}"
+            ) from error
+        settings = self.target.session_settings()
+        if settings is not None:
+            try:
+                await conn.execute(settings)
+            except psycopg.Error as error:
+                await conn.close()
+                raise StoreUnavailable(f"cannot set up a connection: {error}") from error
         set_json_loads(orjson.loads, conn)
         return conn
 
@@ -80,9 +93,12 @@ class AsyncConnectionPool:
         since: float | None = None,
         *,
         settle: bool = True,
+        scoped: bool = True,
     ) -> T:
         """`call` on a connection in autocommit mode, given back to the pool afterwards;
         the wait for a connection counted from `since` (`time.monotonic()`) if given.
+        Behind a transaction pooler, in a transaction of the store's settings (`scoped`),
+        unless `scoped` is off: for an append, whose pipeline carries them itself.
 
         A method rather than a context manager: this wraps every statement the
         store runs, and a generator-based context manager costs more than it.
@@ -106,7 +122,7 @@ class AsyncConnectionPool:
             if not self._slots.acquire(timeout=self._timeout(since)):
                 raise PoolExhausted(self.size, self.target.pool_timeout)
         try:
-            return await self._run(call, settle)
+            return await self._run(call, settle, scoped)
         finally:
             self._slots.release()
 
@@ -116,7 +132,7 @@ class AsyncConnectionPool:
             return self.target.pool_timeout
         return max(0.0, self.target.pool_timeout - (time.monotonic() - since))
 
-    async def _run(self, call: Callable[[Conn], Awaitable[T]], settle: bool) -> T:
+    async def _run(self, call: Callable[[Conn], Awaitable[T]], settle: bool, scoped: bool) -> T:
         conn = None
         while conn is None and (candidate := self._take()) is not None:
             # Whatever the server sent since is read first, at no wait when it is at
@@ -134,9 +150,34 @@ class AsyncConnectionPool:
         if conn is None:
             conn = await self.connect()
         try:
+            if scoped and self._begin is not None:
+                return await self.scoped(conn, call)
             return await call(conn)
         finally:
             await self._give_back(conn)
+
+    async def scoped(self, conn: Conn, call: Callable[[Conn], Awaitable[T]]) -> T:
+        """`call` on `conn`, lent by this pool: behind a transaction pooler, in one
+        transaction that begins with the store's settings (`PostgresTarget.
+        transaction_begin`) and commits once `call` returned, or rolls back; elsewhere as
+        it is. Whatever `call` runs in transactions of its own nests in it (savepoints)."""
+        if self._begin is None:
+            return await call(conn)
+        await finish_outstanding(conn)  # an append's NOTIFY reply, before a query of ours
+        await conn.execute(self._begin)
+        try:
+            result = await call(conn)
+            await finish_outstanding(conn)
+        except BaseException:
+            if not conn.closed:
+                try:
+                    await finish_outstanding(conn)
+                    await conn.execute(b"ROLLBACK")
+                except psycopg.Error:
+                    await conn.close()  # in no known state: not lent again
+            raise
+        await conn.execute(b"COMMIT")
+        return result
 
     def _take(self) -> Conn | None:
         """An idle connection, or None if there is none."""
@@ -169,6 +210,16 @@ class AsyncConnectionPool:
             idle, self._idle = self._idle, []
         for conn in idle:
             await conn.close()
+
+
+def _hint(error: psycopg.Error) -> str:
+    """What to do when `error` is a pooler's refusal of the store's `options`."""
+    if "unsupported startup parameter: options" not in str(error):
+        return ""
+    return (
+        " (a pooler such as PgBouncer refuses libpq's options, which the store sets its "
+        "session with: add pooler=transaction, or pooler=session, to the store's URL)"
+    )
 
 
 def _alive(conn: Conn) -> bool:

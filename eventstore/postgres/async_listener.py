@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 class AsyncListener:
     def __init__(self, pool: AsyncConnectionPool) -> None:
-        self._target = pool.target  # its own connection, not one of the pool's
+        # Its own connection, not one of the pool's; None: nobody listens (`listener.py`).
+        self._target = pool.target.direct_target()
         self._changed = asyncio.Condition()
         self._count = 0
         self._listening = asyncio.Event()
@@ -61,6 +62,8 @@ class AsyncListener:
                 await task
 
     async def _start(self) -> None:
+        if self._target is None:
+            return
         if self._task is None:
             self._task = asyncio.create_task(self._listen(), name="eventcraft-listener")
         # Until LISTEN runs, a notification could be missed; RECHECK bounds the cost.
@@ -69,12 +72,17 @@ class AsyncListener:
                 await self._listening.wait()
 
     async def _listen(self) -> None:
+        target = self._target
+        assert target is not None
+        settings = target.session_settings()
         while True:
             try:
                 conn = await psycopg.AsyncConnection.connect(
-                    self._target.conninfo, autocommit=True, options=self._target.options()
+                    target.conninfo, autocommit=True, **target.connect_arguments()
                 )
                 async with conn:
+                    if settings is not None:
+                        await conn.execute(settings)
                     row = await (await conn.execute("SELECT current_schema()")).fetchone()
                     schema = row[0] if row else None
                     await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")

@@ -46,7 +46,7 @@ from ..personal.key_table import KEYS, DataKey, KeyTable, new_key
 from . import key_table_layout as layout
 from .connections import ConnectionPool
 from .privileges import GRANTS
-from .target import PostgresTarget
+from .target import PostgresTarget, session_target
 
 T = TypeVar("T")
 
@@ -106,6 +106,9 @@ class PostgresKeyTable(KeyTable):
         # Connections of its own, on the store's pool rules (a connection the server
         # ended while idle is not lent again), opened as first needed.
         self._pool = ConnectionPool(self.target)
+        self._sessions: ConnectionPool | None = None
+        """A forget's connections (VACUUM FULL runs outside a transaction, which a
+        transaction pooler gives none): PostgreSQL itself, opened when first needed."""
         self._made = False
         self._upgraded = False
         self.snapshot_wait = snapshot_wait
@@ -115,15 +118,17 @@ class PostgresKeyTable(KeyTable):
         self,
         work: Callable[[psycopg.Connection[Any], bool], T],
         use: tuple[str, tuple[str, ...]] = _READING,
+        pool: ConnectionPool | None = None,
     ) -> T:
         """`work` on a pooled connection, and once more on a new one when that one broke
         under it (the server restarted): `work`'s statements are safe to repeat, and it is
         told when it is the repeat. A refused privilege is named as `use` needs it."""
+        on = self._pool if pool is None else pool
         try:
             try:
-                return self._pool.run(lambda conn: work(conn, False))
+                return on.run(lambda conn: work(conn, False))
             except psycopg.OperationalError:
-                return self._pool.run(lambda conn: work(conn, True))
+                return on.run(lambda conn: work(conn, True))
         except psycopg.errors.InsufficientPrivilege as error:
             raise self._denied(error, use) from error
         except psycopg.Error as error:
@@ -234,7 +239,17 @@ class PostgresKeyTable(KeyTable):
             self._rewrite(conn)
             return erased
 
-        return self._run(work)
+        return self._run(work, pool=self._session_pool())
+
+    def _session_pool(self) -> ConnectionPool:
+        """The pool of a forget's connections: the store's own but behind a transaction
+        pooler, where the URL's `direct=` (`UnsupportedStoreURL` if it names none)."""
+        direct = session_target(self.target, "forgetting personal data (VACUUM FULL)")
+        if direct is self.target:
+            return self._pool
+        if self._sessions is None:
+            self._sessions = ConnectionPool(direct)
+        return self._sessions
 
     def _may_forget(self, conn: psycopg.Connection[Any]) -> None:
         """Refuse, before anything is erased, a forget by a role that could not rewrite the
@@ -401,6 +416,9 @@ class PostgresKeyTable(KeyTable):
         # stores is closed by each (`Shredder.close`) and connects again when used.
         closing, self._pool = self._pool, ConnectionPool(self.target)
         closing.close()
+        sessions, self._sessions = self._sessions, None
+        if sessions is not None:
+            sessions.close()
 
 
 def _lacking(conn: psycopg.Connection[Any], needs: Sequence[str]) -> list[tuple[str, str, str]]:

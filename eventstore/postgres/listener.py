@@ -16,6 +16,11 @@ sit behind an older open transaction (the ordering rule in `schema.py`), a
 rolled-back transaction that held the gap sends none, and a writer that dies
 between its commit and its NOTIFY sends none either. So waiters also wake
 every `RECHECK` seconds, and the answer is always the high-water mark.
+
+LISTEN needs a session that stays the listener's: straight to PostgreSQL or through a
+session pooler, the store's own target gives one; behind a transaction pooler, the URL's
+`direct=` (`PostgresTarget.direct_target`). Without it nobody listens, and waiters look
+every `RECHECK` seconds alone.
 """
 
 from __future__ import annotations
@@ -37,7 +42,10 @@ _RECONNECT_PAUSE = 0.5
 
 class Listener:
     def __init__(self, pool: ConnectionPool) -> None:
-        self._pool = pool
+        direct = pool.target.direct_target()
+        # A connection of its own, not one of the pool's; None: nobody listens.
+        self._pool = pool if direct is pool.target or direct is None else ConnectionPool(direct)
+        self._polls = direct is None
         self._changed = threading.Condition()
         self._count = 0
         self._listening = threading.Event()
@@ -71,6 +79,8 @@ class Listener:
             self._thread.join(timeout=5)
 
     def _start(self) -> None:
+        if self._polls:
+            return
         with self._changed:
             if self._thread is None:
                 self._thread = threading.Thread(

@@ -47,7 +47,7 @@ from ..sql.deletion import DELETED_STREAMS
 from ..sql.schema import APPEND_ONLY_SQLSTATE, EVENTS, SNAPSHOTS, TAGS
 from .connections import ConnectionPool
 from .keyed_indexes import matches
-from .target import PostgresTarget
+from .target import PostgresTarget, session_target
 
 RUNS = "eventcraft_retention_runs"
 SETTING = "eventcraft.retention"
@@ -138,7 +138,9 @@ class PostgresRetention(Retention):
     def __init__(self, url: str) -> None:
         self.target = PostgresTarget.from_url(url)
         self.url = redacted(url)
-        self._pool = ConnectionPool(self.target)  # connections of its own, opened as needed
+        # Connections of its own, opened as needed: to PostgreSQL itself behind a
+        # transaction pooler if the URL names it, for the lock's session (`exclusive`).
+        self._pool = ConnectionPool(self.target.direct_target() or self.target)
         self._holding: psycopg.Connection[Any] | None = None
         """The session holding the store's retention lock (`exclusive`), while it does."""
 
@@ -269,6 +271,7 @@ class PostgresRetention(Retention):
     @contextmanager
     def exclusive(self) -> Iterator[None]:
         # Not a pooled connection: the lock is its session's, kept until the run ends.
+        session_target(self._pool.target, "retention's lock (a session-level advisory lock)")
         conn = self._pool.connect()
         try:
             try:

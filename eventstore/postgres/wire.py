@@ -20,6 +20,13 @@ A large batch goes in parts (`append_in_parts`), one call of the function
 each, in a transaction of its own making: the client encodes the next part
 while the server writes the last, where in one call the server would wait
 for the whole batch to be encoded before starting.
+
+Behind a transaction pooler (PgBouncer's `pool_mode = transaction`) a session's
+prepared statement is not there in the next transaction, which may go to another
+server connection, nor are the store's settings: there the call goes unnamed
+(`Prepared.text`), after the target's `Settings` (READ COMMITTED, the schema in
+search_path) in the same pipeline, so in the same transaction, which the Sync ends.
+Still one round trip.
 """
 
 from __future__ import annotations
@@ -45,21 +52,32 @@ APPEND = "SELECT eventcraft_append(%s, %s, %s, %s)"
 of its own (the ordering tests do); the last parameter is `batch_json(...).decode()`."""
 
 
+Settings = tuple[tuple[bytes, tuple[bytes, ...] | None], ...] | None
+"""What an append sends before its call in the same transaction, behind a transaction
+pooler (`PostgresTarget.pipeline_settings`); None elsewhere: the call is prepared."""
+
+
 class Prepared(NamedTuple):
     """A statement each session prepares once, by its name."""
 
     name: bytes
     prepare: str
+    text: bytes
+    """The statement itself, sent unnamed where nothing is prepared (a transaction
+    pooler's sessions are not the store's)."""
 
 
-APPEND_CALL = Prepared(
-    b"eventcraft_append_call",
-    "PREPARE eventcraft_append_call (text, text, bigint, text) AS "
-    + APPEND.replace("%s", "${}").format(1, 2, 3, 4),
+def _prepared(name: str, types: str, statement: str) -> Prepared:
+    return Prepared(name.encode(), f"PREPARE {name} ({types}) AS {statement}", statement.encode())
+
+
+APPEND_CALL = _prepared(
+    "eventcraft_append_call",
+    "text, text, bigint, text",
+    APPEND.replace("%s", "${}").format(1, 2, 3, 4),
 )
-GROUP_CALL = Prepared(
-    b"eventcraft_append_group_call",
-    f"PREPARE eventcraft_append_group_call (text, text) AS SELECT {APPEND_GROUP}($1, $2)",
+GROUP_CALL = _prepared(
+    "eventcraft_append_group_call", "text, text", f"SELECT {APPEND_GROUP}($1, $2)"
 )
 
 
@@ -75,8 +93,10 @@ def append_and_notify(
     params: Sequence[bytes | None],
     notify: bytes,
     statement: Prepared = APPEND_CALL,
+    settings: Settings = None,
 ) -> str:
     """Call the append function (or `statement`) with `params`, then `notify`; its text result.
+    With `settings`, the call goes unnamed, after them in its transaction.
 
     `conn` must have nothing left to read: the pool lends connections so, and
     a failed call reads everything before it raises.
@@ -84,7 +104,9 @@ def append_and_notify(
     Raises the psycopg error the server answered with, or `OperationalError`
     when the connection fails (it is closed then, and safe to retry on another).
     """
-    return _with_statement(conn, statement, lambda: _append_once(conn, params, notify, statement))
+    return _with_statement(
+        conn, statement, settings, lambda: _append_once(conn, params, notify, statement, settings)
+    )
 
 
 def _append_once(
@@ -92,9 +114,10 @@ def _append_once(
     params: Sequence[bytes | None],
     notify: bytes,
     statement: Prepared,
+    settings: Settings,
 ) -> str:
     try:
-        result = _exchange(conn, params, notify, statement)
+        result = _exchange(conn, params, notify, statement, settings)
         if result.status != pq.ExecStatus.TUPLES_OK:
             finish_outstanding(conn)  # the caller will use the connection to look into it
             raise error_from_result(result, encoding=conn.info.encoding)
@@ -110,9 +133,15 @@ def _append_once(
 
 
 def _with_statement(
-    conn: psycopg.Connection[Any], statement: Prepared, exchange: Callable[[], T]
+    conn: psycopg.Connection[Any],
+    statement: Prepared,
+    settings: Settings,
+    exchange: Callable[[], T],
 ) -> T:
-    """`exchange()`, run again after preparing `statement` if the session lacked it."""
+    """`exchange()`, run again after preparing `statement` if the session lacked it; at once
+    with `settings`, which send it unnamed."""
+    if settings is not None:
+        return exchange()
     try:
         return exchange()
     except psycopg.errors.InvalidSqlStatementName:
@@ -142,19 +171,40 @@ def _exchange(
     params: Sequence[bytes | None],
     notify: bytes,
     statement: Prepared,
+    settings: Settings,
 ) -> pq.abc.PGresult:
     pgconn = conn.pgconn
     pgconn.enter_pipeline_mode()
-    pgconn.send_query_prepared(statement.name, params)
+    send_call(pgconn, statement, params, settings)
     pgconn.pipeline_sync()
     pgconn.send_query_params(notify, None)
     pgconn.pipeline_sync()
     _flush(conn)
+    failed = None
+    for _ in settings or ():
+        done = _result_of_next_query(conn, skip=0)
+        failed = failed or (None if done.status in _DONE else done)
     result = _next_result(conn)
     assert result is not None
     while not _is_sync(_next_result(conn)):
         pass  # the end of the append's results, then its Sync
-    return result
+    return failed or result
+
+
+_DONE = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK)
+
+
+def send_call(
+    pgconn: pq.abc.PGconn, statement: Prepared, params: Sequence[bytes | None], settings: Settings
+) -> None:
+    """Send `statement` with `params` in the pipeline: by its name, or unnamed after
+    `settings`."""
+    if settings is None:
+        pgconn.send_query_prepared(statement.name, params)
+        return
+    for text, values in settings:
+        pgconn.send_query_params(text, values)
+    pgconn.send_query_params(statement.text, params)
 
 
 def _next_result(conn: psycopg.Connection[Any]) -> pq.abc.PGresult | None:
@@ -193,8 +243,10 @@ def append_in_parts(
     head: Sequence[bytes],
     part: Callable[[int], tuple[bytes, int] | None],
     notify: bytes,
+    settings: Settings = None,
 ) -> list[str]:
-    """Call the append function once for each part of a large batch, in one transaction.
+    """Call the append function once for each part of a large batch, in one transaction
+    (which `settings`, if any, begins with).
 
     `head` is the call's first three parameters (stream, category, expected
     version); `part(i)` is the i-th part's events as `batch_json` makes them
@@ -207,7 +259,12 @@ def append_in_parts(
     Returns each call's text result. Raises as `append_and_notify` does, and
     whatever `part` raises; either way the transaction was rolled back.
     """
-    return _with_statement(conn, APPEND_CALL, lambda: _append_in_parts(conn, head, part, notify))
+    return _with_statement(
+        conn,
+        APPEND_CALL,
+        settings,
+        lambda: _append_in_parts(conn, head, part, notify, settings),
+    )
 
 
 def _append_in_parts(
@@ -215,33 +272,37 @@ def _append_in_parts(
     head: Sequence[bytes],
     part: Callable[[int], tuple[bytes, int] | None],
     notify: bytes,
+    settings: Settings,
 ) -> list[str]:
     pgconn = conn.pgconn
     stream, category, expected = head
     answers: list[str] = []
+    begun = 1 + len(settings or ())  # BEGIN and the settings: results before the first call's
     try:
         pgconn.enter_pipeline_mode()
         pgconn.send_query_params(b"BEGIN", None)
+        for text, values in settings or ():
+            pgconn.send_query_params(text, values)
         first = part(0)
         assert first is not None
-        _send_part(conn, (stream, category, expected, first[0]))
+        _send_part(conn, (stream, category, expected, first[0]), settings)
         following = part(1)  # while the server writes the first part
         if expected in (b"%d" % APPEND_AT_ANY, b"0"):
             # At ANY, where the batch starts is known from the first reply only; at no
             # stream too, as a deleted stream's versions go on after its last one.
-            answers.append(_answer(conn, skip=1))
+            answers.append(_answer(conn, skip=begun))
             version = int(answers[0].split(" ", 1)[0])
         else:
             version = int(expected) + first[1]
         sent = 1
         while following is not None:
             events, count = following
-            _send_part(conn, (stream, category, b"%d" % version, events))
+            _send_part(conn, (stream, category, b"%d" % version, events), settings)
             version += count
             sent += 1
             following = part(sent)  # while the server writes the parts sent
         while len(answers) < sent:
-            answers.append(_answer(conn, skip=0 if answers else 1))
+            answers.append(_answer(conn, skip=0 if answers else begun))
         pgconn.send_query_params(b"COMMIT", None)
         pgconn.pipeline_sync()
         pgconn.send_query_params(notify, None)
@@ -265,8 +326,11 @@ def _append_in_parts(
     return answers
 
 
-def _send_part(conn: psycopg.Connection[Any], params: Sequence[bytes]) -> None:
-    conn.pgconn.send_query_prepared(APPEND_CALL.name, params)
+def _send_part(conn: psycopg.Connection[Any], params: Sequence[bytes], settings: Settings) -> None:
+    if settings is None:
+        conn.pgconn.send_query_prepared(APPEND_CALL.name, params)
+    else:
+        conn.pgconn.send_query_params(APPEND_CALL.text, params)
     conn.pgconn.send_flush_request()  # the reply comes without waiting for a Sync
     _flush(conn)
 
