@@ -46,6 +46,7 @@ from .selection import narrowed
 from .status import LAG_COUNTED, Lag, ProjectionStatus, lag_of, never_run
 from .subscription import Subscription
 from .telemetry import make_projection_gauges
+from .tenants_runner import TenantsRunner
 from .tracebacks import bare_traceback
 from .typed_event import EventDecoder, TypedEvent
 
@@ -103,6 +104,7 @@ __all__ = [
     "StreamKey",
     "Subscription",
     "TableConflict",
+    "TenantsRunner",
     "TypedEvent",
     "UnknownProjection",
     "archive_chain_break",

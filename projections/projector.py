@@ -74,6 +74,8 @@ class Projector:
         stopping: threading.Event | None = None,
     ) -> None:
         self.store = store
+        self.tenant: str | None = getattr(store, "tenant", None)
+        """The tenant whose store it reads (for telemetry); None for a store of no tenant."""
         self.database = database
         self.definition = definition
         self.name = definition.name
@@ -132,6 +134,11 @@ class Projector:
         self._held_until = deadline if held else 0.0
         return held
 
+    @property
+    def holds_lease(self) -> bool:
+        """Whether this projector took the lease and it has not lapsed by its clock."""
+        return self._held_until > time.monotonic()
+
     def release(self) -> None:
         self._held_until = 0.0
         if self.lease_ttl is None:
@@ -146,7 +153,7 @@ class Projector:
         events, upto = read_batch(self.store, self.definition, after, self.batch_size)
         if upto <= after:
             return False
-        with telemetry.processing(self.name, events):
+        with telemetry.processing(self.name, events, self.tenant):
             try:
                 if isinstance(self.definition, Subscription):
                     self._deliver(events, upto, self.definition)
@@ -186,7 +193,7 @@ class Projector:
         The failed batch was the first try of the event it failed on, if the
         definition told which (`note_failure`); the others have all their tries.
         """
-        telemetry.handler_failed(self.name, None, batch_error)
+        telemetry.handler_failed(self.name, None, batch_error, self.tenant)
         failed_at = failed_position(batch_error)
         for event in events:
             failed = batch_error if event.position == failed_at else None
@@ -302,21 +309,21 @@ class Projector:
                 return None
             except _HandlerFailed as raised:
                 error = raised.error
-                telemetry.handler_failed(self.name, None, error)
+                telemetry.handler_failed(self.name, None, error, self.tenant)
             except _Moved:
                 raise
             except Exception as raised:
                 if not isinstance(self.definition, Subscription):
                     raise
                 error = raised
-                telemetry.handler_failed(self.name, None, error)
+                telemetry.handler_failed(self.name, None, error, self.tenant)
         assert error is not None
         return error
 
     def _park(self, event: RecordedEvent, error: Exception) -> None:
         policy = self.definition.on_error
         skip = policy.then == "skip"
-        telemetry.parked(self.name, event, error, stops=not skip)
+        telemetry.parked(self.name, event, error, stops=not skip, tenant=self.tenant)
         with self.database.transaction() as connection:
             row = self._fenced(connection, self.position)
             parking.park(connection, self.name, event, error, policy.attempts)

@@ -34,12 +34,14 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
     from .runner import ProjectionRunner
+    from .tenants_runner import TenantsRunner
 
 SCOPE = "eventcraft.projections"
 MOST_LINKS = 100
 """Links on one batch span at most (the SDK keeps 128): one per distinct creation context."""
 
 GROUP = "messaging.consumer.group.name"
+TENANT = store_telemetry.TENANT
 
 PARKED_IN = "the projection's error store (eventcraft projections parked)"
 """Where a parked event's exception message is kept, as logs and traces say."""
@@ -50,6 +52,7 @@ RETRIED_IN = "the exception the runner's catch_up() raises"
 log = logging.getLogger("eventcraft.projections")
 
 _runners: weakref.WeakSet[ProjectionRunner] = weakref.WeakSet()
+_tenants_runners: weakref.WeakSet[TenantsRunner] = weakref.WeakSet()
 
 
 class _Instruments:
@@ -128,22 +131,42 @@ def unwatch(runner: ProjectionRunner) -> None:
     _runners.discard(runner)
 
 
+def watch_tenants(runner: TenantsRunner) -> None:
+    """Report a many-tenant runner's lag per tenant in the lag gauge."""
+    _tenants_runners.add(runner)
+    SCOPED.instruments()
+
+
+def unwatch_tenants(runner: TenantsRunner) -> None:
+    _tenants_runners.discard(runner)
+
+
+def named(name: str, tenant: str | None) -> dict[str, Any]:
+    """A projection's attributes: its name, and its tenant's when its store is a tenant's."""
+    return {GROUP: name} if tenant is None else {GROUP: name, TENANT: tenant}
+
+
 def processing(
-    name: str, events: Sequence[RecordedEvent]
+    name: str, events: Sequence[RecordedEvent], tenant: str | None = None
 ) -> contextlib.AbstractContextManager[Any]:
-    """The span and measurements of one batch of projection `name`, as a `with` block."""
+    """The span and measurements of one batch of projection `name` (of `tenant`'s store,
+    if a tenant's), as a `with` block."""
     tracer = SCOPED.tracer()
     instruments = SCOPED.instruments()
     if (tracer is None and instruments is None) or not events:
         return contextlib.nullcontext()
-    return _processing(tracer, instruments, name, events)
+    return _processing(tracer, instruments, name, events, tenant)
 
 
 @contextlib.contextmanager
 def _processing(
-    tracer: Any, instruments: _Instruments | None, name: str, events: Sequence[RecordedEvent]
+    tracer: Any,
+    instruments: _Instruments | None,
+    name: str,
+    events: Sequence[RecordedEvent],
+    tenant: str | None,
 ) -> Iterator[None]:
-    where = {GROUP: name}
+    where = named(name, tenant)
     started = time.perf_counter()
     span: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
     if tracer is not None:
@@ -152,7 +175,7 @@ def _processing(
         span = tracer.start_as_current_span(
             f"process {name}",
             kind=SpanKind.CONSUMER,
-            attributes=batch_attributes(name, events),
+            attributes={**batch_attributes(name, events), **where},
             links=[Link(c) for c in creation_contexts(events)],
             record_exception=False,
             set_status_on_exception=False,
@@ -235,21 +258,26 @@ def creation_contexts(events: Iterable[RecordedEvent]) -> list[Any]:
     return list(seen.values())
 
 
-def handler_failed(name: str, event: RecordedEvent | None, error: BaseException) -> None:
+def handler_failed(
+    name: str, event: RecordedEvent | None, error: BaseException, tenant: str | None = None
+) -> None:
     """A handler raised: an event on the current batch span, a failure counted."""
     instruments = SCOPED.instruments()
     if instruments is not None:
-        instruments.failures.add(1, {GROUP: name, "error.type": type(error).__qualname__})
+        failed = {**named(name, tenant), "error.type": type(error).__qualname__}
+        instruments.failures.add(1, failed)
     span = store_telemetry.current_span()
     if span is not None and span.is_recording():
         span.add_event("handler failed", _about(event, error, FAILED_IN))
 
 
-def parked(name: str, event: RecordedEvent, error: BaseException, stops: bool) -> None:
+def parked(
+    name: str, event: RecordedEvent, error: BaseException, stops: bool, tenant: str | None = None
+) -> None:
     """`event` is parked after its last try: noted on the batch span, counted and logged."""
     instruments = SCOPED.instruments()
     if instruments is not None:
-        instruments.parked.add(1, {GROUP: name})
+        instruments.parked.add(1, named(name, tenant))
     span = store_telemetry.current_span()
     if span is not None and span.is_recording():
         about = _about(event, error, PARKED_IN)
@@ -305,10 +333,13 @@ def _about(event: RecordedEvent | None, error: BaseException, kept: str) -> dict
 # --- the observable gauges: read when the meter provider collects ------------------
 
 
-def _statuses() -> Iterator[Any]:
+def _statuses() -> Iterator[tuple[Any, dict[str, Any]]]:
+    """Each watched runner's projections' statuses, with their attributes."""
     for runner in list(_runners):
         try:
-            yield from runner.status()
+            tenant = getattr(runner.store, "tenant", None)
+            for found in runner.status():
+                yield found, named(found.name, tenant)
         except Exception as error:  # a collection must not fail for one database
             log.warning("no projection status for the lag gauges: %s", error)
 
@@ -316,16 +347,22 @@ def _statuses() -> Iterator[Any]:
 def _lag_events(options: CallbackOptions) -> Iterable[Observation]:
     from opentelemetry.metrics import Observation
 
-    return [Observation(s.lag_events, {GROUP: s.name}) for s in _statuses()]
+    found = [Observation(s.lag_events, where) for s, where in _statuses()]
+    # A many-tenant runner's, as its last turn of each tenant saw it: a scrape opens no
+    # tenant's store.
+    for runner in list(_tenants_runners):
+        for (tenant, name), lag in runner.lags().items():
+            found.append(Observation(lag, named(name, tenant)))
+    return found
 
 
 def _lag_seconds(options: CallbackOptions) -> Iterable[Observation]:
     from opentelemetry.metrics import Observation
 
-    return [Observation(s.lag_seconds, {GROUP: s.name}) for s in _statuses()]
+    return [Observation(s.lag_seconds, where) for s, where in _statuses()]
 
 
 def _parked_now(options: CallbackOptions) -> Iterable[Observation]:
     from opentelemetry.metrics import Observation
 
-    return [Observation(s.parked, {GROUP: s.name}) for s in _statuses()]
+    return [Observation(s.parked, where) for s, where in _statuses()]

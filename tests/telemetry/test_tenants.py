@@ -1,0 +1,91 @@
+"""A tenant's store, and the projections and sagas kept in it, say whose they are: the
+`eventcraft.tenant` attribute on their spans and metrics, and a lag per tenant."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent, Tenants
+from eventcraft.eventstore.telemetry import TENANT
+from eventcraft.projections import Projection, ProjectionRunner, ReadModel, TenantsRunner
+
+from .conftest import Telemetry
+
+seen_table = sa.Table(
+    "telemetry_tenant_seen", sa.MetaData(), sa.Column("position", sa.BigInteger, primary_key=True)
+)
+
+
+def seen() -> Projection:
+    projection = Projection("seen", tables=[seen_table])
+
+    @projection.on("Placed")
+    def placed(read_model: ReadModel, event: RecordedEvent) -> None:
+        read_model.execute(sa.insert(read_model[seen_table]).values(position=event.position))
+
+    return projection
+
+
+def test_appends_and_reads_of_a_tenants_store_carry_its_tenant(
+    telemetry: Telemetry, tmp_path: Path
+) -> None:
+    with Tenants(f"sqlite:///{tmp_path}/{{tenant}}.db") as tenants:
+        tenants.for_tenant("acme").append("order-1", [NewEvent("Placed", {})])
+        globex = tenants.for_tenant("globex")
+        globex.append("order-1", [NewEvent("Placed", {}), NewEvent("Paid", {})])
+        list(globex.read_all())
+    with EventStore.open(f"sqlite:///{tmp_path}/{{tenant}}.db?tenant=acme") as acme:
+        acme.append("order-2", [NewEvent("Placed", {})])
+    with EventStore.open("memory://") as plain:
+        plain.append("order-1", [NewEvent("Placed", {})])
+    spans = telemetry.finished("publish order")
+    assert sorted(str(s.attributes.get(TENANT)) for s in spans) == [
+        "None",
+        "acme",
+        "acme",
+        "globex",
+    ]
+    assert telemetry.total("eventcraft.store.appended_events", **{TENANT: "acme"}) == 2
+    assert telemetry.total("eventcraft.store.appended_events", **{TENANT: "globex"}) == 2
+    assert telemetry.total("eventcraft.store.appended_events") == 5
+    assert telemetry.total("eventcraft.store.reads", **{TENANT: "globex"}) == 1
+    assert telemetry.total("eventcraft.store.reads", **{TENANT: "acme"}) == 0
+
+
+def test_a_tenants_projection_batches_and_lag_carry_its_tenant(
+    telemetry: Telemetry, tmp_path: Path
+) -> None:
+    with Tenants(f"sqlite:///{tmp_path}/{{tenant}}.db", most_open=2) as tenants:
+        for tenant, count in [("acme", 3), ("globex", 1), ("initech", 2)]:
+            events = [NewEvent("Placed", {}) for _ in range(count)]
+            tenants.for_tenant(tenant).append("order-1", events)
+        with TenantsRunner(tenants, [seen()], batch_size=2) as runner:
+            runner.catch_up("acme", "globex", "initech")
+            more = [NewEvent("Placed", {}) for _ in range(4)]
+            tenants.for_tenant("globex").append("order-2", more)
+            runner.nudge("globex")  # its turn sees the 4 new events, applies a batch of 2
+            with runner._turns.claimed("globex"):  # one turn, as a worker takes it
+                assert runner._one_turn("globex", raising=True)
+            lags = {
+                (p.attributes[TENANT], p.attributes["messaging.consumer.group.name"]): p.value
+                for p in telemetry.points("eventcraft.projection.lag")
+            }
+        # One store's ProjectionRunner on a tenant's store says the tenant too.
+        with ProjectionRunner(tenants.for_tenant("initech"), [seen()]):
+            single_lag = {
+                p.attributes.get(TENANT): p.value
+                for p in telemetry.points("eventcraft.projection.lag")
+            }
+    assert lags == {("acme", "seen"): 0, ("globex", "seen"): 2, ("initech", "seen"): 0}
+    assert single_lag == {"initech": 0}
+    batches = telemetry.finished("process seen")
+    by_tenant: dict[object, int] = {}
+    for span in batches:
+        tenant = span.attributes[TENANT]
+        by_tenant[tenant] = (
+            by_tenant.get(tenant, 0) + span.attributes["messaging.batch.message_count"]
+        )
+    assert by_tenant == {"acme": 3, "globex": 3, "initech": 2}
+    assert telemetry.total("eventcraft.projection.events", **{TENANT: "acme"}) == 3
+    assert telemetry.total("eventcraft.projection.events", **{TENANT: "globex"}) == 3
