@@ -215,11 +215,12 @@ class EventRegistry:
                 # The validator itself: model_validate_json only wraps it.
                 return entry.cls.__pydantic_validator__.validate_json(encoded.data)  # type: ignore[no-any-return]
             stored = 1 if stored_text is None else orjson.loads(stored_text)
+            validator = entry.cls.__pydantic_validator__
             if stored == entry.version:
-                return entry.cls.model_validate_json(encoded.data)
+                return validator.validate_json(encoded.data)  # type: ignore[no-any-return]
             data = orjson.loads(encoded.data)
             data = self._upcasters.upcast(encoded, stream_id, data, stored, entry.version)
-            return entry.cls.model_validate(data)
+            return validator.validate_python(data)  # type: ignore[no-any-return]
         except ValidationError as error:
             raise self._not_fitting(encoded, stream_id, entry, error) from error
 

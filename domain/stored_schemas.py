@@ -1,12 +1,13 @@
 """`verify_stored_events`: every stored event decoded and upcast through today's registry.
 
 The compatibility check (`compatibility.py`) judges a change from the schemas; this
-reads what is really stored. Each event goes through the registry as projections,
-process managers and Spark's typed columns take it (`EventRegistry.decode`: upcast
-when it is older, then validated into today's class), and is counted by its type and
-stored schema version (`schema_version_of`, the rule `EventStore.count_types` counts
-by). The counts say what is left of each version ("can the upcaster from v1 go?":
-when no v1 event remains), and each failure is kept with its position and error.
+reads what is really stored. Each event goes through the registry as a repository
+loads it (`EventRegistry.decode_encoded`: upcast when it is older, then validated into
+today's class, by the rules `EventRegistry.decode` keeps for projections), and is
+counted by its type and stored schema version (`schema_version_of`, the rule
+`EventStore.count_types` counts by). The counts say what is left of each version ("can
+the upcaster from v1 go?": when no v1 event remains), and each failure is kept with its
+position and error.
 """
 
 from __future__ import annotations
@@ -14,14 +15,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import islice
 
-from eventcraft.eventstore import EventStore, RecordedEvent, schema_version_of
+import orjson
+from eventcraft.eventstore import (
+    EVENT_VERSION,
+    EncodedEvent,
+    EncodedRecord,
+    EventStore,
+    schema_version_of,
+)
 
 from .errors import EventDecodingError
 from .registry import EventRegistry
 
 _WINDOW = 100
 """A sample reads windows of this many consecutive events, spread over the log."""
+_VERSION_KEY = f'"{EVENT_VERSION}"'
 
 
 @dataclass(slots=True)
@@ -144,27 +154,44 @@ def verify_stored_events(
         raise ValueError(f"sample must be a positive number of events, not {sample!r}")
     result = StoredEventsVerification(after=after, upto=after, sampled=sample is not None)
     counts: dict[tuple[str, int], StoredTypeVersion] = {}
-    events = _sampled(store, after, sample) if sample is not None else store.read_all(after, limit)
+    last: dict[tuple[str, int], EncodedRecord] = {}
+    versions: dict[str | None, int] = {None: 1}
+    if sample is not None:
+        records = _sampled(store, after, sample)
+    else:
+        records = _first(store.read_all_encoded(after), limit)
     types = registry.types
-    decode = registry.decode
-    for event in events:
-        key = (event.type, schema_version_of(event.metadata))
+    decode = registry.decode_encoded
+    for record in records:
+        # The rows as stored, each decoded from its JSON text straight into its class (as a
+        # repository loads a stream): a verify reads the whole log, and building every
+        # event's dicts, UUID and datetime first would cost more than the decoding.
+        stored_text = _version_text(record.metadata)
+        version = versions.get(stored_text)
+        if version is None:
+            version = versions[stored_text] = _version(stored_text)
+        key = (record.type, version)
         counted = counts.get(key)
         if counted is None:
-            entry = types.get(event.type)
+            entry = types.get(record.type)
             counted = counts[key] = StoredTypeVersion(
                 key[0], key[1], registered_version=entry.version if entry else None
             )
         counted.events += 1
-        counted.last_position = event.position
-        counted.last_recorded_at = event.recorded_at
+        last[key] = record
         try:
-            decode(event)
+            decode(
+                EncodedEvent(record.version, record.type, record.data, stored_text),
+                record.stream_id,
+            )
         except EventDecodingError as error:
             counted.failed += 1
             if counted.first_failure is None:
-                counted.first_failure = event.position
+                counted.first_failure = record.position
                 counted.error = str(error)
+    for key, record in last.items():
+        counts[key].last_position = record.position
+        counts[key].last_recorded_at = datetime.fromisoformat(record.recorded_at)
     result.counts = [counts[key] for key in sorted(counts)]
     result.events = sum(c.events for c in result.counts)
     result.failed = sum(c.failed for c in result.counts)
@@ -172,7 +199,40 @@ def verify_stored_events(
     return result
 
 
-def _sampled(store: EventStore, after: int, sample: int) -> Iterator[RecordedEvent]:
+def _version_text(metadata: str) -> str | None:
+    """The metadata's `EVENT_VERSION` as JSON text, None when it has none."""
+    # Most metadata holds a few keys and no version: finding the key first spares parsing.
+    if _VERSION_KEY not in metadata:
+        return None
+    value = orjson.loads(metadata).get(EVENT_VERSION)
+    return None if value is None else orjson.dumps(value).decode()
+
+
+def _version(stored_text: str | None) -> int:
+    """The stored schema version by `schema_version_of`'s rule, which `count_types` keeps."""
+    if stored_text is None:
+        return 1
+    return schema_version_of({EVENT_VERSION: orjson.loads(stored_text)})
+
+
+def _first(records: Iterator[EncodedRecord], limit: int | None) -> Iterator[EncodedRecord]:
+    if limit is None:
+        yield from records
+        return
+    try:
+        yield from islice(records, limit)
+    finally:
+        _close(records)
+
+
+def _close(records: Iterator[EncodedRecord]) -> None:
+    """End a read left before its end: its cursor, on PostgreSQL, goes with it."""
+    close = getattr(records, "close", None)
+    if close is not None:
+        close()
+
+
+def _sampled(store: EventStore, after: int, sample: int) -> Iterator[EncodedRecord]:
     head = store.high_water_mark()
     span = head - after
     if span <= 0:
@@ -182,7 +242,7 @@ def _sampled(store: EventStore, after: int, sample: int) -> Iterator[RecordedEve
     start = after
     last = after
     while start < head:
-        for event in store.read_all(max(start, last), _WINDOW):
-            last = event.position
-            yield event
+        for record in _first(store.read_all_encoded(max(start, last)), _WINDOW):
+            last = record.position
+            yield record
         start += step

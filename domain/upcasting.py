@@ -73,25 +73,40 @@ class UpcasterChain:
         current: int,
     ) -> dict[str, Any]:
         """`event`'s `data` brought from schema version `stored` to `current`."""
+        try:
+            return self._upcast(event.type, data, stored, current)
+        except _NoPath as missing:
+            raise NoUpcastPath(
+                stream_id, event.version, event.type, stored, current, missing.why
+            ) from missing.__cause__
 
-        def no_path(why: str) -> NoUpcastPath:
-            return NoUpcastPath(stream_id, event.version, event.type, stored, current, why)
-
+    def _upcast(
+        self, event_type: str, data: dict[str, Any], stored: int, current: int
+    ) -> dict[str, Any]:
+        # Names no stream or event: the error is built by `upcast` only when one is raised,
+        # as this runs for every older event read.
         if isinstance(stored, bool) or not isinstance(stored, int) or stored < 1:
-            raise no_path(f"the stored event_version {stored!r} is not a positive int")
+            raise _NoPath(f"the stored event_version {stored!r} is not a positive int")
         if stored > current:
-            raise no_path("it was written by a newer schema than this code knows")
+            raise _NoPath("it was written by a newer schema than this code knows")
+        steps = self._steps
         for version in range(stored, current):
-            step = self._steps.get((event.type, version))
+            step = steps.get((event_type, version))
             if step is None:
-                raise no_path(f"no upcaster from version {version} to {version + 1}")
+                raise _NoPath(f"no upcaster from version {version} to {version + 1}")
             try:
                 data = step(dict(data))
             except Exception as error:
-                raise no_path(f"the upcaster from version {version} failed: {error!r}") from error
+                raise _NoPath(f"the upcaster from version {version} failed: {error!r}") from error
             if not isinstance(data, dict):
-                raise no_path(
+                raise _NoPath(
                     f"the upcaster from version {version} returned "
                     f"{type(data).__name__}, not a dict"
                 )
         return data
+
+
+class _NoPath(Exception):
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
