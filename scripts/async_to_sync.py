@@ -149,6 +149,18 @@ PAIRS: Sequence[Pair] = (
     ),
     Pair("eventstore/postgres/async_connections.py", "eventstore/postgres/connections.py"),
     Pair(
+        "eventstore/postgres/async_standby.py",
+        "eventstore/postgres/standby.py",
+        names={
+            "async_connections": "connections",
+            "AsyncReplicaReads": "ReplicaReads",
+            "primary_mark_async": "primary_mark",
+            "safe_head_async": "safe_head",
+            "standby_head_async": "standby_head",
+        },
+        text={"The sync `ReplicaReads` is generated from this module.": ""},
+    ),
+    Pair(
         "eventstore/postgres/async_backend.py",
         "eventstore/postgres/backend.py",
         names={
@@ -157,6 +169,8 @@ PAIRS: Sequence[Pair] = (
             "async_connections": "connections",
             "async_listener": "listener",
             "AsyncListener": "Listener",
+            "async_standby": "standby",
+            "AsyncReplicaReads": "ReplicaReads",
             "copied_async": "copied",
             "database_now_async": "database_now",
             "log_status_async": "log_status",
