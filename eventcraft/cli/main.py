@@ -22,8 +22,10 @@ from eventcraft import __version__
 from eventcraft.eventstore import (
     EventStoreError,
     InvalidEvent,
+    InvalidTenant,
     StoreUnavailable,
     UnsupportedStoreURL,
+    check_tenant,
 )
 
 from ..operations.errors import InputError, OperationError, Problems
@@ -38,6 +40,7 @@ from .saga_commands import sagas
 from .schema_commands import schema
 from .shell import Shell
 from .spark_commands import spark
+from .tenant_commands import tenant
 from .transfer_commands import TRANSFER_COMMANDS
 
 EPILOG = """\b
@@ -47,6 +50,8 @@ Examples:
   eventcraft --app myservice.app:app projections status
   eventcraft --app myservice.app:app console
   eventcraft --store postgresql://db/app forget customer-42
+  eventcraft --store 'sqlite:///tenants/{tenant}.db' --tenant acme log
+  eventcraft --store 'postgresql://db/app?schema=shop_{tenant}' tenant list
 """
 
 
@@ -60,6 +65,14 @@ Examples:
     "[env EVENTCRAFT_STORE; default: the App's].",
 )
 @click.option(
+    "--tenant",
+    envvar="EVENTCRAFT_TENANT",
+    metavar="TENANT",
+    help="The tenant whose store every command works on, in a store URL naming each "
+    "tenant's place with {tenant} (sqlite:///tenants/{tenant}.db, "
+    "postgresql://host/db?schema=shop_{tenant}) [env EVENTCRAFT_TENANT].",
+)
+@click.option(
     "--app",
     "app_reference",
     envvar="EVENTCRAFT_APP",
@@ -71,10 +84,19 @@ Examples:
 @click.version_option(__version__, "--version", prog_name="eventcraft")
 @click.pass_context
 def cli(
-    context: click.Context, store_url: str | None, app_reference: str | None, debug: bool
+    context: click.Context,
+    store_url: str | None,
+    tenant: str | None,
+    app_reference: str | None,
+    debug: bool,
 ) -> None:
-    """See, export, verify and operate an eventcraft event store."""
-    shell = Shell(store_url=store_url, app_reference=app_reference, debug=debug)
+    """See, export, verify and operate an eventcraft event store, or one tenant's (--tenant)."""
+    if tenant is not None:
+        try:
+            check_tenant(tenant)
+        except InvalidTenant as error:
+            raise InputError(f"--tenant: {error}") from None
+    shell = Shell(store_url=store_url, app_reference=app_reference, debug=debug, tenant=tenant)
     context.obj = shell
     context.call_on_close(shell.close)
 
@@ -90,6 +112,7 @@ cli.add_command(console)
 cli.add_command(forget)
 cli.add_command(retention)
 cli.add_command(delete_stream)
+cli.add_command(tenant)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -143,7 +166,7 @@ def _debug_asked(arguments: Sequence[str]) -> bool:
             taking_value = False
         elif argument == "--debug":
             return True
-        elif argument in ("--store", "--app"):
+        elif argument in ("--store", "--tenant", "--app"):
             taking_value = True
         elif not argument.startswith("-"):
             return False  # the command's name: what follows is the command's

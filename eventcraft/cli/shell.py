@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from eventcraft.eventstore import EventStore
+from eventcraft.eventstore import EventStore, redacted
 
+from ..operations import tenants
 from ..operations.errors import InputError
 from ..operations.stores import open_store
 
@@ -34,6 +35,8 @@ class Shell:
     store_url: str | None
     app_reference: str | None
     debug: bool
+    tenant: str | None = None
+    """`--tenant`: the tenant whose store every command works on, in a template URL."""
     _app: App | None = None
     _store: EventStore | None = None
     _resources: ExitStack = field(default_factory=ExitStack)
@@ -48,11 +51,20 @@ class Shell:
                 )
             from ..app import load_app
 
-            self._app = load_app(self.app_reference)
+            app = load_app(self.app_reference)
+            if self.tenant is not None and app.database:
+                raise InputError(
+                    f"--tenant {self.tenant}: the App keeps its read models in a database of "
+                    "their own (App.database), which every tenant would share; under "
+                    "--tenant a tenant's read models are kept in its store (leave "
+                    "App.database unset)"
+                )
+            self._app = app
         return self._app
 
-    def url(self) -> str:
-        """The store URL: `--store`, else `EVENTCRAFT_STORE`, else the App's."""
+    def given_url(self) -> str:
+        """The store URL as given: `--store`, else `EVENTCRAFT_STORE`, else the App's; a
+        template with `{tenant}` stays one."""
         url = self.store_url
         if not url and self.app_reference:
             url = self.app().store
@@ -60,11 +72,46 @@ class Shell:
             raise InputError("name the store: give --store URL or set EVENTCRAFT_STORE")
         return url
 
+    def template(self) -> str:
+        """The template URL naming each tenant's place, for commands about tenants."""
+        url = self.given_url()
+        if not tenants.is_template(url):
+            raise InputError(
+                f"{redacted(url)!r} is one store, not a store per tenant: give --store a URL "
+                "with {tenant} where each tenant's place is named "
+                "(sqlite:///tenants/{tenant}.db, postgresql://host/db?schema=shop_{tenant})"
+            )
+        return url
+
+    def url(self) -> str:
+        """The URL of the one store the command works on: the given URL, or, with
+        `--tenant`, where that tenant's store is in the template."""
+        url = self.given_url()
+        if self.tenant is not None:
+            if not tenants.is_template(url):
+                raise InputError(
+                    f"--tenant {self.tenant} needs a store URL with {{tenant}} where each "
+                    f"tenant's place is named, and {redacted(url)!r} has none "
+                    "(sqlite:///tenants/{tenant}.db, postgresql://host/db?schema=shop_{tenant})"
+                )
+            return tenants.place_of(url, self.tenant).url
+        if tenants.is_template(url):
+            raise InputError(
+                f"{redacted(url)!r} names a store per tenant: give --tenant TENANT (or set "
+                "EVENTCRAFT_TENANT) for the tenant whose store this command works on "
+                "(`eventcraft tenant list` lists them)"
+            )
+        return url
+
     def store(self, *, create: bool = False) -> EventStore:
         """The store, opened once; a SQLite file that is not there is created only with
-        `create`, by a command that writes (`open_store`)."""
+        `create`, by a command that writes (`open_store`). With `--tenant`, the tenant's
+        store, by the template's `?tenant=`."""
         if self._store is None:
-            self._store = self._resources.enter_context(open_store(self.url(), create=create))
+            url = self.url()  # refused here if the URL and --tenant do not go together
+            if self.tenant is not None:
+                url = tenants.tenant_url(self.given_url(), self.tenant)
+            self._store = self._resources.enter_context(open_store(url, create=create))
         return self._store
 
     def close(self) -> None:

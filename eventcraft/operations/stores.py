@@ -21,7 +21,8 @@ from eventcraft.eventstore import (
     sqlite_file_holds_store,
 )
 
-from .errors import NotFound
+from . import tenants
+from .errors import InputError, NotFound
 
 _ONLY_IMPORT = "check the URL (only import creates a store)"
 
@@ -29,17 +30,42 @@ _ONLY_IMPORT = "check the URL (only import creates a store)"
 def open_store(url: str, *, create: bool = False) -> EventStore:
     """The store at `url`; `NotFound` for a database that holds no event store (a SQLite
     file that is not there, another program's file, a PostgreSQL schema without the
-    store's tables), unless `create`: the backend then creates what is missing."""
+    store's tables), unless `create`: the backend then creates what is missing.
+
+    A URL with `{tenant}` opens one tenant's store, the one its `?tenant=` names (its
+    database or folder made only with `create`); without `?tenant=` it is refused."""
+    tenant = tenants.tenant_option(url)
+    if tenant is not None:
+        template = tenants.template_of(url)
+        place = tenants.place_of(template, tenant)  # InvalidTenant, InputError
+        if not create:
+            if tenant not in tenants.list_tenants(template):
+                raise NotFound(
+                    f"there is no tenant {tenant!r} in {redacted(template)!r}: its "
+                    f"{place.kind} {place.name} is not there: {_ONLY_IMPORT}"
+                )
+            _require_store(place.url)
+        return EventStore.open(url, create_folders=create)
+    if tenants.is_template(url):
+        raise InputError(
+            f"{redacted(url)!r} names a store per tenant with {{tenant}}: say which tenant's "
+            "store to open"
+        )
+    if not create:
+        _require_store(url)
+    return EventStore.open(url, create_folders=create)
+
+
+def _require_store(url: str) -> None:
+    """`NotFound` unless the database of `url` holds an event store."""
     scheme = scheme_of(url)  # UnsupportedStoreURL, as EventStore.open
     if scheme == "postgresql":
         target = PostgresTarget.from_url(url)  # UnsupportedStoreURL, as EventStore.open
-        if not create:
-            _require_postgres_store(url, target)
+        _require_postgres_store(url, target)
     elif scheme == "sqlite":
         path = _sqlite_file(url)
-        if path is not None and not create:
+        if path is not None:
             _require_sqlite_store(path)
-    return EventStore.open(url, create_folders=create)
 
 
 def is_memory(url: str) -> bool:

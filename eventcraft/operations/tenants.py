@@ -1,0 +1,149 @@
+"""Tenants from the shell: one tenant's store opened from a URL template with `{tenant}`
+(the store's `?tenant=`), the tenants a template's placement holds, and a tenant dropped
+whole.
+
+A template names where every tenant's store is (`sqlite:///tenants/{tenant}.db`,
+`postgresql://db/shop?schema=shop_{tenant}`); a command that works on one store is
+given one tenant's, never the template's, and a tenant id is checked (`check_tenant`)
+before anything is opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import quote, unquote_plus
+
+from eventcraft.eventstore import (
+    EventStore,
+    InvalidTenant,
+    TenantDrop,
+    TenantPlace,
+    Tenants,
+    check_tenant,
+    redacted,
+)
+
+from .errors import InputError, NotFound
+
+TENANT = "{tenant}"
+"""Where a template puts the tenant's name."""
+_TENANT_OPTION = "tenant"
+
+
+def is_template(url: str) -> bool:
+    """Whether `url` names a store per tenant, with `{tenant}` (as written, or
+    percent-encoded as some tools write it)."""
+    return TENANT in url.replace("%7B", "{").replace("%7b", "{").replace("%7D", "}").replace(
+        "%7d", "}"
+    )
+
+
+def tenant_option(url: str) -> str | None:
+    """The tenant a URL names with `?tenant=`, or None."""
+    _, mark, query = url.partition("?")
+    for item in query.split("&") if mark else []:
+        key, _, value = item.partition("=")
+        if key == _TENANT_OPTION:
+            return unquote_plus(value)
+    return None
+
+
+def template_of(url: str) -> str:
+    """`url` without its `tenant=` option: the template it fills."""
+    base, mark, query = url.partition("?")
+    kept = [item for item in query.split("&") if item and item.partition("=")[0] != "tenant"]
+    return f"{base}?{'&'.join(kept)}" if mark and kept else base
+
+
+def tenant_url(template: str, tenant: str) -> str:
+    """The URL of `tenant`'s store: `template` with `?tenant=`. `InvalidTenant` for a
+    tenant id the store refuses; `InputError` for a URL without `{tenant}`, or one that
+    names a tenant already.
+    """
+    check_tenant(tenant)
+    if not is_template(template):
+        raise InputError(
+            f"{redacted(template)!r} is one store, not a store per tenant: name each tenant's "
+            "place with {tenant} (sqlite:///tenants/{tenant}.db, "
+            "postgresql://host/db?schema=shop_{tenant})"
+        )
+    if tenant_option(template) is not None:
+        raise InputError(f"{redacted(template)!r} names its tenant with ?tenant= already")
+    separator = "&" if "?" in template else "?"
+    return f"{template}{separator}{_TENANT_OPTION}={quote(tenant, safe='')}"
+
+
+def place_of(template: str, tenant: str) -> TenantPlace:
+    """Where `tenant`'s store is under `template` (nothing is connected to)."""
+    tenant_url(template, tenant)  # the same checks, the same words
+    with Tenants(template) as tenants:
+        return tenants.place_of(tenant)
+
+
+def list_tenants(template: str) -> list[str]:
+    """The tenants whose stores `template`'s placement holds, sorted (`Tenants.known`)."""
+    if not is_template(template):
+        raise InputError(
+            f"{redacted(template)!r} is one store: tenants are listed from a URL that names "
+            "each tenant's place with {tenant}"
+        )
+    with Tenants(template) as tenants:
+        return tenants.known()
+
+
+@dataclass(frozen=True)
+class TenantToDrop:
+    """What dropping a tenant would remove: its place, found there now."""
+
+    tenant: str
+    place: TenantPlace
+    """The tenant's schema, database, file or folder, with everything in it."""
+
+    def describe(self) -> str:
+        """The question a person is asked before the drop."""
+        return (
+            f"Drop tenant {self.tenant!r}? Its {self.place.kind} {self.place.name} will be "
+            "removed with everything in it (events, snapshots, keys, read models kept there) "
+            "and the archive its retention runs wrote; this cannot be undone"
+        )
+
+
+def plan_drop(template: str, tenant: str) -> TenantToDrop:
+    """What dropping `tenant` would remove; `NotFound` if its placement holds no store of
+    it (nothing is made to be dropped)."""
+    place = place_of(template, tenant)
+    if tenant not in list_tenants(template):
+        raise NotFound(
+            f"there is no tenant {tenant!r} in {redacted(template)!r}: its {place.kind} "
+            f"{place.name} is not there (list the tenants to see which there are)"
+        )
+    return TenantToDrop(tenant, place)
+
+
+def drop_tenant(template: str, tenant: str) -> TenantDrop:
+    """Remove everything of `tenant` (`EventStore.drop_tenant`): its place with every table
+    in it, read models kept there included, and its archive. Re-checks that the tenant is
+    there first: a tenant dropped meanwhile is `NotFound`, not made to be dropped again.
+    """
+    plan_drop(template, tenant)
+    store = EventStore.open(tenant_url(template, tenant))
+    try:
+        return store.drop_tenant()
+    except BaseException:
+        store.close()
+        raise
+
+
+def checked_tenants(given: Iterable[str]) -> list[str]:
+    """The tenant ids `given`, each checked, once each; `InputError` naming the one
+    refused, or for none at all."""
+    tenants = [given] if isinstance(given, str) else list(given)
+    if not tenants:
+        raise InputError("no tenant named: give one tenant id or more")
+    for tenant in tenants:
+        try:
+            check_tenant(tenant)
+        except InvalidTenant as error:
+            raise InputError(str(error)) from None
+    return list(dict.fromkeys(tenants))
