@@ -22,6 +22,7 @@ from .request_reply import request
 from .service import OrchestratorStatus
 from .state import InFlight, SagaState, idempotency_key
 from .telemetry import make_saga_gauges
+from .tenants_orchestrator import TenantsOrchestrator
 from .timeline import SagaTransition, saga_timeline
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "StepContext",
     "StepFailure",
     "StepTimedOut",
+    "TenantsOrchestrator",
     "UnknownSaga",
     "idempotency_key",
     "make_saga_gauges",

@@ -56,3 +56,7 @@ class StepContext:
     """To a compensation: why the saga failed (the step, the exception's type, its
     message). None when no step failed: the saga was cancelled, or an operator ordered
     its compensation (`compensate`); the saga's `failure` then says by whom and why."""
+    tenant: str | None = None
+    """The tenant whose store the saga is in (its orchestrator's store is a tenant's), or
+    None. The idempotency key is unique within one store: a service that serves several
+    tenants keys what it did by both, `(context.tenant, context.idempotency_key)`."""

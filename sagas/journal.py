@@ -112,7 +112,7 @@ class Journal:
             return False
         finally:
             current.unsaved.clear()
-        telemetry.recorded(current, batch)
+        telemetry.recorded(current, batch, getattr(self.store, "tenant", None))
         # Evolve with what was just written rather than read the stream again.
         written = done.positions[len(done.positions) - len(stamped) :]
         self.evolve(current, stamped, current.version + 1, written)

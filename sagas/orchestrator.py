@@ -98,6 +98,8 @@ class Orchestrator:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
+        self.tenant: str | None = getattr(store, "tenant", None)
+        """The tenant whose store it runs the sagas of; None for a store of no tenant."""
         self.sagas = {saga.name: saga for saga in sagas}
         if not all(isinstance(s, Saga) for s in self.sagas.values()):
             raise SagaDefinitionError("an orchestrator runs Saga definitions")
@@ -546,6 +548,7 @@ class Orchestrator:
             results=dict(current.results),
             compensating=compensating,
             failure=failure,
+            tenant=self.tenant,
         )
 
     def definition(self, name: str) -> Saga:

@@ -207,7 +207,7 @@ class ProcessManager:
 
     def handle(self, event: RecordedEvent) -> None:
         """Apply every route `event` matches, in their declared order."""
-        with telemetry.handling(self.name, event):
+        with telemetry.handling(self.name, event, self.orchestrator.tenant):
             routed: Any = event
             if self.registry is not None:
                 routed = TypedEvent.decoded(self.registry, event)

@@ -44,6 +44,7 @@ SAGA_ID = "eventcraft.saga.id"
 STEP = "eventcraft.saga.step"
 OUTCOME = "eventcraft.saga.outcome"
 COMPENSATING = "eventcraft.saga.compensating"
+TENANT = store_telemetry.TENANT
 
 KEPT = "the saga's stream (eventcraft sagas show)"
 """Where a step's or compensation's exception message is, as spans and logs say."""
@@ -160,6 +161,8 @@ def _step_try(
         STEP: context.step,
         COMPENSATING: context.compensating,
     }
+    if context.tenant is not None:
+        where[TENANT] = context.tenant
     started = time.perf_counter()
     outcome = "succeeded"
     span: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
@@ -195,8 +198,11 @@ def _step_try(
                     instruments.retries.add(1, where)
 
 
-def handling(manager: str, event: RecordedEvent) -> contextlib.AbstractContextManager[Any]:
-    """A process manager's handling of `event`, in the trace `event` was appended in.
+def handling(
+    manager: str, event: RecordedEvent, tenant: str | None = None
+) -> contextlib.AbstractContextManager[Any]:
+    """A process manager's handling of `event` (of `tenant`'s store, if a tenant's), in
+    the trace `event` was appended in.
 
     A CONSUMER span `handle {manager}`, child of the event's creation context
     (and linked to the batch it was delivered in), so that a saga it starts
@@ -205,12 +211,16 @@ def handling(manager: str, event: RecordedEvent) -> contextlib.AbstractContextMa
     tracer = SCOPED.tracer()
     if tracer is None:
         return contextlib.nullcontext()
-    return _handling(tracer, manager, event)
+    return _handling(tracer, manager, event, tenant)
 
 
 @contextlib.contextmanager
-def _handling(tracer: Any, manager: str, event: RecordedEvent) -> Iterator[None]:
+def _handling(
+    tracer: Any, manager: str, event: RecordedEvent, tenant: str | None
+) -> Iterator[None]:
     from opentelemetry import trace
+
+    tenanted = {} if tenant is None else {TENANT: tenant}
 
     creation = store_telemetry.trace_context(event.metadata)
     batch = trace.get_current_span().get_span_context()
@@ -232,6 +242,7 @@ def _handling(tracer: Any, manager: str, event: RecordedEvent) -> Iterator[None]
                 event.metadata.get("correlation_id") or event.id
             ),
             "eventcraft.position": event.position,
+            **tenanted,
         },
         record_exception=False,
         set_status_on_exception=False,
@@ -245,7 +256,9 @@ def _handling(tracer: Any, manager: str, event: RecordedEvent) -> Iterator[None]
 
 
 def step_attributes(current: SagaState, context: StepContext) -> dict[str, Any]:
+    tenanted = {} if context.tenant is None else {TENANT: context.tenant}
     return {
+        **tenanted,
         "messaging.system": store_telemetry.SYSTEM,
         "messaging.message.conversation_id": context.correlation_id,
         SAGA: current.name,
@@ -269,15 +282,19 @@ def origin(current: SagaState) -> Any:
     return trace.set_span_in_context(trace.NonRecordingSpan(span_context))
 
 
-def recorded(current: SagaState, events: Sequence[NewEvent]) -> None:
-    """Count the instance's transitions among `events` and log each with its ids."""
+def recorded(current: SagaState, events: Sequence[NewEvent], tenant: str | None = None) -> None:
+    """Count the instance's transitions among `events` (in `tenant`'s store, if a
+    tenant's) and log each with its ids."""
     for event in events:
         outcome = _TRANSITIONS.get(event.type)
         if outcome is None:
             continue
         instruments = SCOPED.instruments()
         if instruments is not None:
-            instruments.transitions.add(1, {SAGA: current.name, OUTCOME: outcome})
+            where = {SAGA: current.name, OUTCOME: outcome}
+            if tenant is not None:
+                where[TENANT] = tenant
+            instruments.transitions.add(1, where)
         log.info(
             "saga %s %s: %s",
             current.stream_id,
@@ -332,19 +349,24 @@ def _instances(options: CallbackOptions) -> Iterable[Observation]:
     from opentelemetry.metrics import Observation
 
     # Orchestrators of one store in one process share their instances: each counted once.
-    by_status: dict[str, set[str]] = {"active": set(), "parked": set()}
+    # Two tenants' stores may each hold a stream of one name: told apart by their tenant.
+    by_status: dict[str, set[tuple[str, str]]] = {"active": set(), "parked": set()}
     for index in list(_indexes):
+        tenant = getattr(index.store, "tenant", None) or ""
         for status, streams in (("active", index.active), ("parked", index.parked)):
             try:
-                by_status[status].update(list(streams))
+                by_status[status].update((tenant, stream) for stream in list(streams))
             except RuntimeError:  # changed by its orchestrator meanwhile: next time
                 continue
-    counts: Counter[tuple[str, str]] = Counter()
+    counts: Counter[tuple[str, str, str]] = Counter()
     for status, streams in by_status.items():
-        for stream in streams:
+        for tenant, stream in streams:
             name = stream.removeprefix(f"{SAGA_CATEGORY}-").partition(":")[0]
-            counts[name, status] += 1
+            counts[tenant, name, status] += 1
     return [
-        Observation(count, {SAGA: name, "eventcraft.saga.status": status})
-        for (name, status), count in sorted(counts.items())
+        Observation(
+            count,
+            {SAGA: name, "eventcraft.saga.status": status, **({TENANT: tenant} if tenant else {})},
+        )
+        for (tenant, name, status), count in sorted(counts.items())
     ]

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, NewEvent, RecordedEvent, Tenants
 from eventcraft.eventstore.telemetry import TENANT
 from eventcraft.projections import Projection, ProjectionRunner, ReadModel, TenantsRunner
+from eventcraft.sagas import Saga, Step, StepContext, TenantsOrchestrator, wait_for
 
 from .conftest import Telemetry
 
@@ -89,3 +90,29 @@ def test_a_tenants_projection_batches_and_lag_carry_its_tenant(
     assert by_tenant == {"acme": 3, "globex": 3, "initech": 2}
     assert telemetry.total("eventcraft.projection.events", **{TENANT: "acme"}) == 3
     assert telemetry.total("eventcraft.projection.events", **{TENANT: "globex"}) == 3
+
+
+def test_a_tenants_saga_steps_and_instances_carry_its_tenant(
+    telemetry: Telemetry, tmp_path: Path
+) -> None:
+    def book(data: dict[str, object], context: StepContext) -> None:
+        return None
+
+    booking = Saga("booking", [Step("book", book), wait_for("arrival", "GuestArrived")])
+    with (
+        Tenants(f"sqlite:///{tmp_path}/{{tenant}}.db", most_open=2) as tenants,
+        TenantsOrchestrator(tenants, [booking], discover=None) as service,
+    ):
+        for tenant, count in [("acme", 2), ("globex", 1)]:
+            for n in range(count):  # the same saga ids in both tenants
+                service.start_saga(tenant, booking, {}, saga_id=f"b-{n}")
+        service.run_pending()
+        instances = {
+            (p.attributes[TENANT], p.attributes["eventcraft.saga.status"]): p.value
+            for p in telemetry.points("eventcraft.saga.instances")
+        }
+    steps = telemetry.finished("saga booking step book")
+    assert sorted(str(s.attributes[TENANT]) for s in steps) == ["acme", "acme", "globex"]
+    assert telemetry.total("eventcraft.saga.step.tries", **{TENANT: "acme"}) == 2
+    assert telemetry.total("eventcraft.saga.step.tries", **{TENANT: "globex"}) == 1
+    assert instances == {("acme", "active"): 2, ("globex", "active"): 1}
