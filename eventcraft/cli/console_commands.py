@@ -7,6 +7,9 @@ import socket
 
 import click
 
+from eventcraft.eventstore import EventStore, redacted
+
+from ..operations import tenants
 from ..operations.errors import InputError, Problems
 from .shell import shell
 
@@ -22,7 +25,8 @@ WILDCARDS = ("0.0.0.0", "::", "")
     epilog="\b\nExamples:\n  eventcraft --app myservice.app:app console\n"
     "  eventcraft --store sqlite:///events.db console --port 9000\n"
     "  EVENTCRAFT_CONSOLE_TOKEN=... eventcraft --app myservice.app:app console "
-    "--host 0.0.0.0 --allow-actions"
+    "--host 0.0.0.0 --allow-actions\n"
+    "  eventcraft --store 'sqlite:///tenants/{tenant}.db' console --tenants acme,globex"
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to bind.")
 @click.option(
@@ -56,6 +60,13 @@ WILDCARDS = ("0.0.0.0", "::", "")
     "space-separated].",
 )
 @click.option(
+    "--tenants",
+    "shown_tenants",
+    metavar="TENANT,...",
+    help="With a store URL naming each tenant's place with {tenant}: show only these "
+    "tenants (comma-separated); a page of any other is 404 [default: every tenant].",
+)
+@click.option(
     "--metrics",
     is_flag=True,
     help="Serve eventcraft's metrics at /metrics for Prometheus (extra 'prometheus').",
@@ -67,13 +78,18 @@ def console(
     token: str | None,
     insecure_no_token: bool,
     allowed_hosts: tuple[str, ...],
+    shown_tenants: str | None,
     metrics: bool,
 ) -> None:
     """Serve the web console: the log, streams, events, projections and sagas.
 
     It answers only requests for the loopback names and the --host it binds, on its
     port, and the names given with --allow-host. Actions beyond loopback need --token
-    (or --insecure-no-token)."""
+    (or --insecure-no-token).
+
+    On a store URL naming each tenant's place with {tenant}, it opens on a list of the
+    tenants, and each tenant's pages (under /t/TENANT/) show that tenant's store alone;
+    --tenants limits the tenants it shows, and --tenant serves one tenant's console."""
     try:
         import uvicorn
 
@@ -97,7 +113,25 @@ def console(
             err=True,
         )
     found = shell()
-    store = found.store()
+    chosen = None
+    if shown_tenants is not None:
+        if found.tenant is not None:
+            raise InputError(
+                f"--tenants chooses the tenants a console over tenants shows, and --tenant "
+                f"{found.tenant} serves one tenant's: give one of them"
+            )
+        chosen = tenants.checked_tenants(
+            [name.strip() for name in shown_tenants.split(",") if name.strip()]
+        )
+    if found.tenant is None and tenants.is_template(found.given_url()):
+        store: EventStore | str = found.template()
+    elif chosen is not None:
+        raise InputError(
+            f"--tenants needs a store URL naming each tenant's place with {{tenant}}, and "
+            f"{redacted(found.given_url())!r} is one store"
+        )
+    else:
+        store = found.store()
     from ..app import App
 
     app = found.app() if found.app_reference else App()
@@ -122,6 +156,7 @@ def console(
         metrics=metrics,
         hosts=answered(host, port, allowed_hosts),
         insecure_no_token=insecure_no_token,
+        shown_tenants=chosen,
     )
     mode = "actions allowed" if allow_actions else "read-only"
     shown = f"[{host}]" if ":" in host else host

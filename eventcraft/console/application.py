@@ -10,35 +10,22 @@ It answers only the host names it is given, the loopback ones if none are.
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Mount
-from starlette.staticfiles import StaticFiles
 
-from eventcraft.eventstore import EventStore, EventStoreError, InvalidEvent, StoreUnavailable
+from eventcraft.eventstore import EventStore, redacted
 
 from ..app import App
-from ..operations.errors import InputError, NotFound, OperationError
+from ..operations import tenants
+from ..operations.errors import InputError
 from ..operations.stores import open_store
-from . import catalog_pages, log_pages, messaging_pages, projection_pages, saga_pages
+from . import tenant_pages
 from .metrics import Metrics
-from .rendering import Console, page
-from .security import (
-    LOOPBACK,
-    HostNames,
-    Refused,
-    SecurityHeaders,
-    TokenRequired,
-    TrustedHosts,
-)
-
-STATIC = Path(__file__).with_name("static")
+from .rendering import Console
+from .security import LOOPBACK, HostNames
+from .serving import console_pages, guards
 
 
 def create_app(
@@ -50,6 +37,7 @@ def create_app(
     metrics: bool = False,
     hosts: Iterable[str] | None = None,
     insecure_no_token: bool = False,
+    shown_tenants: Iterable[str] | None = None,
 ) -> Starlette:
     """The console for `store` (an open store, or a URL it opens and closes with the
     app's lifespan) and the App whose projections and sagas it shows.
@@ -61,6 +49,11 @@ def create_app(
     any other Host is answered 400, and an action's Origin must be one of them. A
     service that serves it by other names lists them all, loopback ones included
     if wanted: the default guards a mounted console against DNS rebinding.
+
+    A store URL with `{tenant}` (`sqlite:///tenants/{tenant}.db`) serves its tenants: a
+    tenant picker at `/`, and each tenant's pages under `/t/TENANT/`, every one of them
+    scoped to that tenant's store. `shown_tenants` limits the tenants shown: a page of
+    any other tenant, or of one that has no store, is 404 and does not name it.
 
     Actions on a console answering any name beyond loopback need `token`: without
     one, anyone who reaches it (sending a name it answers as the Host) could act,
@@ -94,6 +87,25 @@ def create_app(
             "anyone who reaches it act"
         )
     service = app if app is not None else App()
+    if isinstance(store, str) and tenants.is_template(store) and not tenants.tenant_option(store):
+        if metrics:
+            raise InputError(
+                "metrics are served for one store: open one tenant's console (?tenant= in "
+                "the URL, --tenant on the command line) to serve its metrics"
+            )
+        return tenant_pages.tenant_consoles(
+            store,
+            service,
+            allow_actions=allow_actions,
+            token=token,
+            hosts=names,
+            shown=shown_tenants,
+        )
+    if shown_tenants is not None:
+        raise InputError(
+            "the tenants a console shows are chosen among those of a store URL with {tenant} "
+            f"(sqlite:///tenants/{{tenant}}.db), not of {redacted(str(store))!r}"
+        )
     owned = isinstance(store, str)
     opened = open_store(store) if isinstance(store, str) else store
     console = Console(opened, service, allow_actions, csrf=secrets.token_urlsafe(32), hosts=names)
@@ -109,53 +121,6 @@ def create_app(
             if owned:
                 opened.close()
 
-    # Hosts before the token: a rebound name learns nothing, not even that a token is needed.
-    middleware = [Middleware(SecurityHeaders), Middleware(TrustedHosts, hosts=names)]
-    if token:
-        middleware.append(Middleware(TokenRequired, token=token))
-    routes = [
-        *log_pages.ROUTES,
-        *projection_pages.ROUTES,
-        *saga_pages.ROUTES,
-        *messaging_pages.ROUTES,
-        *catalog_pages.ROUTES,
-        Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
-    ]
-    if exposed is not None:
-        routes.append(exposed.route())
-    # Bad input is 400: what the console refuses to take, and what the store refuses to
-    # hold (a NUL in a note, a name too long), which it names as InvalidEvent. A conflict
-    # with the state now (changed since confirmed, an id already stored) is 409. Handlers
-    # are looked up along the error's classes, so InvalidEvent is found before its
-    # EventStoreError.
-    handlers = {
-        Refused: _refused,
-        NotFound: _failed(404),
-        InputError: _failed(400),
-        InvalidEvent: _failed(400),
-        StoreUnavailable: _failed(503),
-        OperationError: _failed(409),
-        EventStoreError: _failed(409),
-    }
-    starlette = Starlette(
-        routes=routes,
-        middleware=middleware,
-        exception_handlers=handlers,
-        lifespan=lifespan,
+    return console_pages(
+        console, middleware=guards(names, token), lifespan=lifespan, metrics=exposed
     )
-    starlette.state.console = console
-    return starlette
-
-
-def _refused(request: Request, error: Exception) -> Response:
-    assert isinstance(error, Refused)
-    return page(
-        request, "error.html", status_code=error.status_code, badges=False, error=error.reason
-    )
-
-
-def _failed(status_code: int) -> Callable[[Request, Exception], Response]:
-    def handler(request: Request, error: Exception) -> Response:
-        return page(request, "error.html", status_code=status_code, badges=False, error=str(error))
-
-    return handler

@@ -48,6 +48,9 @@ class Console:
     rebuilds: Rebuilds = field(default_factory=Rebuilds)
     flash: Flash = field(default_factory=Flash)
     """Signs the status line an action leaves, which pages show only signed."""
+    tenant: str | None = None
+    """The tenant whose store this is, in a console over tenants (served under
+    `/t/TENANT/`); None for a console of one store."""
 
 
 def pretty(value: Any) -> str:
@@ -92,12 +95,15 @@ def page(
 ) -> HTMLResponse:
     """The template rendered for `request`, with the navigation and its badges."""
     console = console_of(request)
+    root = request.scope.get("root_path", "")
     response: HTMLResponse = templates.TemplateResponse(
         request,
         template,
         {
             "console": console,
-            "root": request.scope.get("root_path", ""),
+            "root": root,
+            # A tenant's pages are under /t/TENANT/: the picker is above them.
+            "tenants_root": root.removesuffix(f"/t/{console.tenant}") if console.tenant else "",
             "navigation": NAVIGATION,
             "badges": overview.badges(console.store, console.app) if badges else None,
             "version": __version__,
