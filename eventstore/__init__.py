@@ -56,7 +56,7 @@ from .events import (
 from .file_lock import file_lock
 from .ids import new_event_id
 from .json_lines import JsonLines, with_placed
-from .log_status import HeldPosition, LogStatus
+from .log_status import HeldPosition, LogStatus, ReplicaLag
 from .personal.envelope import TEXT_MARK as SEALED_MARK
 from .personal.fields import FORGOTTEN, Personal
 from .personal.keys import KeyStore
@@ -130,6 +130,7 @@ __all__ = [
     "QueryItem",
     "QueryResult",
     "RecordedEvent",
+    "ReplicaLag",
     "RetentionBusy",
     "SQLiteTarget",
     "Snapshot",

@@ -35,6 +35,34 @@ class HeldPosition(NamedTuple):
     """How long that transaction has been open, in seconds."""
 
 
+class ReplicaLag(NamedTuple):
+    """How far a store's read replica (a PostgreSQL hot standby) is behind its primary.
+
+    A store opened with a replica reads the log there: its readers go up to
+    `high_water_mark`, `events` short of the primary's.
+
+    Example::
+
+        from eventcraft.eventstore import LogStatus, ReplicaLag
+
+        lag = ReplicaLag(high_water_mark=90, events=10, bytes=8192, paused=False, promoted=False)
+        status = LogStatus(head=100, high_water_mark=100, held=None, replica=lag)
+        assert status.replica is not None and status.replica.events == 10
+        assert LogStatus(head=3, high_water_mark=3, held=None).replica is None
+    """
+
+    high_water_mark: int
+    """The high-water mark on the replica: how far the store's readers read now."""
+    events: int
+    """Positions between it and the primary's high-water mark: what readers wait for."""
+    bytes: int
+    """WAL the primary has written and the replica has not replayed, in bytes."""
+    paused: bool
+    """Whether the replica's replay is paused (`pg_wal_replay_pause()`)."""
+    promoted: bool
+    """Whether the replica has been promoted: a primary of its own, behind nothing."""
+
+
 class LogStatus(NamedTuple):
     """The log's head, how far readers may read, and why not further.
 
@@ -57,3 +85,6 @@ class LogStatus(NamedTuple):
     """The position up to which the log can no longer change: what readers read up to."""
     held: HeldPosition | None
     """What keeps the high-water mark below the head, when it is."""
+    replica: ReplicaLag | None = None
+    """How far the store's read replica is behind, for a store opened with one (the other
+    fields are then the primary's)."""

@@ -2,6 +2,8 @@
 
 Appends, alone or grouped, are `async_appends.py`'s. Readers follow the
 ordering rule explained in `schema.py`; `high_water.py` is that rule in SQL.
+A store whose URL names a read replica (`?replica=`) reads from that standby and
+writes to the primary (`async_standby.py`; the rule on a standby: `replicas.py`).
 
 The sync backend is generated from the async one (`scripts/async_to_sync.py`):
 both run the statements of `statements.py` and decide what their answers mean
@@ -47,12 +49,13 @@ from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 from ..sql.deletion import placed_parameters
 from ..type_counts import TypeCount, type_counts
-from . import copy_out, deletion, opening, privileges
+from . import copy_out, deletion, opening, privileges, replicas
 from . import query_reads as reads
 from . import statements as sql
 from .async_appends import AsyncAppends
 from .async_connections import AsyncConnectionPool
 from .async_listener import AsyncListener
+from .async_standby import AsyncReplicaReads
 from .high_water import database_now_async, log_status_async, safe_head_async
 from .statements import PAGE, PART, batch_json
 from .target import PostgresTarget
@@ -78,19 +81,29 @@ class AsyncPostgresBackend(AsyncBackend):
             notify: bytes,
             *,
             group_commit: bool = True,
+            replica: PostgresTarget | None = None,
         ) -> None:
-            self._opened(pool, notify, group_commit)
+            self._opened(pool, notify, group_commit, replica)
 
         @classmethod
         async def open(cls, url: str, *, group_commit: bool = True) -> AsyncPostgresBackend:
+            url, replica = replicas.split_url(url)
             target = PostgresTarget.from_url(url)
+            standby = None if replica is None else PostgresTarget.from_url(replica)
             # The tables are made by the sync code, in a thread, on a connection of its own.
             notify = await asyncio.to_thread(opening.prepare, target)
-            return cls(target, AsyncConnectionPool(target), notify, group_commit=group_commit)
+            pool = AsyncConnectionPool(target)
+            return cls(target, pool, notify, group_commit=group_commit, replica=standby)
 
     else:
 
-        def __init__(self, target: PostgresTarget, *, group_commit: bool = True) -> None:
+        def __init__(
+            self,
+            target: PostgresTarget,
+            *,
+            group_commit: bool = True,
+            replica: PostgresTarget | None = None,
+        ) -> None:
             self._pool = AsyncConnectionPool(target)
             try:
                 self._with_connection(partial(opening.create_schema, schema_name=target.schema))
@@ -98,19 +111,29 @@ class AsyncPostgresBackend(AsyncBackend):
             except BaseException:
                 self._pool.close()  # a refused open leaves no connection behind
                 raise
-            self._opened(self._pool, notify, group_commit)
+            self._opened(self._pool, notify, group_commit, replica)
 
         @classmethod
         def from_url(cls, url: str, *, group_commit: bool = True) -> AsyncPostgresBackend:
-            return cls(PostgresTarget.from_url(url), group_commit=group_commit)
+            url, replica = replicas.split_url(url)
+            standby = None if replica is None else PostgresTarget.from_url(replica)
+            return cls(PostgresTarget.from_url(url), group_commit=group_commit, replica=standby)
 
-    def _opened(self, pool: AsyncConnectionPool, notify: bytes, group_commit: bool) -> None:
-        """The store's pool, the NOTIFY its appends send, its listener and its appends."""
+    def _opened(
+        self,
+        pool: AsyncConnectionPool,
+        notify: bytes,
+        group_commit: bool,
+        replica: PostgresTarget | None,
+    ) -> None:
+        """The store's pool, the NOTIFY its appends send, its listener and its appends; the
+        standby's reads, if it has a replica."""
         self.target = pool.target
         self._pool = pool
         self._notify = notify
         self._listener = AsyncListener(pool)
         self._appends = AsyncAppends(pool, notify, group_commit=group_commit)
+        self._reads = None if replica is None else AsyncReplicaReads(replica, pool)
 
     async def append(
         self,
@@ -121,10 +144,21 @@ class AsyncPostgresBackend(AsyncBackend):
         condition: AppendCondition | None = None,
     ) -> AppendResult:
         call = AppendCall(stream_id, category, batch, expected, condition)
-        return await self._appends.append(call)
+        try:
+            return await self._appends.append(call)
+        finally:
+            self._wrote()
 
     async def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
-        return await self._appends.append_many(calls)
+        try:
+            return await self._appends.append_many(calls)
+        finally:
+            self._wrote()
+
+    def _wrote(self) -> None:
+        """A write of this store may have committed: reads wait until the replica shows it."""
+        if self._reads is not None:
+            self._reads.wrote()
 
     def read_stream(
         self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None
@@ -153,7 +187,7 @@ class AsyncPostgresBackend(AsyncBackend):
                 rows = await cur.fetchall()
             return sql.recorded_page(rows)[0] if rows else None
 
-        return await self._with_connection(find)
+        return await self._with_reader(find)
 
     if True:  # ASYNC
 
@@ -208,7 +242,7 @@ class AsyncPostgresBackend(AsyncBackend):
         query, params = sql.count_query(categories, types)
 
         async def count(conn: Conn) -> int:
-            head = await safe_head_async(conn, after)
+            head = await self._head_on(conn, after)
             last = head if until is None else min(until, head)
             cursor = await conn.execute(
                 query, {**params, "start": after, "last": last, "count": limit}
@@ -216,7 +250,7 @@ class AsyncPostgresBackend(AsyncBackend):
             row = await cursor.fetchone()
             return int(row[0]) if row else 0
 
-        counted = await self._with_connection(count)
+        counted = await self._with_reader(count)
         return counted if limit is None else min(counted, limit)
 
     async def count_types(
@@ -225,16 +259,18 @@ class AsyncPostgresBackend(AsyncBackend):
         query, params = sql.count_types_query(types)
 
         async def count(conn: Conn) -> list[TypeCount]:
-            head = await safe_head_async(conn, after)
+            head = await self._head_on(conn, after)
             last = head if until is None else min(until, head)
             cursor = await conn.execute(query, {**params, "start": after, "last": last})
             return type_counts(await cursor.fetchall())
 
-        return await self._with_connection(count)
+        return await self._with_reader(count)
 
     async def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
         count = reads.first_count(limit)
-        locked = reads.locked_params(query, after, count)
+        # On a replica no tag lock holds writers off: the high-water mark's path, sound
+        # for a condition too (every matching event up to it is final and read).
+        locked = None if self._reads else reads.locked_params(query, after, count)
         found: list[RecordedEvent]
         if locked is None:
             head, found, start = await self._safe_head(after), [], after
@@ -308,10 +344,16 @@ class AsyncPostgresBackend(AsyncBackend):
         head = await self._safe_head(after)
         query, params = sql.read_all_encoded_query(categories, types)
         for span in sql.encoded_spans(params, after, until, head):
-            yield await self._with_connection(partial(_copied, query, span, row))
+            yield await self._with_reader(partial(_copied, query, span, row))
 
     async def _safe_head(self, after: int) -> int:
-        return await self._with_connection(partial(safe_head_async, after=after))
+        return await self._with_reader(partial(self._head_on, after=after))
+
+    async def _head_on(self, conn: Conn, after: int) -> int:
+        """The high-water mark above `after`, read on `conn` (the replica's, if reading there)."""
+        if self._reads is None:
+            return await safe_head_async(conn, after)
+        return await self._reads.head(conn, after)
 
     async def high_water_mark(self) -> int:
         return await self._safe_head(0)
@@ -320,7 +362,10 @@ class AsyncPostgresBackend(AsyncBackend):
         return await self._with_connection(database_now_async)
 
     async def log_status(self) -> LogStatus:
-        return await self._with_connection(log_status_async)
+        status = await self._with_connection(log_status_async)
+        if self._reads is None:
+            return status
+        return status._replace(replica=await self._reads.lag())
 
     async def wait_for_events(self, after: int, timeout: float) -> bool:
         # The mark above `after`, not above 0: what read_all(after=after) goes up to, and
@@ -333,7 +378,7 @@ class AsyncPostgresBackend(AsyncBackend):
             row = await cursor.fetchone()
             return int(row[0]) if row else 0
 
-        return await self._with_connection(query)
+        return await self._with_reader(query)
 
     if True:  # ASYNC
 
@@ -360,7 +405,7 @@ class AsyncPostgresBackend(AsyncBackend):
             cursor = await conn.execute(query, params)
             return [StreamInfo(*row) for row in await cursor.fetchall()]
 
-        return await self._with_connection(fetch)
+        return await self._with_reader(fetch)
 
     async def save_snapshot(self, snapshot: PreparedSnapshot) -> None:
         params = sql.snapshot_params(
@@ -376,7 +421,10 @@ class AsyncPostgresBackend(AsyncBackend):
             row = await cursor.fetchone()
             return int(row[0]) if row else 0
 
-        actual = await self._with_connection(save, privileges.SNAPSHOTTING)
+        try:
+            actual = await self._with_connection(save, privileges.SNAPSHOTTING)
+        finally:
+            self._wrote()
         if snapshot.version > actual:
             raise beyond_the_stream(snapshot.stream_id, snapshot.version, actual)
 
@@ -386,7 +434,7 @@ class AsyncPostgresBackend(AsyncBackend):
             row = await cursor.fetchone()
             return Snapshot(*row) if row else None
 
-        return await self._with_connection(load)
+        return await self._with_reader(load)
 
     async def delete_stream(
         self,
@@ -414,7 +462,10 @@ class AsyncPostgresBackend(AsyncBackend):
                 raise refused from error
             return deletion.deletion(row)
 
-        deleted = await self._with_connection(delete, privileges.DELETING)
+        try:
+            deleted = await self._with_connection(delete, privileges.DELETING)
+        finally:
+            self._wrote()
         assert deleted is not None
         return deleted
 
@@ -423,18 +474,20 @@ class AsyncPostgresBackend(AsyncBackend):
             cursor = await conn.execute(deletion.DELETION, (stream_id,))
             return deletion.deletion(await cursor.fetchone())
 
-        return await self._with_connection(find)
+        return await self._with_reader(find)
 
     async def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
         async def find(conn: Conn) -> list[tuple[int, StreamDeletion]]:
             cursor = await conn.execute(deletion.PLACED, placed_parameters(after, until))
             return deletion.placed(await cursor.fetchall())
 
-        return await self._with_connection(find)
+        return await self._with_reader(find)
 
     async def close(self) -> None:
         await self._appends.close()
         await self._listener.close()
+        if self._reads is not None:
+            await self._reads.close()
         await self._pool.close()
 
     def _pages(
@@ -459,22 +512,33 @@ class AsyncPostgresBackend(AsyncBackend):
                     with collector_paused():  # why: eventstore/collector.py
                         return rows(await cur.fetchall())
 
-            return sql.up_to(await self._with_connection(run), upto)
+            return sql.up_to(await self._with_reader(run), upto)
 
         return paged_async(fetch, start, next_start, limit, PAGE)
 
+    async def _with_reader(self, call: Callable[[Conn], Awaitable[T]]) -> T:
+        """Run `call`, a read, where the store reads: its replica if it has one (once the
+        replica shows the store's own writes), else the primary."""
+        if self._reads is None:
+            return await self._with_connection(call)
+        return await self._with_connection(call, pool=await self._reads.reader())
+
     async def _with_connection(
-        self, call: Callable[[Conn], Awaitable[T]], use: privileges.Use = privileges.READING
+        self,
+        call: Callable[[Conn], Awaitable[T]],
+        use: privileges.Use = privileges.READING,
+        *,
+        pool: AsyncConnectionPool | None = None,
     ) -> T:
-        """Run `call`, a `use` of the store, on a pooled connection; once more on a new one
-        if the first broke.
+        """Run `call`, a `use` of the store, on a connection of `pool` (the primary's by
+        default); once more on a new one if the first broke.
 
         Every call made through here is safe to repeat: reads, and appends,
         which recognise their own retry.
         """
         for attempt in (1, 2):
             try:
-                return await self._pool.run(call)
+                return await (pool or self._pool).run(call)
             except psycopg.OperationalError as error:
                 if attempt == 2:
                     raise StoreUnavailable(f"PostgreSQL event store: {error}") from error

@@ -4,6 +4,8 @@
 
 Appends, alone or grouped, are `appends.py`'s. Readers follow the
 ordering rule explained in `schema.py`; `high_water.py` is that rule in SQL.
+A store whose URL names a read replica (`?replica=`) reads from that standby and
+writes to the primary (`standby.py`; the rule on a standby: `replicas.py`).
 
 The sync backend is generated from the async one (`scripts/async_to_sync.py`):
 both run the statements of `statements.py` and decide what their answers mean
@@ -48,13 +50,14 @@ from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 from ..sql.deletion import placed_parameters
 from ..type_counts import TypeCount, type_counts
-from . import copy_out, deletion, opening, privileges
+from . import copy_out, deletion, opening, privileges, replicas
 from . import query_reads as reads
 from . import statements as sql
 from .appends import Appends
 from .connections import ConnectionPool
 from .high_water import database_now, log_status, safe_head
 from .listener import Listener
+from .standby import ReplicaReads
 from .statements import PAGE, PART, batch_json
 from .target import PostgresTarget
 from .wire import notify_statement
@@ -70,7 +73,13 @@ class PostgresBackend(Backend):
     target: PostgresTarget
     _pool: ConnectionPool
 
-    def __init__(self, target: PostgresTarget, *, group_commit: bool = True) -> None:
+    def __init__(
+        self,
+        target: PostgresTarget,
+        *,
+        group_commit: bool = True,
+        replica: PostgresTarget | None = None,
+    ) -> None:
         self._pool = ConnectionPool(target)
         try:
             self._with_connection(partial(opening.create_schema, schema_name=target.schema))
@@ -78,19 +87,29 @@ class PostgresBackend(Backend):
         except BaseException:
             self._pool.close()  # a refused open leaves no connection behind
             raise
-        self._opened(self._pool, notify, group_commit)
+        self._opened(self._pool, notify, group_commit, replica)
 
     @classmethod
     def from_url(cls, url: str, *, group_commit: bool = True) -> PostgresBackend:
-        return cls(PostgresTarget.from_url(url), group_commit=group_commit)
+        url, replica = replicas.split_url(url)
+        standby = None if replica is None else PostgresTarget.from_url(replica)
+        return cls(PostgresTarget.from_url(url), group_commit=group_commit, replica=standby)
 
-    def _opened(self, pool: ConnectionPool, notify: bytes, group_commit: bool) -> None:
-        """The store's pool, the NOTIFY its appends send, its listener and its appends."""
+    def _opened(
+        self,
+        pool: ConnectionPool,
+        notify: bytes,
+        group_commit: bool,
+        replica: PostgresTarget | None,
+    ) -> None:
+        """The store's pool, the NOTIFY its appends send, its listener and its appends; the
+        standby's reads, if it has a replica."""
         self.target = pool.target
         self._pool = pool
         self._notify = notify
         self._listener = Listener(pool)
         self._appends = Appends(pool, notify, group_commit=group_commit)
+        self._reads = None if replica is None else ReplicaReads(replica, pool)
 
     def append(
         self,
@@ -101,10 +120,21 @@ class PostgresBackend(Backend):
         condition: AppendCondition | None = None,
     ) -> AppendResult:
         call = AppendCall(stream_id, category, batch, expected, condition)
-        return self._appends.append(call)
+        try:
+            return self._appends.append(call)
+        finally:
+            self._wrote()
 
     def append_many(self, calls: Sequence[AppendCall]) -> list[AppendResult]:
-        return self._appends.append_many(calls)
+        try:
+            return self._appends.append_many(calls)
+        finally:
+            self._wrote()
+
+    def _wrote(self) -> None:
+        """A write of this store may have committed: reads wait until the replica shows it."""
+        if self._reads is not None:
+            self._reads.wrote()
 
     def read_stream(
         self, stream_id: str, *, from_version: int | None, backwards: bool, limit: int | None
@@ -131,7 +161,7 @@ class PostgresBackend(Backend):
                 rows = cur.fetchall()
             return sql.recorded_page(rows)[0] if rows else None
 
-        return self._with_connection(find)
+        return self._with_reader(find)
 
     def read_all(
         self,
@@ -171,13 +201,13 @@ class PostgresBackend(Backend):
         query, params = sql.count_query(categories, types)
 
         def count(conn: Conn) -> int:
-            head = safe_head(conn, after)
+            head = self._head_on(conn, after)
             last = head if until is None else min(until, head)
             cursor = conn.execute(query, {**params, "start": after, "last": last, "count": limit})
             row = cursor.fetchone()
             return int(row[0]) if row else 0
 
-        counted = self._with_connection(count)
+        counted = self._with_reader(count)
         return counted if limit is None else min(counted, limit)
 
     def count_types(
@@ -186,16 +216,18 @@ class PostgresBackend(Backend):
         query, params = sql.count_types_query(types)
 
         def count(conn: Conn) -> list[TypeCount]:
-            head = safe_head(conn, after)
+            head = self._head_on(conn, after)
             last = head if until is None else min(until, head)
             cursor = conn.execute(query, {**params, "start": after, "last": last})
             return type_counts(cursor.fetchall())
 
-        return self._with_connection(count)
+        return self._with_reader(count)
 
     def read_query(self, query: Query, *, after: int, limit: int | None) -> QueryResult:
         count = reads.first_count(limit)
-        locked = reads.locked_params(query, after, count)
+        # On a replica no tag lock holds writers off: the high-water mark's path, sound
+        # for a condition too (every matching event up to it is final and read).
+        locked = None if self._reads else reads.locked_params(query, after, count)
         found: list[RecordedEvent]
         if locked is None:
             head, found, start = self._safe_head(after), [], after
@@ -252,10 +284,16 @@ class PostgresBackend(Backend):
         head = self._safe_head(after)
         query, params = sql.read_all_encoded_query(categories, types)
         for span in sql.encoded_spans(params, after, until, head):
-            yield self._with_connection(partial(_copied, query, span, row))
+            yield self._with_reader(partial(_copied, query, span, row))
 
     def _safe_head(self, after: int) -> int:
-        return self._with_connection(partial(safe_head, after=after))
+        return self._with_reader(partial(self._head_on, after=after))
+
+    def _head_on(self, conn: Conn, after: int) -> int:
+        """The high-water mark above `after`, read on `conn` (the replica's, if reading there)."""
+        if self._reads is None:
+            return safe_head(conn, after)
+        return self._reads.head(conn, after)
 
     def high_water_mark(self) -> int:
         return self._safe_head(0)
@@ -264,7 +302,10 @@ class PostgresBackend(Backend):
         return self._with_connection(database_now)
 
     def log_status(self) -> LogStatus:
-        return self._with_connection(log_status)
+        status = self._with_connection(log_status)
+        if self._reads is None:
+            return status
+        return status._replace(replica=self._reads.lag())
 
     def wait_for_events(self, after: int, timeout: float) -> bool:
         # The mark above `after`, not above 0: what read_all(after=after) goes up to, and
@@ -277,7 +318,7 @@ class PostgresBackend(Backend):
             row = cursor.fetchone()
             return int(row[0]) if row else 0
 
-        return self._with_connection(query)
+        return self._with_reader(query)
 
     def list_streams(
         self, *, category: str | None, after: str | None, limit: int | None
@@ -294,7 +335,7 @@ class PostgresBackend(Backend):
             cursor = conn.execute(query, params)
             return [StreamInfo(*row) for row in cursor.fetchall()]
 
-        return self._with_connection(fetch)
+        return self._with_reader(fetch)
 
     def save_snapshot(self, snapshot: PreparedSnapshot) -> None:
         params = sql.snapshot_params(
@@ -310,7 +351,10 @@ class PostgresBackend(Backend):
             row = cursor.fetchone()
             return int(row[0]) if row else 0
 
-        actual = self._with_connection(save, privileges.SNAPSHOTTING)
+        try:
+            actual = self._with_connection(save, privileges.SNAPSHOTTING)
+        finally:
+            self._wrote()
         if snapshot.version > actual:
             raise beyond_the_stream(snapshot.stream_id, snapshot.version, actual)
 
@@ -320,7 +364,7 @@ class PostgresBackend(Backend):
             row = cursor.fetchone()
             return Snapshot(*row) if row else None
 
-        return self._with_connection(load)
+        return self._with_reader(load)
 
     def delete_stream(
         self,
@@ -348,7 +392,10 @@ class PostgresBackend(Backend):
                 raise refused from error
             return deletion.deletion(row)
 
-        deleted = self._with_connection(delete, privileges.DELETING)
+        try:
+            deleted = self._with_connection(delete, privileges.DELETING)
+        finally:
+            self._wrote()
         assert deleted is not None
         return deleted
 
@@ -357,18 +404,20 @@ class PostgresBackend(Backend):
             cursor = conn.execute(deletion.DELETION, (stream_id,))
             return deletion.deletion(cursor.fetchone())
 
-        return self._with_connection(find)
+        return self._with_reader(find)
 
     def placed_deletions(self, after: int, until: int) -> list[tuple[int, StreamDeletion]]:
         def find(conn: Conn) -> list[tuple[int, StreamDeletion]]:
             cursor = conn.execute(deletion.PLACED, placed_parameters(after, until))
             return deletion.placed(cursor.fetchall())
 
-        return self._with_connection(find)
+        return self._with_reader(find)
 
     def close(self) -> None:
         self._appends.close()
         self._listener.close()
+        if self._reads is not None:
+            self._reads.close()
         self._pool.close()
 
     def _pages(
@@ -393,22 +442,33 @@ class PostgresBackend(Backend):
                     with collector_paused():  # why: eventstore/collector.py
                         return rows(cur.fetchall())
 
-            return sql.up_to(self._with_connection(run), upto)
+            return sql.up_to(self._with_reader(run), upto)
 
         return paged(fetch, start, next_start, limit, PAGE)
 
+    def _with_reader(self, call: Callable[[Conn], T]) -> T:
+        """Run `call`, a read, where the store reads: its replica if it has one (once the
+        replica shows the store's own writes), else the primary."""
+        if self._reads is None:
+            return self._with_connection(call)
+        return self._with_connection(call, pool=self._reads.reader())
+
     def _with_connection(
-        self, call: Callable[[Conn], T], use: privileges.Use = privileges.READING
+        self,
+        call: Callable[[Conn], T],
+        use: privileges.Use = privileges.READING,
+        *,
+        pool: ConnectionPool | None = None,
     ) -> T:
-        """Run `call`, a `use` of the store, on a pooled connection; once more on a new one
-        if the first broke.
+        """Run `call`, a `use` of the store, on a connection of `pool` (the primary's by
+        default); once more on a new one if the first broke.
 
         Every call made through here is safe to repeat: reads, and appends,
         which recognise their own retry.
         """
         for attempt in (1, 2):
             try:
-                return self._pool.run(call)
+                return (pool or self._pool).run(call)
             except psycopg.OperationalError as error:
                 if attempt == 2:
                     raise StoreUnavailable(f"PostgreSQL event store: {error}") from error

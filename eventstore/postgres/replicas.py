@@ -48,12 +48,18 @@ counted was replayed.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 
+from ..errors import UnsupportedStoreURL
 from . import high_water
+
+REPLICA_OPTION = "replica"
+"""The store URL's option naming a read replica: `?replica=` and the standby's URL,
+percent-encoded (`with_replicas` writes it)."""
 
 PrimaryMark = tuple[int, str]
 """The primary's high-water mark above a position and its WAL insert position then
@@ -68,6 +74,50 @@ SELECT pg_is_in_recovery(),
        coalesce(pg_wal_lsn_diff(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn()), 0),
        extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8
 """
+
+
+def with_replicas(url: str, replicas: Sequence[str]) -> str:
+    """`url` with `replicas` as its `?replica=` options (checked when the store opens)."""
+    if isinstance(replicas, str) or not all(isinstance(r, str) for r in replicas):
+        raise UnsupportedStoreURL("replicas= takes a list of store URLs, one for each standby")
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    query += [(REPLICA_OPTION, replica) for replica in replicas]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def split_url(url: str) -> tuple[str, str | None]:
+    """The primary's URL (without `?replica=`) and the standby's, if the URL names one.
+
+    The standby's URL reads the store's schema unless it names one (the same, or it is
+    refused): a replica holds the primary's tables, under the same names.
+    """
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    named = [value for key, value in query if key == REPLICA_OPTION]
+    if not named:
+        return url, None
+    if len(named) > 1:
+        raise UnsupportedStoreURL(
+            f"a store reads from one replica for now, not {len(named)}: name one ?replica="
+        )
+    rest = [(key, value) for key, value in query if key != REPLICA_OPTION]
+    primary = urlunsplit(parts._replace(query=urlencode(rest)))
+    replica = urlsplit(named[0])
+    if replica.scheme not in ("postgresql", "postgres", "postgresql+psycopg"):
+        raise UnsupportedStoreURL(
+            "?replica= is the URL of a PostgreSQL standby (postgresql://user@host:port/db, "
+            f"percent-encoded), not one that begins {named[0].split(':', 1)[0]!r}"
+        )
+    schema = dict(rest).get("schema")
+    own = dict(parse_qsl(replica.query, keep_blank_values=True))
+    if "schema" in own and own["schema"] != schema:
+        raise UnsupportedStoreURL(
+            f"the replica's schema ({own['schema']!r}) must be the store's ({schema!r})"
+        )
+    if schema is not None:
+        own["schema"] = schema
+    return primary, urlunsplit(replica._replace(query=urlencode(own)))
 
 
 def primary_mark(conn: psycopg.Connection[Any], after: int) -> PrimaryMark:

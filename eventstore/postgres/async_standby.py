@@ -1,0 +1,139 @@
+"""Where a PostgreSQL store with a read replica reads: the standby, judged by `replicas.py`,
+with the primary asked only for its mark and for the reads that follow the store's own
+writes.
+
+Read your writes. A standby replays the primary's WAL some time after it was written,
+so a caller that has just appended (or deleted a stream, or saved a snapshot) through
+this store could read the standby before the write shows there. So the store counts its
+writes; the first read after any asks the primary for its WAL insert position (taken
+after those writes committed, so past their commit records) and waits until the standby
+has replayed it, at most `READ_YOUR_WRITES_WAIT` seconds, and reads from the primary when
+it has not (replay paused, or far behind). Reads that follow no write of this store go
+to the standby at once: they see the log as the standby has it, never an event the
+primary may yet place below (the high-water mark's rule), and never one out of order.
+
+The sync `ReplicaReads` is generated from this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from functools import partial
+from typing import Any
+
+import psycopg
+
+from ..errors import StoreUnavailable
+from ..log_status import ReplicaLag
+from . import high_water
+from .async_connections import AsyncConnectionPool
+from .replicas import PrimaryMark, primary_mark_async, standby_head_async
+from .target import PostgresTarget
+
+READ_YOUR_WRITES_WAIT = 2.0
+"""The longest a read after the store's own write waits for the standby to replay it, in
+seconds, before reading from the primary instead."""
+
+_FIRST_PAUSE, _LONGEST_PAUSE = 0.001, 0.05
+
+Conn = psycopg.AsyncConnection[Any]
+
+_INSERTED = "SELECT pg_current_wal_insert_lsn()::text"
+_REPLAYED = "SELECT coalesce(pg_last_wal_replay_lsn() >= %s::pg_lsn, true)"
+_STANDBY = """
+SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()::text END,
+       CASE WHEN pg_is_in_recovery() THEN pg_get_wal_replay_pause_state() <> 'not paused'
+            ELSE false END
+"""
+_BEHIND = "SELECT greatest(pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s::pg_lsn), 0)"
+
+
+class AsyncReplicaReads:
+    """The standby's pool, and the primary's for what only the primary can tell."""
+
+    def __init__(self, replica: PostgresTarget, primary: AsyncConnectionPool) -> None:
+        self.pool = AsyncConnectionPool(replica)
+        self._primary = primary
+        self._writes = 0
+        self._synced = 0
+
+    def wrote(self) -> None:
+        """Count a write of this store: the next read waits until the standby shows it."""
+        self._writes += 1
+
+    async def reader(self) -> AsyncConnectionPool:
+        """The pool the next read runs on: the standby's, once it shows the store's writes;
+        the primary's if it does not within `READ_YOUR_WRITES_WAIT`."""
+        writes = self._writes
+        if writes == self._synced:
+            return self.pool
+        lsn = await self._primary.run(_inserted)
+        deadline = time.monotonic() + READ_YOUR_WRITES_WAIT
+        pause = _FIRST_PAUSE
+        while not await self.pool.run(partial(_replayed, lsn)):
+            if time.monotonic() >= deadline:
+                return self._primary
+            if True:  # ASYNC
+                await asyncio.sleep(pause)
+            else:
+                time.sleep(pause)
+            pause = min(pause * 2, _LONGEST_PAUSE)
+        self._synced = max(self._synced, writes)
+        return self.pool
+
+    async def head(self, conn: Conn, after: int) -> int:
+        """The high-water mark above `after` on `conn`, a connection to the standby (or, for
+        a read that went to the primary, to it: the same rule holds there)."""
+        return await standby_head_async(conn, after, self._primary_mark)
+
+    async def lag(self) -> ReplicaLag:
+        """How far the standby is behind the primary."""
+        replayed, paused = await self.pool.run(_standby)
+        standby_mark = await self.pool.run(partial(standby_head_async, after=0, primary=_none))
+        if replayed is None:  # promoted: a primary of its own, behind nothing
+            return ReplicaLag(standby_mark, events=0, bytes=0, paused=False, promoted=True)
+        primary_mark, behind = await self._primary.run(partial(_behind, replayed))
+        return ReplicaLag(
+            high_water_mark=standby_mark,
+            events=max(0, primary_mark - standby_mark),
+            bytes=behind,
+            paused=paused,
+            promoted=False,
+        )
+
+    async def _primary_mark(self, after: int) -> PrimaryMark | None:
+        try:
+            return await self._primary.run(partial(primary_mark_async, after=after))
+        except (psycopg.OperationalError, StoreUnavailable):
+            return None  # the standby's own mark, sound alone, until the primary answers
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+
+async def _none(after: int) -> PrimaryMark | None:
+    return None
+
+
+async def _inserted(conn: Conn) -> str:
+    row = await (await conn.execute(_INSERTED)).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+async def _replayed(lsn: str, conn: Conn) -> bool:
+    row = await (await conn.execute(_REPLAYED, (lsn,))).fetchone()
+    return bool(row and row[0])
+
+
+async def _standby(conn: Conn) -> tuple[str | None, bool]:
+    row = await (await conn.execute(_STANDBY)).fetchone()
+    assert row is not None
+    return (None if row[0] is None else str(row[0])), bool(row[1])
+
+
+async def _behind(replayed: str, conn: Conn) -> tuple[int, int]:
+    mark = await high_water.safe_head_async(conn, 0)
+    row = await (await conn.execute(_BEHIND, (replayed,))).fetchone()
+    return mark, int(row[0]) if row else 0

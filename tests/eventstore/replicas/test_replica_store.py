@@ -1,0 +1,162 @@
+"""A store opened with a read replica: reads go to the standby, writes and conditions to
+the primary, and a caller reads its own writes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from eventcraft.eventstore import (
+    AppendCondition,
+    AppendConditionFailed,
+    AsyncEventStore,
+    EventStore,
+    NewEvent,
+    Query,
+    QueryItem,
+    UnsupportedStoreURL,
+)
+from eventcraft.eventstore.postgres import async_standby, replicas, standby
+
+from ...replica_server import caught_up, pause_replay, resume_replay
+from .conftest import Pair
+
+
+def _with_replica(pair: Pair) -> str:
+    return replicas.with_replicas(pair.primary_url, [pair.standby_url])
+
+
+@contextmanager
+def _paused(pair: Pair) -> Iterator[None]:
+    pause_replay(pair.standby)
+    try:
+        yield
+    finally:
+        resume_replay(pair.standby)
+
+
+@pytest.fixture(autouse=True)
+def _short_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read after the store's own write waits for a paused standby a moment, not 2 s."""
+    monkeypatch.setattr(standby, "READ_YOUR_WRITES_WAIT", 0.3)
+    monkeypatch.setattr(async_standby, "READ_YOUR_WRITES_WAIT", 0.3)
+
+
+def _types(store: EventStore, after: int = 0) -> list[str]:
+    return [event.type for event in store.read_all(after=after)]
+
+
+def test_reads_come_from_the_standby_and_appends_go_to_the_primary(pair: Pair) -> None:
+    with EventStore.open(pair.primary_url) as writer, EventStore.open(_with_replica(pair)) as store:
+        writer.append("order-1", [NewEvent("Placed", {})])
+        caught_up(pair.primary, pair.standby)
+        assert _types(store) == ["Placed"]
+        with _paused(pair):
+            writer.append("order-1", [NewEvent("Paid", {})], expected_version=1)
+            # The standby has not replayed it: a store reading there does not see it...
+            assert _types(store) == ["Placed"]
+            assert [e.type for e in store.read_stream("order-1")] == ["Placed"]
+            assert store.high_water_mark() == 1
+            assert store.count_events() == 1
+            # ...and its appends still reach the primary, checked there.
+            result = store.append("order-1", [NewEvent("Shipped", {})], expected_version=2)
+            assert result.version == 3
+        caught_up(pair.primary, pair.standby)
+        assert _types(store) == ["Placed", "Paid", "Shipped"]
+
+
+def test_a_caller_reads_its_own_append_at_once(pair: Pair) -> None:
+    with EventStore.open(_with_replica(pair)) as store:
+        for n in range(1, 21):
+            store.append("cart-1", [NewEvent("Added", {"n": n})], expected_version=n - 1)
+            assert store.stream_version("cart-1") == n
+            assert [e.data["n"] for e in store.read_stream("cart-1")][-1] == n
+
+
+def test_a_caller_reads_its_own_append_from_the_primary_while_replay_is_paused(
+    pair: Pair,
+) -> None:
+    with EventStore.open(_with_replica(pair)) as store, _paused(pair):
+        store.append("cart-1", [NewEvent("Added", {})])
+        assert [e.type for e in store.read_stream("cart-1")] == ["Added"]
+        assert _types(store) == ["Added"]
+
+
+def test_a_condition_is_checked_on_the_primary_against_what_the_standby_has_not_shown(
+    pair: Pair,
+) -> None:
+    seats = Query([QueryItem(types=["Booked"], tags=["course:c1"])])
+    with EventStore.open(pair.primary_url) as other, EventStore.open(_with_replica(pair)) as store:
+        booked = NewEvent("Booked", {}, tags=["course:c1"])
+        other.append("booking-1", [booked])
+        caught_up(pair.primary, pair.standby)
+        read = store.read_query(seats)
+        assert [e.type for e in read.events] == ["Booked"]
+        with _paused(pair):
+            other.append("booking-2", [NewEvent("Booked", {}, tags=["course:c1"])])
+            assert len(store.read_query(seats).events) == 1  # the standby's view
+            with pytest.raises(AppendConditionFailed):
+                store.append(
+                    "booking-3",
+                    [NewEvent("Booked", {}, tags=["course:c1"])],
+                    condition=AppendCondition(seats, after=read.head),
+                )
+
+
+def test_the_replica_lag_is_in_the_log_status(pair: Pair) -> None:
+    with EventStore.open(pair.primary_url) as writer, EventStore.open(_with_replica(pair)) as store:
+        writer.append("order-1", [NewEvent("Placed", {})])
+        caught_up(pair.primary, pair.standby)
+        status = store.log_status()
+        assert status.replica is not None
+        assert (status.replica.events, status.replica.paused) == (0, False)
+        with _paused(pair):
+            writer.append("order-2", [NewEvent("Placed", {}), NewEvent("Paid", {})])
+            lag = store.log_status().replica
+            assert lag is not None
+            assert (lag.high_water_mark, lag.events, lag.paused) == (1, 2, True)
+            assert lag.bytes > 0
+        caught_up(pair.primary, pair.standby)
+        lag = store.log_status().replica
+        assert lag is not None and (lag.high_water_mark, lag.events) == (3, 0)
+    with EventStore.open(pair.primary_url) as primary_only:
+        assert primary_only.log_status().replica is None
+
+
+def test_the_async_store_reads_from_the_standby_too(pair: Pair) -> None:
+    async def run() -> tuple[list[str], list[str]]:
+        async with (
+            await AsyncEventStore.open(pair.primary_url) as writer,
+            await AsyncEventStore.open(_with_replica(pair)) as store,
+        ):
+            await writer.append("order-1", [NewEvent("Placed", {})])
+            caught_up(pair.primary, pair.standby)
+            with _paused(pair):
+                await writer.append("order-1", [NewEvent("Paid", {})])
+                seen = [e.type async for e in store.read_all()]
+                await store.append("order-2", [NewEvent("Mine", {})])
+                own = [e.type async for e in store.read_stream("order-2")]
+            return seen, own
+
+    assert asyncio.run(run()) == (["Placed"], ["Mine"])
+
+
+@pytest.mark.parametrize(
+    ("replica", "says"),
+    [
+        ("sqlite:///x.db", "URL of a PostgreSQL standby"),
+        ("postgresql://h/db?schema=other", "replica's schema"),
+    ],
+)
+def test_a_replica_url_that_cannot_be_one_is_refused(replica: str, says: str) -> None:
+    url = replicas.with_replicas("postgresql://h/db?schema=shop", [replica])
+    with pytest.raises(UnsupportedStoreURL, match=says):
+        replicas.split_url(url)
+
+
+def test_a_url_with_two_replicas_is_refused_for_now() -> None:
+    url = replicas.with_replicas("postgresql://h/db", ["postgresql://a/db", "postgresql://b/db"])
+    with pytest.raises(UnsupportedStoreURL, match="one replica"):
+        replicas.split_url(url)
