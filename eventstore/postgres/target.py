@@ -103,6 +103,9 @@ class PostgresTarget:
         pool_timeout = _pool_setting(query, "pool_timeout", POOL_TIMEOUT, float, 3600.0)
         pooler = query.pop("pooler", None)
         direct = query.pop("direct", None)
+        # A read replica is the store's, not a connection's: `replicas.split_url` reads it,
+        # and the target of a URL that names one is the primary.
+        query.pop("replica", None)
         query.setdefault("application_name", "eventcraft")  # tells operators whose connection it is
         if pooler is not None and pooler not in POOLERS:
             raise UnsupportedStoreURL(
