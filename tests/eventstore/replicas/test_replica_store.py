@@ -14,6 +14,7 @@ from eventcraft.eventstore import (
     AsyncEventStore,
     EventStore,
     NewEvent,
+    PostgresTarget,
     Query,
     QueryItem,
     UnsupportedStoreURL,
@@ -160,3 +161,10 @@ def test_a_url_with_two_replicas_is_refused_for_now() -> None:
     url = replicas.with_replicas("postgresql://h/db", ["postgresql://a/db", "postgresql://b/db"])
     with pytest.raises(UnsupportedStoreURL, match="one replica"):
         replicas.split_url(url)
+
+
+def test_a_url_that_names_a_replica_targets_its_primary_elsewhere() -> None:
+    """The key table, retention and the shell read such a URL as the primary's."""
+    url = replicas.with_replicas("postgresql://app@db/shop?schema=s", ["postgresql://app@ro/shop"])
+    target = PostgresTarget.from_url(url)
+    assert target == PostgresTarget.from_url("postgresql://app@db/shop?schema=s")
