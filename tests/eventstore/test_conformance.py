@@ -12,8 +12,6 @@ from eventcraft.eventstore import EventStore
 from eventcraft.eventstore.blocking import BlockingEventStore
 from eventcraft.eventstore.testing import EventStoreConformance
 
-from tests.pgbouncer import pgbouncer, pgbouncer_url  # noqa: F401  (fixtures)
-
 
 class TestEveryBackend(EventStoreConformance):
     @pytest.fixture(
