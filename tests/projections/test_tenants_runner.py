@@ -8,6 +8,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import sqlalchemy as sa
@@ -150,6 +151,64 @@ def test_fifty_tenants_are_kept_current_by_two_threads_and_four_open_stores(
     assert 2 <= most_databases <= 4 and sampler.most["databases"] <= 4
     assert sampler.most["threads"] == 2
     assert 2 <= sampler.most["files"] <= 4 + 4  # the open stores' and databases' files
+
+
+def server_connections(port: int) -> int:
+    """The connections this process holds to the server on `port` now: its sockets (by
+    their inodes in /proc/self/fd) that the kernel lists as established to that port."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    found = 0
+    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
+        with open(table) as lines:
+            next(lines)
+            for line in lines:
+                fields = line.split()
+                remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+                if remote_port == port and fields[3] == "01" and fields[9] in inodes:
+                    found += 1
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts sockets in /proc")
+def test_tenants_in_schemas_hold_no_more_connections_than_the_bound(pg_url: str) -> None:
+    template = pg_url + "_{tenant}"  # ?schema=t_<hex>_{tenant}: a schema per tenant
+    port = urlsplit(pg_url).port or 5432
+    names = [f"s{n:02d}" for n in range(30)]
+    most = 0
+    with Tenants(template, most_open=3, pool_size=2) as tenants:
+        bound = tenants.most_connections + 3 * tenants.pool_size  # stores, read models
+        try:
+            with TenantsRunner(tenants, [placed_list()], workers=2, idle=0.2) as runner:
+                runner.start()
+                done = threading.Event()
+
+                def sample() -> None:
+                    nonlocal most
+                    while not done.wait(0.001):
+                        most = max(most, server_connections(port))
+
+                sampler = threading.Thread(target=sample, name="sampler", daemon=True)
+                sampler.start()
+                for round_ in (1, 2):
+                    for name in names:
+                        tenants.for_tenant(name).append("order-1", [placed(name, round_)])
+                for name in names:  # discovered in the placement (schemas), or served here
+                    runner.wait_until(name, 2, timeout=120)
+                done.set()
+                sampler.join()
+                counts = {name: runner.checkpoints(name) for name in names}
+        finally:
+            for name in tenants.known():
+                tenants.for_tenant(name).drop_tenant()
+    assert counts == {name: {"placed": 2} for name in names}
+    assert 2 <= most <= bound < len(names)  # observed; no connection per tenant
 
 
 def test_one_busy_tenant_waits_its_turn_behind_the_others(tmp_path: Path) -> None:
