@@ -148,15 +148,44 @@ def engine_for(url: str) -> sa.Engine:
         # application opens under that URL (a role may allow only so many).
         target = PostgresTarget.from_url(url)
         plain = "postgresql+psycopg" + target.conninfo.removeprefix("postgresql")
-        return sa.create_engine(
+        # Behind a transaction pooler, READ COMMITTED goes in each BEGIN (the store's
+        # `options` would be refused): `_behind_pooler` sets the rest.
+        isolation = {"isolation_level": "READ COMMITTED"} if target.pooler == "transaction" else {}
+        engine = sa.create_engine(
             plain,
-            connect_args={"options": target.options()},
+            connect_args=target.connect_arguments(),
             pool_pre_ping=True,
             pool_size=target.pool_size,
             max_overflow=0,
             pool_timeout=target.pool_timeout,
+            **isolation,
         )
+        _behind_pooler(engine, target)
+        return engine
     return sa.create_engine(url)
+
+
+def _behind_pooler(engine: sa.Engine, target: PostgresTarget) -> None:
+    """Give `engine`'s connections the store's settings where a pooler refuses them as
+    libpq's `options`: once a connection opens (a session pooler's are the client's; a
+    transaction pooler such as PgBouncer keeps the time zone for each client), and behind
+    a transaction pooler the schema in each transaction (`SET LOCAL`), whose server
+    connection is another client's after it."""
+    settings = target.session_settings()
+    if settings is not None:
+
+        def settle(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.execute(settings)
+            dbapi_connection.commit()
+
+        sa.event.listen(engine, "connect", settle)
+    if target.pooler == "transaction" and target.schema is not None:
+        path = f'SET LOCAL search_path TO "{target.schema}"'
+
+        def scope(connection: sa.Connection) -> None:
+            connection.exec_driver_sql(path)
+
+        sa.event.listen(engine, "begin", scope)
 
 
 def _write_ahead(dbapi_connection: Any) -> None:
