@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from . import arguments, json_lines, telemetry, tenant_places
 from .arguments import ManyAppend
 from .async_port import AsyncBackend
-from .backends import async_backend_for, retention_for
+from .backends import async_backend_for, retention_for, with_replicas
 from .deletion import StreamDeletion, of_categories
 from .encoding import MAX_EVENT_BYTES, check_max_event_bytes
 from .errors import InvalidTenant
@@ -107,6 +107,7 @@ class AsyncEventStore:
         sealed: bool = False,
         create_folders: bool = False,
         tenants: AsyncTenants | None = None,
+        replicas: Sequence[str] = (),
     ) -> AsyncEventStore:
         """The store at `url`; raises `StoreUnavailable` if its database cannot be opened.
 
@@ -132,8 +133,14 @@ class AsyncEventStore:
         tenant alone, its database or folder made if missing (`AsyncTenants` says where a
         tenant may be). With `tenants`, the store hands out its tenants' stores
         (`for_tenant`), and closes them when it closes.
+
+        With `replicas` (PostgreSQL: the URL of one hot standby of the store's server,
+        the same as `?replica=` in `url`), the store reads from the standby and writes
+        to the primary; a caller reads its own writes (docs: how-to, read replicas).
         """
         check_max_event_bytes(max_event_bytes)
+        if replicas:
+            url = with_replicas(url, replicas)
         place = tenant_places.tenant_in_url(url)
         if place is not None:
             if tenants is not None:

@@ -16,7 +16,7 @@ gives no key table or retention keeps keys in memory and has no retention.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -29,6 +29,7 @@ from .errors import StoreUnavailable, UnsupportedStoreURL
 from .memory import MemoryBackend
 from .personal.key_table import KeyTable, MemoryKeyTable
 from .port import Backend
+from .postgres import replicas as postgres_replicas
 from .postgres.async_backend import AsyncPostgresBackend
 from .postgres.backend import PostgresBackend
 from .postgres.key_table import PostgresKeyTable
@@ -182,6 +183,15 @@ def retention_for(url: str) -> Retention:
     if kind is None or kind.retention is None:
         return NoRetention()
     return kind.retention(url)
+
+
+def with_replicas(url: str, replicas: Sequence[str]) -> str:
+    """`url` naming `replicas` as its read replicas (`?replica=`): PostgreSQL's alone."""
+    if kind_of(url).name != "postgresql":
+        raise UnsupportedStoreURL(
+            f"replicas= is for PostgreSQL stores (hot standbys), not {redacted(url)!r}"
+        )
+    return postgres_replicas.with_replicas(url, replicas)
 
 
 def _scheme(url: str) -> str:

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from . import arguments, json_lines, telemetry, tenant_places
 from .arguments import ManyAppend
-from .backends import backend_for, retention_for
+from .backends import backend_for, retention_for, with_replicas
 from .deletion import StreamDeletion, of_categories
 from .encoding import MAX_EVENT_BYTES, check_max_event_bytes
 from .errors import InvalidTenant
@@ -96,6 +96,7 @@ class EventStore:
         sealed: bool = False,
         create_folders: bool = False,
         tenants: Tenants | None = None,
+        replicas: Sequence[str] = (),
     ) -> EventStore:
         """The store at `url`; raises `StoreUnavailable` if its database cannot be opened.
 
@@ -120,8 +121,14 @@ class EventStore:
         tenant alone, its database or folder made if missing (`Tenants` says where a
         tenant may be). With `tenants`, the store hands out its tenants' stores
         (`for_tenant`), and closes them when it closes.
+
+        With `replicas` (PostgreSQL: the URL of one hot standby of the store's server,
+        the same as `?replica=` in `url`), the store reads from the standby and writes
+        to the primary; a caller reads its own writes (docs: how-to, read replicas).
         """
         check_max_event_bytes(max_event_bytes)
+        if replicas:
+            url = with_replicas(url, replicas)
         place = tenant_places.tenant_in_url(url)
         if place is not None:
             if tenants is not None:

@@ -168,3 +168,21 @@ def test_a_url_that_names_a_replica_targets_its_primary_elsewhere() -> None:
     url = replicas.with_replicas("postgresql://app@db/shop?schema=s", ["postgresql://app@ro/shop"])
     target = PostgresTarget.from_url(url)
     assert target == PostgresTarget.from_url("postgresql://app@db/shop?schema=s")
+
+
+def test_a_store_opened_with_replicas_reads_from_the_standby(pair: Pair) -> None:
+    with (
+        EventStore.open(pair.primary_url) as writer,
+        EventStore.open(pair.primary_url, replicas=[pair.standby_url]) as store,
+    ):
+        writer.append("order-1", [NewEvent("Placed", {})])
+        caught_up(pair.primary, pair.standby)
+        with _paused(pair):
+            writer.append("order-1", [NewEvent("Paid", {})])
+            assert _types(store) == ["Placed"]
+        assert store.log_status().replica is not None
+
+
+def test_replicas_are_refused_for_a_store_that_is_not_postgresql() -> None:
+    with pytest.raises(UnsupportedStoreURL, match="replicas= is for PostgreSQL"):
+        EventStore.open("sqlite:///shop.db", replicas=["postgresql://ro/shop"])
