@@ -359,8 +359,8 @@ def _instances(options: CallbackOptions) -> Iterable[Observation]:
             except RuntimeError:  # changed by its orchestrator meanwhile: next time
                 continue
     counts: Counter[tuple[str, str, str]] = Counter()
-    for status, streams in by_status.items():
-        for tenant, stream in streams:
+    for status, pairs in by_status.items():
+        for tenant, stream in pairs:
             name = stream.removeprefix(f"{SAGA_CATEGORY}-").partition(":")[0]
             counts[tenant, name, status] += 1
     return [
