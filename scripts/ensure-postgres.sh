@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Make sure the PostgreSQL the tests use is installed and accepting connections.
-# EVENTCRAFT_TEST_PG names it; by default the local server with trust auth.
+# Make sure the PostgreSQL the tests use is installed and accepting connections, and
+# PgBouncer installed beside it. EVENTCRAFT_TEST_PG names the server; by default the
+# local one with trust auth.
 set -euo pipefail
 url="${EVENTCRAFT_TEST_PG:-postgresql://postgres@127.0.0.1:5432/test}"
 
@@ -9,6 +10,15 @@ if ! command -v pg_ctlcluster >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends postgresql postgresql-client >/dev/null
+fi
+
+# PgBouncer, which tests/pgbouncer.py starts in front of the server on a port of its own
+# (the store behind a pooler): installed only, never started or configured here.
+if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then
+  echo "ensure-postgres: installing PgBouncer from Debian's packages"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends pgbouncer >/dev/null
 fi
 
 ready() { pg_isready -q -d "$url" 2>/dev/null; }
