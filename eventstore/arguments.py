@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from pydantic import BaseModel
 
@@ -297,7 +297,8 @@ def unavailable(url: str, error: EventStoreError | OSError) -> StoreUnavailable:
 
 
 def redacted(url: str) -> str:
-    """`url` with its password, if any, masked.
+    """`url` with its password, if any, masked, and that of the URL its `direct=` names
+    (a PostgreSQL store behind a pooler).
 
     Example::
 
@@ -306,14 +307,21 @@ def redacted(url: str) -> str:
         url = "postgresql://app:s3cret@db.example:5432/shop"
         assert redacted(url) == "postgresql://app:***@db.example:5432/shop"
         assert redacted("sqlite:///shop.db") == "sqlite:///shop.db"
+        pooled = "postgresql://app@pgbouncer:6432/shop?pooler=transaction&direct="
+        assert redacted(pooled + "postgresql://app:pw@db/shop").endswith("app:***@db/shop")
     """
     try:
-        password = urlsplit(url).password
+        parts = urlsplit(url)
+        password = parts.password
+        direct = dict(parse_qsl(parts.query)).get("direct")
+        inner = urlsplit(direct).password if direct else None
     except ValueError:  # unparsable: where a password would be is unknown
         return url.split("://", 1)[0] + "://..."
-    if password is None:
-        return url
-    return url.replace(f":{password}@", ":***@", 1)
+    masked = url if password is None else url.replace(f":{password}@", ":***@", 1)
+    if inner:  # as written in the query, or percent-encoded there
+        masked = masked.replace(f":{inner}@", ":***@")
+        masked = masked.replace(quote(f":{inner}@", safe=""), quote(":***@", safe=""))
+    return masked
 
 
 def without_password(url: str, text: str) -> str:
