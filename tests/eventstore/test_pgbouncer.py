@@ -17,6 +17,7 @@ from eventcraft.eventstore import (
     StoreUnavailable,
     UnsupportedStoreURL,
 )
+from eventcraft.eventstore.postgres.key_table import PostgresKeyTable
 from eventcraft.eventstore.postgres.retention import PostgresRetention
 
 from tests.conftest import PG_URL
@@ -187,6 +188,27 @@ def test_retention_behind_a_transaction_pooler_asks_for_the_direct_connection(
             pass
     finally:
         retention.close()
+
+
+def test_a_forget_behind_a_transaction_pooler_asks_for_the_direct_connection(
+    pgbouncer: PgBouncer, pg_url: str
+) -> None:
+    # VACUUM FULL runs outside any transaction: only a session of its own can run it.
+    url = f"{pgbouncer.url()}?schema={_schema(pg_url)}&pooler=transaction"
+    EventStore.open(url).close()
+    keys = PostgresKeyTable(url)
+    try:
+        assert list(keys.live_keys(["c1"])) == ["c1"]  # sealing goes through the pooler
+        with pytest.raises(UnsupportedStoreURL, match="forgetting personal data"):
+            keys.forget("c1")
+    finally:
+        keys.close()
+    keys = PostgresKeyTable(f"{url}&direct={direct_url()}")
+    try:
+        assert keys.forget("c1") == 1
+        assert not keys.erasure_pending()
+    finally:
+        keys.close()
 
 
 @pytest.mark.parametrize(
