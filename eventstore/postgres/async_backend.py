@@ -362,10 +362,13 @@ class AsyncPostgresBackend(AsyncBackend):
         return await self._with_connection(database_now_async)
 
     async def log_status(self) -> LogStatus:
-        status = await self._with_connection(log_status_async)
         if self._reads is None:
-            return status
-        return status._replace(replica=await self._reads.lag())
+            return await self._with_connection(log_status_async)
+        lag = await self._reads.lag()
+        # A promoted replica holds the log now: what holds it back is for it to say.
+        where = self._reads.pool if lag.promoted else None
+        status = await self._with_connection(log_status_async, pool=where)
+        return status._replace(replica=lag)
 
     async def wait_for_events(self, after: int, timeout: float) -> bool:
         # The mark above `after`, not above 0: what read_all(after=after) goes up to, and

@@ -302,10 +302,13 @@ class PostgresBackend(Backend):
         return self._with_connection(database_now)
 
     def log_status(self) -> LogStatus:
-        status = self._with_connection(log_status)
         if self._reads is None:
-            return status
-        return status._replace(replica=self._reads.lag())
+            return self._with_connection(log_status)
+        lag = self._reads.lag()
+        # A promoted replica holds the log now: what holds it back is for it to say.
+        where = self._reads.pool if lag.promoted else None
+        status = self._with_connection(log_status, pool=where)
+        return status._replace(replica=lag)
 
     def wait_for_events(self, after: int, timeout: float) -> bool:
         # The mark above `after`, not above 0: what read_all(after=after) goes up to, and

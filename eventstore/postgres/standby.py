@@ -68,7 +68,10 @@ class ReplicaReads:
         writes = self._writes
         if writes == self._synced:
             return self.pool
-        lsn = self._primary.run(_inserted)
+        try:
+            lsn = self._primary.run(_inserted)
+        except (psycopg.OperationalError, StoreUnavailable):
+            return self.pool  # the primary is gone (promoted standby?): read what is here
         deadline = time.monotonic() + READ_YOUR_WRITES_WAIT
         pause = _FIRST_PAUSE
         while not self.pool.run(partial(_replayed, lsn)):
