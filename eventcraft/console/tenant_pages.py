@@ -68,15 +68,17 @@ class TenantConsoles:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         tenant = str(scope.get("path_params", {}).get("tenant", ""))
+        # Asked on every request, not once: a tenant dropped meanwhile (by another process)
+        # is a 404, and its store is not opened again, which would make it anew.
+        if not await run_in_threadpool(self.visible, tenant):
+            root = str(scope.get("root_path", "")).removesuffix(f"/t/{tenant}")
+            response = plain_page(
+                Request(scope), "error.html", root, status_code=404, error=NO_SUCH_TENANT
+            )
+            await response(scope, receive, send)
+            return
         pages = self._consoles.get(tenant)
         if pages is None:
-            if not await run_in_threadpool(self.visible, tenant):
-                root = str(scope.get("root_path", "")).removesuffix(f"/t/{tenant}")
-                response = plain_page(
-                    Request(scope), "error.html", root, status_code=404, error=NO_SUCH_TENANT
-                )
-                await response(scope, receive, send)
-                return
             pages = self._consoles.setdefault(tenant, self._pages(tenant))
         await pages(scope, receive, send)
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import html
 import re
+import urllib.error
+import urllib.request
 import uuid
 from collections import deque
 from collections.abc import Iterator
@@ -26,7 +28,7 @@ from eventcraft.operations import tenants as operations
 from ..cli.apps import HEALED, shop
 from ..cli.conftest import Run
 from ..conftest import PG_URL, _need_postgres
-from .conftest import LOCAL, POISON_AT, fill_console
+from .conftest import APP, LOCAL, POISON_AT, fill_console, serving
 
 SECRET = "globex-secret-zq81"
 """What only globex's events hold."""
@@ -211,3 +213,27 @@ def test_options_that_need_one_store_or_a_template_are_refused(
         refused = run(*arguments)
         assert refused.code == 2 and said in refused.err, refused.err
         assert len(refused.err.strip().splitlines()) == 1
+
+
+def test_eventcraft_console_on_a_template_serves_the_tenants_it_is_told(two: str) -> None:
+    with serving("--store", two, "--app", APP, options=("--tenants", "acme")) as served:
+        with urllib.request.urlopen(served.url + "/") as picker:
+            listed = picker.read().decode()
+        assert "/t/acme/" in listed and "globex" not in listed
+        with urllib.request.urlopen(served.url + "/t/acme/log") as log:
+            assert log.status == 200 and SECRET not in log.read().decode()
+        with pytest.raises(urllib.error.HTTPError) as hidden:
+            urllib.request.urlopen(served.url + "/t/globex/log")
+        assert hidden.value.code == 404
+        assert "globex" not in hidden.value.read().decode()
+    assert "Traceback" not in served.stop()
+
+
+def test_a_tenant_dropped_while_the_console_runs_is_404_and_not_made_again(two: str) -> None:
+    with _console(two) as browser:
+        assert browser.get("/t/globex/log").status_code == 200
+        operations.drop_tenant(two, "globex")  # as `eventcraft tenant drop` would, elsewhere
+        gone = browser.get("/t/globex/log")
+        assert gone.status_code == 404 and SECRET not in gone.text
+        assert "/t/globex/" not in browser.get("/").text
+    assert operations.list_tenants(two) == ["acme"]
