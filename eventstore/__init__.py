@@ -70,7 +70,7 @@ from .sqlite.options import SQLiteTarget
 from .sqlite.retention import RETENTION_LOCK_SUFFIX
 from .store import EventStore
 from .tenant_ids import MAX_TENANT_LENGTH, check_tenant
-from .tenant_places import TenantDrop, TenantPlace
+from .tenant_places import TenantDrop, TenantPlace, tenant_place
 from .tenants import Tenants
 from .transfer import (
     ExportReport,
@@ -171,6 +171,7 @@ __all__ = [
     "schema_version_of",
     "scheme_of",
     "sqlite_file_holds_store",
+    "tenant_place",
     "verify_log",
     "with_placed",
     "without_password",

@@ -129,7 +129,7 @@ class EventStore:
         check_max_event_bytes(max_event_bytes)
         if replicas:
             url = with_replicas(url, replicas)
-        place = tenant_places.tenant_in_url(url)
+        place = tenant_places.tenant_place(url)
         if place is not None:
             if tenants is not None:
                 raise InvalidTenant("a tenant's store has no tenants: give tenants= to another")

@@ -217,9 +217,22 @@ class TenantPlaces:
         return self._template is not None and self._template.kind == "memory"
 
 
-def tenant_in_url(url: str) -> TenantPlace | None:
-    """The place of the tenant a store URL names with `?tenant=`, its template filled in;
-    None for a URL with neither `?tenant=` nor `{tenant}`."""
+def tenant_place(url: str) -> TenantPlace | None:
+    """The place of the tenant a store URL names with `?tenant=` (its template filled in),
+    None for a URL of no tenant: for a reader that opens the tenant's database or file
+    itself, never the template's text (Spark's executors, a read model's database).
+    `UnsupportedStoreURL` for `{tenant}` without `?tenant=` or the other way round, and
+    `InvalidTenant` for a tenant id the store refuses.
+
+    Example::
+
+        from eventcraft.eventstore import tenant_place
+
+        place = tenant_place("sqlite:///tenants/{tenant}.db?tenant=acme")
+        assert place is not None and (place.tenant, place.kind) == ("acme", "file")
+        assert place.url == "sqlite:///tenants/acme.db"
+        assert tenant_place("sqlite:///shop.db") is None
+    """
     url = _braces(url)
     base, tenant = _without_tenant_option(url)
     if tenant is None:

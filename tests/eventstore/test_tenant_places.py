@@ -14,7 +14,7 @@ from eventcraft.eventstore import (
     Tenants,
     UnsupportedStoreURL,
 )
-from eventcraft.eventstore.tenant_places import TenantPlaces, tenant_in_url
+from eventcraft.eventstore.tenant_places import TenantPlaces, tenant_place
 
 SHOP = "postgresql://app:s3cret@db.example:5432/shop"
 
@@ -142,12 +142,12 @@ def test_tenants_refuse_a_hostile_tenant_before_placing_it() -> None:
 
 
 def test_a_url_names_one_tenant_with_tenant_and_its_place_with_braces() -> None:
-    place = tenant_in_url("sqlite:///tenants/{tenant}.db?synchronous=normal&tenant=acme")
+    place = tenant_place("sqlite:///tenants/{tenant}.db?synchronous=normal&tenant=acme")
     assert place is not None and place.url == "sqlite:///tenants/acme.db?synchronous=normal"
-    encoded = tenant_in_url("sqlite:///tenants/%7Btenant%7D.db?tenant=acme")
+    encoded = tenant_place("sqlite:///tenants/%7Btenant%7D.db?tenant=acme")
     assert encoded is not None and encoded.name == "tenants/acme.db"
-    assert tenant_in_url("sqlite:///shop.db?synchronous=normal") is None
-    memory = tenant_in_url("memory://?tenant=acme")
+    assert tenant_place("sqlite:///shop.db?synchronous=normal") is None
+    memory = tenant_place("memory://?tenant=acme")
     assert memory is not None and memory.kind == "memory"
 
 
