@@ -381,7 +381,7 @@ class TenantsRunner:
                 self._set_up(tenant, served, database)
             for name, projector in served.projectors.items():
                 if (tenant, name) in self.stopped or projector.position >= head:
-                    self._lags[(tenant, name)] = max(head - projector.position, 0)
+                    self._lagging(tenant, name, head - projector.position)
                     continue
                 if not projector.acquire():
                     continue  # another runner's, for now
@@ -393,9 +393,14 @@ class TenantsRunner:
                         self.stopped[(tenant, name)] = stopped
                     self._notify()
                     raise
-                self._lags[(tenant, name)] = max(head - projector.position, 0)
+                self._lagging(tenant, name, head - projector.position)
                 more = more or projector.position < head
         return more
+
+    def _lagging(self, tenant: str, name: str, behind: int) -> None:
+        """Note how far `tenant`'s projection `name` is behind its head, for the gauge."""
+        with self._state:
+            self._lags[(tenant, name)] = max(behind, 0)
 
     def _set_up(self, tenant: str, served: _Served, database: Database) -> None:
         """`tenant`'s checkpoint table and each definition's row and first tables, once."""
