@@ -10,7 +10,7 @@ from eventcraft.eventstore import TenantDrop, TenantPlace
 from ..operations import tenants as operations
 from ..operations.errors import InputError
 from .output import console, emit_json, json_option, table
-from .shell import confirmed, shell, yes_option
+from .shell import shell, yes_option
 
 
 @click.group(
@@ -62,13 +62,11 @@ def drop(tenant_id: str, yes: bool, as_json: bool) -> None:
         )
     template = found.template()
     planned = operations.plan_drop(template, tenant_id)
-    confirmed(
-        planned.describe(),
-        yes,
-        refusal=f"dropping tenant {tenant_id!r} removes its {planned.place.kind} "
-        f"{planned.place.name} and everything in it, for ever: pass --yes to drop it",
-        can_ask=False,
-    )
+    if not yes:  # never asked at a prompt: a tenant is dropped only when --yes says so
+        raise InputError(
+            f"dropping tenant {tenant_id!r} removes its {planned.kind} {planned.name} and "
+            "everything in it, for ever: pass --yes to drop it"
+        )
     done = operations.drop_tenant(template, tenant_id)
     if as_json:
         emit_json(_dropped(done))

@@ -11,7 +11,6 @@ before anything is opened.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from urllib.parse import quote, unquote_plus
 
 from eventcraft.eventstore import (
@@ -92,33 +91,16 @@ def list_tenants(template: str) -> list[str]:
         return tenants.known()
 
 
-@dataclass(frozen=True)
-class TenantToDrop:
-    """What dropping a tenant would remove: its place, found there now."""
-
-    tenant: str
-    place: TenantPlace
-    """The tenant's schema, database, file or folder, with everything in it."""
-
-    def describe(self) -> str:
-        """The question a person is asked before the drop."""
-        return (
-            f"Drop tenant {self.tenant!r}? Its {self.place.kind} {self.place.name} will be "
-            "removed with everything in it (events, snapshots, keys, read models kept there) "
-            "and the archive its retention runs wrote; this cannot be undone"
-        )
-
-
-def plan_drop(template: str, tenant: str) -> TenantToDrop:
-    """What dropping `tenant` would remove; `NotFound` if its placement holds no store of
-    it (nothing is made to be dropped)."""
+def plan_drop(template: str, tenant: str) -> TenantPlace:
+    """The place dropping `tenant` would remove, with everything in it; `NotFound` if the
+    template's placement holds no store of it (nothing is made to be dropped)."""
     place = place_of(template, tenant)
     if tenant not in list_tenants(template):
         raise NotFound(
             f"there is no tenant {tenant!r} in {redacted(template)!r}: its {place.kind} "
             f"{place.name} is not there (list the tenants to see which there are)"
         )
-    return TenantToDrop(tenant, place)
+    return place
 
 
 def drop_tenant(template: str, tenant: str) -> TenantDrop:

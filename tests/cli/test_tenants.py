@@ -243,6 +243,16 @@ def test_tenant_drop_refuses_without_yes_then_removes_the_tenant_whole(
 
     again = run("--store", two, "tenant", "drop", "acme", "--yes")
     _one_line_error(again, 2, "no tenant 'acme'")
+    as_json = run("--store", two, "tenant", "drop", "globex", "--yes", "--json")
+    assert as_json.code == 0, as_json.err
+    assert orjson.loads(as_json.out) == {
+        "tenant": "globex",
+        "kind": place.kind,
+        "place": operations.place_of(two, "globex").name,
+        "existed": True,
+        "archives": [str(tmp_path / "globex-archive")],
+    }
+    assert operations.list_tenants(two) == []
 
 
 def test_tenant_drop_refuses_a_second_tenant_named_by_tenant(two: str, run: Run) -> None:
