@@ -28,6 +28,7 @@ from ..errors import StoreUnavailable
 from ..log_status import ReplicaLag
 from . import high_water
 from .async_connections import AsyncConnectionPool
+from .listener import RECHECK
 from .replicas import PrimaryMark, primary_mark_async, standby_head_async
 from .target import PostgresTarget
 
@@ -72,18 +73,31 @@ class AsyncReplicaReads:
             lsn = await self._primary.run(_inserted)
         except (psycopg.OperationalError, StoreUnavailable):
             return self.pool  # the primary is gone (promoted standby?): read what is here
-        deadline = time.monotonic() + READ_YOUR_WRITES_WAIT
+        if not await self._replay(lsn, READ_YOUR_WRITES_WAIT):
+            return self._primary
+        self._synced = max(self._synced, writes)
+        return self.pool
+
+    async def replayed_past(self, after: int) -> bool:
+        """Whether the primary's log has moved past `after` and the standby has replayed
+        that far, waited for up to `RECHECK` seconds: a waiter woken by an append's
+        NOTIFY (sent by the primary) reads the standby once it shows the append."""
+        judged = await self._primary_mark(after)
+        return judged is not None and judged[0] > after and await self._replay(judged[1], RECHECK)
+
+    async def _replay(self, lsn: str, wait: float) -> bool:
+        """Whether the standby has replayed up to `lsn`, waited for up to `wait` seconds."""
+        deadline = time.monotonic() + wait
         pause = _FIRST_PAUSE
         while not await self.pool.run(partial(_replayed, lsn)):
             if time.monotonic() >= deadline:
-                return self._primary
+                return False
             if True:  # ASYNC
                 await asyncio.sleep(pause)
             else:
                 time.sleep(pause)
             pause = min(pause * 2, _LONGEST_PAUSE)
-        self._synced = max(self._synced, writes)
-        return self.pool
+        return True
 
     async def head(self, conn: Conn, after: int) -> int:
         """The high-water mark above `after` on `conn`, a connection to the standby (or, for

@@ -313,7 +313,15 @@ class PostgresBackend(Backend):
     def wait_for_events(self, after: int, timeout: float) -> bool:
         # The mark above `after`, not above 0: what read_all(after=after) goes up to, and
         # a walk of the rows past `after` alone, however long the log behind it.
-        return self._listener.wait(after, timeout, partial(self._safe_head, after))
+        return self._listener.wait(after, timeout, partial(self._waited_head, after))
+
+    def _waited_head(self, after: int) -> int:
+        """The high-water mark above `after`; on a replica, once it shows what the primary
+        has past `after` (the NOTIFY that woke the waiter came from the primary)."""
+        head = self._safe_head(after)
+        if head > after or self._reads is None or not self._reads.replayed_past(after):
+            return head
+        return self._safe_head(after)
 
     def stream_version(self, stream_id: str) -> int:
         def query(conn: Conn) -> int:

@@ -28,6 +28,7 @@ from ..errors import StoreUnavailable
 from ..log_status import ReplicaLag
 from . import high_water
 from .connections import ConnectionPool
+from .listener import RECHECK
 from .replicas import PrimaryMark, primary_mark, standby_head
 from .target import PostgresTarget
 
@@ -72,15 +73,28 @@ class ReplicaReads:
             lsn = self._primary.run(_inserted)
         except (psycopg.OperationalError, StoreUnavailable):
             return self.pool  # the primary is gone (promoted standby?): read what is here
-        deadline = time.monotonic() + READ_YOUR_WRITES_WAIT
+        if not self._replay(lsn, READ_YOUR_WRITES_WAIT):
+            return self._primary
+        self._synced = max(self._synced, writes)
+        return self.pool
+
+    def replayed_past(self, after: int) -> bool:
+        """Whether the primary's log has moved past `after` and the standby has replayed
+        that far, waited for up to `RECHECK` seconds: a waiter woken by an append's
+        NOTIFY (sent by the primary) reads the standby once it shows the append."""
+        judged = self._primary_mark(after)
+        return judged is not None and judged[0] > after and self._replay(judged[1], RECHECK)
+
+    def _replay(self, lsn: str, wait: float) -> bool:
+        """Whether the standby has replayed up to `lsn`, waited for up to `wait` seconds."""
+        deadline = time.monotonic() + wait
         pause = _FIRST_PAUSE
         while not self.pool.run(partial(_replayed, lsn)):
             if time.monotonic() >= deadline:
-                return self._primary
+                return False
             time.sleep(pause)
             pause = min(pause * 2, _LONGEST_PAUSE)
-        self._synced = max(self._synced, writes)
-        return self.pool
+        return True
 
     def head(self, conn: Conn, after: int) -> int:
         """The high-water mark above `after` on `conn`, a connection to the standby (or, for

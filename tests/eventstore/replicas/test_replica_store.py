@@ -186,3 +186,11 @@ def test_a_store_opened_with_replicas_reads_from_the_standby(pair: Pair) -> None
 def test_replicas_are_refused_for_a_store_that_is_not_postgresql() -> None:
     with pytest.raises(UnsupportedStoreURL, match="replicas= is for PostgreSQL"):
         EventStore.open("sqlite:///shop.db", replicas=["postgresql://ro/shop"])
+
+
+def test_a_waiter_on_the_replica_wakes_for_an_append_on_the_primary(pair: Pair) -> None:
+    with EventStore.open(pair.primary_url) as writer, EventStore.open(_with_replica(pair)) as store:
+        assert not store.wait_for_events(after=0, timeout=0.2)
+        position = writer.append("order-1", [NewEvent("Placed", {})]).positions[0]
+        assert store.wait_for_events(after=0, timeout=30)
+        assert [e.position for e in store.read_all()] == [position]
