@@ -10,6 +10,7 @@ before anything is opened.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from urllib.parse import quote, unquote_plus
 
@@ -28,14 +29,13 @@ from .errors import InputError, NotFound
 TENANT = "{tenant}"
 """Where a template puts the tenant's name."""
 _TENANT_OPTION = "tenant"
+_TEMPLATE = re.compile(r"\{tenant\}|(?i:%7btenant%7d)")  # as the store reads it
 
 
 def is_template(url: str) -> bool:
     """Whether `url` names a store per tenant, with `{tenant}` (as written, or
-    percent-encoded as some tools write it)."""
-    return TENANT in url.replace("%7B", "{").replace("%7b", "{").replace("%7D", "}").replace(
-        "%7d", "}"
-    )
+    percent-encoded as some tools write it: the store reads both)."""
+    return _TEMPLATE.search(url) is not None
 
 
 def tenant_option(url: str) -> str | None:
@@ -51,7 +51,7 @@ def tenant_option(url: str) -> str | None:
 def template_of(url: str) -> str:
     """`url` without its `tenant=` option: the template it fills."""
     base, mark, query = url.partition("?")
-    kept = [item for item in query.split("&") if item and item.partition("=")[0] != "tenant"]
+    kept = [item for item in query.split("&") if item and item.partition("=")[0] != _TENANT_OPTION]
     return f"{base}?{'&'.join(kept)}" if mark and kept else base
 
 
