@@ -18,6 +18,7 @@ from eventcraft.eventstore.retention import RetentionPolicy
 from eventcraft.projections import Fold, ProjectionRunner, StreamKey
 from pydantic import BaseModel
 
+from eventcraft import App
 from eventcraft.operations import retention
 from eventcraft.operations import tenants as operations
 
@@ -288,3 +289,29 @@ def test_tenants_are_listed_from_folders_and_databases(tmp_path: Path, prefix: s
         "acme",
         "north-wind",
     ]
+
+
+def test_projections_under_tenant_keep_that_tenants_checkpoints(two: str, run: Run) -> None:
+    app = ("--app", "tests.cli.apps:shop")
+    caught_up = run("--store", two, "--tenant", "acme", *app, "projections", "catch-up")
+    assert caught_up.code == 0, caught_up.err
+
+    def checkpoints(tenant: str) -> dict[str, int]:
+        status = run("--store", two, "--tenant", tenant, *app, "projections", "status", "--json")
+        assert status.code == 0, status.err
+        return {state["name"]: state["position"] for state in orjson.loads(status.out)}
+
+    assert checkpoints("acme") == {"orders": 7, "order-notes": 7}
+    assert checkpoints("globex") == {"orders": 0, "order-notes": 0}
+
+
+def test_an_app_with_a_read_model_database_of_its_own_is_refused_under_tenant(
+    two: str, run: Run
+) -> None:
+    shared = ("--store", two, "--tenant", "acme", "--app", f"{__name__}:SHARED")
+    for command in (["projections", "status"], ["forget", "customer-ada", "--yes"]):
+        _one_line_error(run(*shared, *command), 2, "App.database", "every tenant would share")
+
+
+SHARED = App(database="sqlite:///read-models.db")
+"""An App keeping the read models of every tenant in one database."""
