@@ -22,6 +22,7 @@ from eventcraft.eventstore import (
     Tenants,
     check_tenant,
     redacted,
+    tenant_place,
 )
 
 from .errors import InputError, NotFound
@@ -74,10 +75,11 @@ def tenant_url(template: str, tenant: str) -> str:
 
 
 def place_of(template: str, tenant: str) -> TenantPlace:
-    """Where `tenant`'s store is under `template` (nothing is connected to)."""
-    tenant_url(template, tenant)  # the same checks, the same words
-    with Tenants(template) as tenants:
-        return tenants.place_of(tenant)
+    """Where `tenant`'s store is under `template`, as its `?tenant=` URL opens it (nothing
+    is connected to)."""
+    place = tenant_place(tenant_url(template, tenant))
+    assert place is not None, "a URL with ?tenant= names a tenant's place"
+    return place
 
 
 def list_tenants(template: str) -> list[str]:
