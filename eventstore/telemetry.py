@@ -42,6 +42,7 @@ _METER_FROM_ENV = "OTEL_PYTHON_METER_PROVIDER" in os.environ
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Counter, Histogram, Meter, MeterProvider
+    from opentelemetry.metrics import _Gauge as Gauge  # the synchronous gauge (API 1.23+)
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
 SCOPE = "eventcraft.eventstore"
@@ -250,6 +251,17 @@ class _Instruments:
         self.reads: Counter = meter.create_counter(
             "eventcraft.store.reads", "{read}", "Reads of a stream or of the log, by kind"
         )
+        self.replica_lag: Gauge = meter.create_gauge(
+            "eventcraft.store.replica.lag",
+            "{event}",
+            "Positions a store's read replica is behind its primary's high-water mark, "
+            "as last measured (by log_status, or a read that asked the primary)",
+        )
+        self.replica_lag_bytes: Gauge = meter.create_gauge(
+            "eventcraft.store.replica.lag.bytes",
+            "By",
+            "WAL a store's read replica has not replayed, as log_status last measured it",
+        )
 
 
 SCOPED = Scoped(SCOPE, _Instruments)
@@ -264,6 +276,16 @@ def count_read(kind: str, tenant: str | None = None) -> None:
         if tenant is not None:
             where[TENANT] = tenant
         instruments.reads.add(1, where)
+
+
+def replica_lag(replica: str, events: int, wal_bytes: int | None = None) -> None:
+    """Record how far the read replica `replica` (its host and port) is behind."""
+    instruments = SCOPED.instruments()
+    if instruments is not None:
+        where = {"eventcraft.replica": replica}
+        instruments.replica_lag.set(events, where)
+        if wal_bytes is not None:
+            instruments.replica_lag_bytes.set(wal_bytes, where)
 
 
 def expected_text(expected: ExpectedVersion) -> str:

@@ -23,7 +23,9 @@ from functools import partial
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
+from .. import telemetry
 from ..errors import StoreUnavailable
 from ..log_status import ReplicaLag
 from . import high_water
@@ -55,6 +57,9 @@ class ReplicaReads:
 
     def __init__(self, replica: PostgresTarget, primary: ConnectionPool) -> None:
         self.pool = ConnectionPool(replica)
+        where = conninfo_to_dict(replica.conninfo)
+        self.name = f"{where.get('host', '')}:{where.get('port', '5432')}/{where.get('dbname', '')}"
+        """The replica in telemetry: host:port/database."""
         self._primary = primary
         self._writes = 0
         self._synced = 0
@@ -98,8 +103,20 @@ class ReplicaReads:
 
     def head(self, conn: Conn, after: int) -> int:
         """The high-water mark above `after` on `conn`, a connection to the standby (or, for
-        a read that went to the primary, to it: the same rule holds there)."""
-        return standby_head(conn, after, self._primary_mark)
+        a read that went to the primary, to it: the same rule holds there). When the
+        primary was asked, how far the standby is behind it goes to telemetry."""
+        asked: list[int] = []
+
+        def primary(after: int) -> PrimaryMark | None:
+            judged = self._primary_mark(after)
+            if judged is not None:
+                asked.append(judged[0])
+            return judged
+
+        head = standby_head(conn, after, primary)
+        if asked:
+            telemetry.replica_lag(self.name, max(0, asked[0] - head))
+        return head
 
     def lag(self) -> ReplicaLag:
         """How far the standby is behind the primary."""
@@ -108,13 +125,9 @@ class ReplicaReads:
         if replayed is None:  # promoted: a primary of its own, behind nothing
             return ReplicaLag(standby_mark, events=0, bytes=0, paused=False, promoted=True)
         primary_mark, behind = self._primary.run(partial(_behind, replayed))
-        return ReplicaLag(
-            high_water_mark=standby_mark,
-            events=max(0, primary_mark - standby_mark),
-            bytes=behind,
-            paused=paused,
-            promoted=False,
-        )
+        events = max(0, primary_mark - standby_mark)
+        telemetry.replica_lag(self.name, events, behind)
+        return ReplicaLag(standby_mark, events, behind, paused=paused, promoted=False)
 
     def _primary_mark(self, after: int) -> PrimaryMark | None:
         try:
