@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
+from eventcraft.eventstore import InvalidTenant, check_tenant
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -28,6 +29,7 @@ def read_events(
     registry: EventTypes | None = None,
     partitions: int | None = None,
     keys: str | None = None,
+    tenants: Sequence[str] | None = None,
 ) -> DataFrame:
     """Every event of `source` (a store URL or an `Archive`), one row each.
 
@@ -44,6 +46,11 @@ def read_events(
     Personal fields are opened with the key store at `keys`: by default the
     store's own database; an archive's are opened only if `keys` names its
     store's (a sealed event fails the job otherwise).
+
+    A tenant's store is read by its URL (`?tenant=acme` in a template with
+    `{tenant}`). With `tenants`, `source` is the template and the rows are those
+    of every tenant named, each tenant's log read from its own place, with a
+    first column `tenant` (positions are each tenant's own).
 
     Example::
 
@@ -69,6 +76,8 @@ def read_events(
         )
         assert [tuple(row) for row in totals.collect()] == [("account", 350)]
     """
+    if tenants is not None:
+        return _of_tenants(spark, source, tenants, registry, partitions)
     if isinstance(source, Archive):
         events = source.read(spark)
     elif isinstance(source, str):
@@ -97,6 +106,39 @@ def read_events(
     if registry is None:
         return events
     return _with_typed_columns(events, registry)
+
+
+def _of_tenants(
+    spark: SparkSession,
+    template: str | Archive,
+    tenants: Sequence[str],
+    registry: EventTypes | None,
+    partitions: int | None,
+) -> DataFrame:
+    """Each of `tenants`' events, read from its place, with its tenant first."""
+    if isinstance(tenants, str) or not tenants:
+        raise DefinitionError(f"tenants is a list of tenant ids, not {tenants!r}")
+    if not isinstance(template, str) or "{tenant}" not in template:
+        raise DefinitionError(
+            f"tenants= reads each tenant from its place: the source must be a store URL "
+            f"naming it with {{tenant}}, not {template!r}"
+        )
+    for tenant in tenants:
+        try:
+            check_tenant(tenant)  # before it goes into a URL, where `&` would add an option
+        except InvalidTenant as error:
+            raise DefinitionError(str(error)) from None
+    separator = "&" if "?" in template else "?"
+    frames = [
+        read_events(
+            spark,
+            f"{template}{separator}tenant={tenant}",
+            registry=registry,
+            partitions=partitions,
+        ).select(F.lit(tenant).alias("tenant"), "*")
+        for tenant in tenants
+    ]
+    return functools.reduce(DataFrame.unionByName, frames)
 
 
 def _with_typed_columns(events: DataFrame, registry: EventTypes) -> DataFrame:

@@ -17,7 +17,13 @@ import os
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
-from eventcraft.eventstore import EventStore
+from eventcraft.eventstore import (
+    EventStore,
+    InvalidTenant,
+    UnsupportedStoreURL,
+    redacted,
+    tenant_place,
+)
 from pyspark.sql import DataFrame, SparkSession
 
 from ..errors import DefinitionError
@@ -34,8 +40,11 @@ def check_readable(url: str) -> str:
 
     Executors open the store themselves, in processes (and on machines) of
     their own: a relative SQLite path would name another file there, so it
-    is made absolute here, against the driver's working directory.
+    is made absolute here, against the driver's working directory. A tenant's
+    URL (`?tenant=` in a template) is made its place's: the JDBC source and the
+    read model's database would otherwise take the template's text for a name.
     """
+    url = _placed(url)
     scheme = url.split("://", 1)[0].lower() if isinstance(url, str) and "://" in url else ""
     path, _, query = url[len(scheme) + len(":///") :].partition("?") if scheme else ("", "", "")
     in_memory = scheme == "sqlite" and (not path or path.startswith(":memory:"))
@@ -47,6 +56,23 @@ def check_readable(url: str) -> str:
     if scheme == "sqlite" and not path.startswith("/"):
         return f"sqlite:///{os.path.abspath(path)}" + (f"?{query}" if query else "")
     return url
+
+
+def _placed(url: str) -> str:
+    """The URL of the tenant's place that `url` names, or `url` when it names no tenant."""
+    if not isinstance(url, str):
+        return url
+    try:
+        place = tenant_place(url)
+    except (UnsupportedStoreURL, InvalidTenant) as error:
+        if "{tenant}" in url and "tenant=" not in url.partition("?")[2]:
+            raise DefinitionError(
+                f"{redacted(url)!r} names a store per tenant with {{tenant}}: add "
+                "?tenant=NAME to read one tenant, or give read_events tenants=[...] to read "
+                "several, each row with its tenant"
+            ) from None
+        raise DefinitionError(str(error)) from None
+    return url if place is None else place.url
 
 
 def ranges(after: int, upto: int, parts: int) -> list[tuple[int, int]]:
