@@ -15,7 +15,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 import sqlalchemy as sa
-from eventcraft.eventstore import EventStore, PostgresTarget
+from eventcraft.eventstore import EventStore, PostgresTarget, tenant_place
 from sqlalchemy.pool import StaticPool
 
 from .errors import DefinitionError
@@ -133,8 +133,12 @@ class Database:
 def engine_for(url: str) -> sa.Engine:
     """An engine for a store URL (memory://, sqlite:///..., postgresql://...?schema=...).
 
-    Any other SQLAlchemy URL is used as it is.
+    Any other SQLAlchemy URL is used as it is. A tenant's store URL (`?tenant=` in a
+    template) is its place's: never a file or schema named by the template's text.
     """
+    place = tenant_place(url) if "://" in url else None
+    if place is not None:
+        url = place.url
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme == "memory":
         return sa.create_engine(

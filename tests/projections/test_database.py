@@ -80,3 +80,13 @@ def test_a_store_opens_in_its_file_while_read_models_made_there_first_are_read(
         assert mode == "wal"
     finally:
         database.close()
+
+
+def test_a_tenants_url_opens_the_tenants_own_database(tmp_path: Path) -> None:
+    # A read model kept apart from the store (database=) for one tenant: its template's
+    # text is no file name, or every tenant's read models would share `{tenant}.db`.
+    engine = engine_for(f"sqlite:///{tmp_path}/{{tenant}}-models.db?tenant=acme")
+    with engine.begin() as connection:
+        connection.exec_driver_sql("CREATE TABLE totals (cents INTEGER)")
+    engine.dispose()
+    assert [path.name for path in tmp_path.iterdir()] == ["acme-models.db"]
