@@ -459,10 +459,20 @@ class PostgresBackend(Backend):
 
     def _with_reader(self, call: Callable[[Conn], T]) -> T:
         """Run `call`, a read, where the store reads: its replica if it has one (once the
-        replica shows the store's own writes), else the primary."""
+        replica shows the store's own writes, and while it can be reached), else the
+        primary."""
         if self._reads is None:
             return self._with_connection(call)
-        return self._with_connection(call, pool=self._reads.reader())
+        pool = self._reads.reader()
+        if pool is self._pool:
+            return self._with_connection(call)
+        try:
+            return self._with_connection(call, pool=pool)
+        except StoreUnavailable:
+            # Sound on the primary too (the mark's rule holds there): a replica that is
+            # down costs its readers a detour, not an error.
+            self._reads.failed()
+            return self._with_connection(call)
 
     def _with_connection(
         self,

@@ -18,6 +18,7 @@ primary may yet place below (the high-water mark's rule), and never one out of o
 
 from __future__ import annotations
 
+import threading
 import time
 from functools import partial
 from typing import Any
@@ -37,6 +38,10 @@ from .target import PostgresTarget
 READ_YOUR_WRITES_WAIT = 2.0
 """The longest a read after the store's own write waits for the standby to replay it, in
 seconds, before reading from the primary instead."""
+
+DOWN_PAUSE = 5.0
+"""How long reads go to the primary after the standby could not be reached, in seconds,
+before the standby is tried again."""
 
 _FIRST_PAUSE, _LONGEST_PAUSE = 0.001, 0.05
 
@@ -63,14 +68,24 @@ class ReplicaReads:
         self._primary = primary
         self._writes = 0
         self._synced = 0
+        self._counting = threading.Lock()  # held for an increment: never across a wait
+        self._down_until = 0.0
 
     def wrote(self) -> None:
         """Count a write of this store: the next read waits until the standby shows it."""
-        self._writes += 1
+        with self._counting:
+            self._writes += 1
+
+    def failed(self) -> None:
+        """The standby could not be reached: reads go to the primary for `DOWN_PAUSE`."""
+        self._down_until = time.monotonic() + DOWN_PAUSE
 
     def reader(self) -> ConnectionPool:
         """The pool the next read runs on: the standby's, once it shows the store's writes;
-        the primary's if it does not within `READ_YOUR_WRITES_WAIT`."""
+        the primary's if it does not within `READ_YOUR_WRITES_WAIT`, or could not be
+        reached a moment ago."""
+        if time.monotonic() < self._down_until:
+            return self._primary
         writes = self._writes
         if writes == self._synced:
             return self.pool
@@ -78,9 +93,15 @@ class ReplicaReads:
             lsn = self._primary.run(_inserted)
         except (psycopg.OperationalError, StoreUnavailable):
             return self.pool  # the primary is gone (promoted standby?): read what is here
-        if not self._replay(lsn, READ_YOUR_WRITES_WAIT):
+        try:
+            replayed = self._replay(lsn, READ_YOUR_WRITES_WAIT)
+        except (psycopg.OperationalError, StoreUnavailable):
+            self.failed()
             return self._primary
-        self._synced = max(self._synced, writes)
+        if not replayed:
+            return self._primary
+        with self._counting:
+            self._synced = max(self._synced, writes)
         return self.pool
 
     def replayed_past(self, after: int) -> bool:

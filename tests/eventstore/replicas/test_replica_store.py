@@ -194,3 +194,17 @@ def test_a_waiter_on_the_replica_wakes_for_an_append_on_the_primary(pair: Pair) 
         position = writer.append("order-1", [NewEvent("Placed", {})]).positions[0]
         assert store.wait_for_events(after=0, timeout=30)
         assert [e.position for e in store.read_all()] == [position]
+
+
+def test_reads_go_to_the_primary_while_the_standby_is_down(pair: Pair) -> None:
+    with EventStore.open(_with_replica(pair)) as store:
+        store.append("order-1", [NewEvent("Placed", {})])
+        assert _types(store) == ["Placed"]
+        pair.standby.stop("fast")
+        try:
+            store.append("order-1", [NewEvent("Paid", {})])
+            assert _types(store) == ["Placed", "Paid"]
+            assert [e.type for e in store.read_stream("order-1")] == ["Placed", "Paid"]
+        finally:
+            pair.standby.start()
+        caught_up(pair.primary, pair.standby)
