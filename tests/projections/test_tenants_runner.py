@@ -293,11 +293,23 @@ def test_a_projection_stopped_in_one_tenant_leaves_the_others_served(tmp_path: P
     assert [n for *_, n in rows_of(tmp_path, "globex")] == [1, 2, 3]
 
 
+def read_model_of(runner: TenantsRunner, tenant: str) -> list[tuple[int, str, int, int]]:
+    """The tenant's read model, read from its own database, wherever its place is."""
+    store = runner.tenants.for_tenant(tenant)
+    with runner.databases.using(tenant, store) as database, database.reading() as connection:
+        found = connection.execute(sa.select(placed_table).order_by("position")).all()
+    return [(int(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in found]
+
+
 @pytest.mark.parametrize("leases", [None, 0.5], ids=["no-lease", "lease"])
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_writer_processes_and_two_runners_apply_each_event_once_in_its_tenant(
-    tmp_path: Path, leases: float | None
+    tmp_path: Path, request: pytest.FixtureRequest, backend: str, leases: float | None
 ) -> None:
-    template = f"sqlite:///{tmp_path}/{{tenant}}.db"
+    if backend == "sqlite":
+        template = f"sqlite:///{tmp_path}/{{tenant}}.db"
+    else:  # a schema per tenant
+        template = str(request.getfixturevalue("pg_url")) + "_{tenant}"
     names = ["acme", "globex", "initech", "umbrella", "hooli"]
     writers = [
         PROCESSES.Process(target=append_to_tenants, args=(template, names, writer, 40))
@@ -325,17 +337,22 @@ def test_writer_processes_and_two_runners_apply_each_event_once_in_its_tenant(
             for writer in writers:
                 writer.join(120)
                 assert writer.exitcode == 0
+            logs, read_models = {}, {}
             for name in names:
-                head = tenants.for_tenant(name).high_water_mark()
-                assert head == 3 * 40
+                logs[name] = [e.position for e in tenants.for_tenant(name).read_all()]
                 for runner in runners:
-                    runner.wait_until(name, head, timeout=60)
+                    runner.wait_until(name, logs[name][-1], timeout=60)
+                read_models[name] = read_model_of(runners[0], name)
         finally:
             for runner in runners:
                 runner.close()
+            if backend == "postgres":
+                for name in tenants.known():
+                    tenants.for_tenant(name).drop_tenant()
     for name in names:
-        rows = rows_of(tmp_path, name)
-        assert sorted(position for position, *_ in rows) == list(range(1, 121))  # once each
+        rows = read_models[name]
+        assert len(logs[name]) == 3 * 40
+        assert [position for position, *_ in rows] == logs[name]  # each event once
         assert {tenant for _, tenant, _, _ in rows} == {name}
         assert sorted((writer, n) for _, _, writer, n in rows) == [
             (writer, n) for writer in range(3) for n in range(1, 41)
