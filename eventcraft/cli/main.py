@@ -61,7 +61,8 @@ Examples:
     "store_url",
     envvar="EVENTCRAFT_STORE",
     metavar="URL",
-    help="The store: sqlite:///path.db, postgresql://user@host/db, memory:// "
+    help="The store: sqlite:///path.db, postgresql://user@host/db, memory://, or a "
+    "template naming each tenant's place with {tenant} (see --tenant) "
     "[env EVENTCRAFT_STORE; default: the App's].",
 )
 @click.option(
