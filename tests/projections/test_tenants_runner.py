@@ -359,6 +359,25 @@ def test_writer_processes_and_two_runners_apply_each_event_once_in_its_tenant(
         ]
 
 
+def test_a_tenant_no_longer_served_can_be_dropped_while_the_others_are_served(
+    tmp_path: Path,
+) -> None:
+    with Tenants(f"sqlite:///{tmp_path}/{{tenant}}.db", most_open=2) as tenants:
+        for name in ["acme", "globex"]:
+            tenants.for_tenant(name).append("order-1", [placed(name, 1)])
+        with TenantsRunner(tenants, [placed_list()], discover=None, idle=0.05) as runner:
+            runner.start()
+            runner.wait_until("acme", 1)
+            runner.wait_until("globex", 1)
+            runner.stop_serving("globex")
+            dropped = tenants.for_tenant("globex").drop_tenant()
+            tenants.for_tenant("acme").append("order-2", [placed("acme", 2)])
+            runner.wait_until("acme", 2)
+            assert runner.served() == ["acme"]
+    assert dropped.existed and not (tmp_path / "globex.db").exists()
+    assert [n for *_, n in rows_of(tmp_path, "acme")] == [1, 2]
+
+
 def test_bad_arguments_are_refused_with_what_was_wrong() -> None:
     with Tenants("memory://") as tenants:
         for kwargs, message in [
