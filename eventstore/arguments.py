@@ -297,8 +297,8 @@ def unavailable(url: str, error: EventStoreError | OSError) -> StoreUnavailable:
 
 
 def redacted(url: str) -> str:
-    """`url` with its password, if any, masked, and that of the URL its `direct=` names
-    (a PostgreSQL store behind a pooler).
+    """`url` with its password, if any, masked, and those of the URLs its `direct=` (a
+    PostgreSQL store behind a pooler) and `replica=` (its read replica) name.
 
     Example::
 
@@ -313,14 +313,16 @@ def redacted(url: str) -> str:
     try:
         parts = urlsplit(url)
         password = parts.password
-        direct = dict(parse_qsl(parts.query)).get("direct")
-        inner = urlsplit(direct).password if direct else None
+        query = dict(parse_qsl(parts.query))
+        named = [query[option] for option in ("direct", "replica") if query.get(option)]
+        inners = [urlsplit(each).password for each in named]
     except ValueError:  # unparsable: where a password would be is unknown
         return url.split("://", 1)[0] + "://..."
     masked = url if password is None else url.replace(f":{password}@", ":***@", 1)
-    if inner:  # as written in the query, or percent-encoded there
-        masked = masked.replace(f":{inner}@", ":***@")
-        masked = masked.replace(quote(f":{inner}@", safe=""), quote(":***@", safe=""))
+    for inner in inners:
+        if inner:  # as written in the query, or percent-encoded there
+            masked = masked.replace(f":{inner}@", ":***@")
+            masked = masked.replace(quote(f":{inner}@", safe=""), quote(":***@", safe=""))
     return masked
 
 
