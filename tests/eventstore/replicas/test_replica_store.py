@@ -18,6 +18,7 @@ from eventcraft.eventstore import (
     Query,
     QueryItem,
     UnsupportedStoreURL,
+    redacted,
 )
 from eventcraft.eventstore.postgres import async_standby, replicas, standby
 
@@ -208,3 +209,10 @@ def test_reads_go_to_the_primary_while_the_standby_is_down(pair: Pair) -> None:
         finally:
             pair.standby.start()
         caught_up(pair.primary, pair.standby)
+
+
+def test_the_replicas_password_is_masked_in_messages() -> None:
+    url = replicas.with_replicas("postgresql://app:pw1@db/shop", ["postgresql://ro:s3cret@sb/shop"])
+    shown = redacted(url)
+    assert "s3cret" not in shown and "pw1" not in shown
+    assert shown.startswith("postgresql://app:***@db/shop?replica=")
