@@ -30,6 +30,7 @@ from .publisher import Publisher
 from .relay import Relay, RelayStatus
 from .relay_listing import RelayRecord, relay_records
 from .source import Delivery, Source
+from .tenants_intake import TenantOf, TenantsIntake
 
 if TYPE_CHECKING:
     from .jetstream import JetStreamPublisher, JetStreamSource
@@ -86,6 +87,8 @@ __all__ = [
     "RelayRecord",
     "RelayStatus",
     "Source",
+    "TenantOf",
+    "TenantsIntake",
     "Unauthenticated",
     "event_id_for",
     "relay_records",

@@ -56,6 +56,8 @@ log = logging.getLogger("eventcraft.messaging")
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+Refusal: TypeAlias = tuple[int, dict[str, Any], list[tuple[bytes, bytes]]]
+"""An answer refusing a request: status, JSON body, extra headers."""
 Authenticate: TypeAlias = Callable[["Request"], "bool | Awaitable[bool | None] | None"]
 """A hook deciding who may send: see `HttpIntake`.
 
@@ -132,8 +134,6 @@ class HttpIntake:
     ) -> None:
         if not isinstance(inbox, Inbox):
             raise MessagingConfigError(f"an HTTP intake stores through an Inbox, not {inbox!r}")
-        if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body < 1:
-            raise MessagingConfigError(f"max_body must be bytes >= 1, not {max_body!r}")
         if authenticate is not None:
             if not callable(authenticate):
                 raise MessagingConfigError(
@@ -147,8 +147,8 @@ class HttpIntake:
                     f"pip install 'eventcraft[service]' ({error})"
                 ) from None
         self.inbox = inbox
-        self.max_body = max_body
-        self.content_types = _media_types(content_types)
+        self.max_body = checked_max_body(max_body)
+        self.content_types = media_types(content_types)
         self.authenticate = authenticate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -190,9 +190,7 @@ class HttpIntake:
         extra = [(b"retry-after", b"1")] if status == 503 else []
         await _answer(send, status, answer, extra)
 
-    def _refused(
-        self, headers: dict[str, str]
-    ) -> tuple[int, dict[str, Any], list[tuple[bytes, bytes]]] | None:
+    def _refused(self, headers: dict[str, str]) -> Refusal | None:
         """Why the request is refused before its body is read; None if it is not."""
         if self.content_types is not None:
             sent = headers.get("content-type", "").partition(";")[0].strip().lower()
@@ -214,36 +212,12 @@ class HttpIntake:
             return 413, {"error": f"the body exceeds {self.max_body} bytes"}, []
         return None
 
-    async def _authenticated(
-        self, scope: Scope
-    ) -> tuple[int, dict[str, Any], list[tuple[bytes, bytes]]] | None:
+    async def _authenticated(self, scope: Scope) -> Refusal | None:
         """None if the hook lets the request in; else the refusal to answer."""
-        from starlette.requests import Request
-
         assert self.authenticate is not None
-        request = Request(scope)  # no receive: the hook cannot take the body
-        try:
-            if inspect.iscoroutinefunction(self.authenticate):
-                verdict: Any = await self.authenticate(request)
-            else:
-                verdict = await asyncio.to_thread(self.authenticate, request)
-                if inspect.isawaitable(verdict):
-                    verdict = await verdict
-        except Unauthenticated as refused:
-            challenge = [] if refused.challenge is None else [refused.challenge]
-            headers = [(b"www-authenticate", told.encode("latin-1")) for told in challenge]
-            return 401, {"error": refused.detail}, headers
-        except Forbidden as refused:
-            return 403, {"error": refused.detail}, []
-        except Exception as error:
-            # Its message may quote what it checked: a credential, a claim about a person.
-            log.error(
-                "HTTP intake %r: the authentication hook failed: %s",
-                self.inbox.name,
-                telemetry.traced(error, "the exception the hook raises (it is not kept)"),
-            )
-            told = "the request could not be authenticated; retrying is safe"
-            return 503, {"error": told}, [(b"retry-after", b"1")]
+        verdict, refusal = await hook_verdict(self.authenticate, scope, self.inbox.name)
+        if refusal is not None:
+            return refusal
         if verdict is None or verdict is True:
             return None
         if verdict is False:
@@ -285,7 +259,46 @@ class HttpIntake:
         }
 
 
-def _media_types(types: Sequence[str] | None) -> tuple[str, ...] | None:
+async def hook_verdict(
+    hook: Callable[..., Any], scope: Scope, intake: str
+) -> tuple[Any, Refusal | None]:
+    """What an authentication hook returned for the request of `scope`, or the refusal its
+    exception makes: `Unauthenticated` 401, `Forbidden` 403, anything else 503 (logged
+    without its message, which may quote a credential)."""
+    from starlette.requests import Request
+
+    request = Request(scope)  # no receive: the hook cannot take the body
+    try:
+        if inspect.iscoroutinefunction(hook):
+            verdict: Any = await hook(request)
+        else:
+            verdict = await asyncio.to_thread(hook, request)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+    except Unauthenticated as refused:
+        challenge = [] if refused.challenge is None else [refused.challenge]
+        headers = [(b"www-authenticate", told.encode("latin-1")) for told in challenge]
+        return None, (401, {"error": refused.detail}, headers)
+    except Forbidden as refused:
+        return None, (403, {"error": refused.detail}, [])
+    except Exception as error:
+        log.error(
+            "HTTP intake %r: the authentication hook failed: %s",
+            intake,
+            telemetry.traced(error, "the exception the hook raises (it is not kept)"),
+        )
+        told = "the request could not be authenticated; retrying is safe"
+        return None, (503, {"error": told}, [(b"retry-after", b"1")])
+    return verdict, None
+
+
+def checked_max_body(max_body: object) -> int:
+    if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body < 1:
+        raise MessagingConfigError(f"max_body must be bytes >= 1, not {max_body!r}")
+    return max_body
+
+
+def media_types(types: Sequence[str] | None) -> tuple[str, ...] | None:
     if types is None:
         return None
     if isinstance(types, str) or not types:
