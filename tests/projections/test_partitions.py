@@ -170,21 +170,24 @@ def test_a_member_whose_batch_outlasts_its_leases_stays_a_member(sqlite_url: str
     batch, is never counted gone."""
     live: list[int] = []
     with EventStore.open(sqlite_url) as store:
-        for n in range(5):
+        for n in range(10):
             store.append(f"order-{n}", [NewEvent("Shipped", {})])
 
         def handle(event: RecordedEvent) -> None:
-            time.sleep(0.3)  # a slow call: five of them outlast the lease of 1 s
+            # A slow call: ten of them outlast the lease of 3 s. The batch renews the lease
+            # (and the membership) once half of it has passed: 1.4 s of slack for a
+            # renewal that a loaded machine makes late (at load 18, 0.4 s was not enough).
+            time.sleep(0.4)
             counted = sa.select(sa.func.count()).where(members.c.lease_until >= time.time())
             with runner.database.reading() as connection:
                 live.append(connection.execute(counted).scalar_one())
 
         shipping = Subscription("shipping", handle)
         with PartitionedRunner.for_subscription(
-            store, shipping, partitions=1, batch_size=5, lease_ttl=1.0
+            store, shipping, partitions=1, batch_size=10, lease_ttl=3.0
         ) as runner:
             assert runner.step()
-    assert len(live) == 5 and 0 not in live
+    assert len(live) == 10 and 0 not in live
 
 
 def test_a_projection_split_in_partitions_applies_each_event_once_to_shared_tables(
