@@ -145,12 +145,17 @@ class ProjectionTimeout(ProjectionError, TimeoutError):
         store.close()
     """
 
-    def __init__(self, position: int, behind: dict[str, int], timeout: float) -> None:
+    def __init__(
+        self, position: int, behind: dict[str, int], timeout: float, tenant: str | None = None
+    ) -> None:
         self.position = position
         self.behind = behind
         """The projections that had not reached it, with their checkpoints."""
+        self.tenant = tenant
+        """Whose log the position is in, when a many-tenant runner waited; else None."""
         lagging = ", ".join(f"{name!r} at {at}" for name, at in sorted(behind.items()))
-        super().__init__(f"position {position} not reached within {timeout:g} s: {lagging}")
+        whose = "" if tenant is None else f"tenant {tenant!r}: "
+        super().__init__(f"{whose}position {position} not reached within {timeout:g} s: {lagging}")
 
 
 class TableConflict(ProjectionError):

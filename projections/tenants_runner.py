@@ -507,7 +507,7 @@ class TenantsRunner:
                     ) from stopped.error
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise ProjectionTimeout(position, behind, timeout)
+                raise ProjectionTimeout(position, behind, timeout, tenant)
             with self._progress:
                 self._progress.wait(min(pause, remaining))
             pause = min(pause * 2, _POLL_CEILING)

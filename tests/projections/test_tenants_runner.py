@@ -19,6 +19,7 @@ from eventcraft.projections import (
     ErrorPolicy,
     Projection,
     ProjectionStopped,
+    ProjectionTimeout,
     ReadModel,
     Subscription,
     TenantsRunner,
@@ -376,6 +377,16 @@ def test_a_tenant_no_longer_served_can_be_dropped_while_the_others_are_served(
             assert runner.served() == ["acme"]
     assert dropped.existed and not (tmp_path / "globex.db").exists()
     assert [n for *_, n in rows_of(tmp_path, "acme")] == [1, 2]
+
+
+def test_a_wait_that_times_out_names_the_tenant_and_its_laggards(tmp_path: Path) -> None:
+    with Tenants(f"sqlite:///{tmp_path}/{{tenant}}.db") as tenants:
+        tenants.for_tenant("acme").append("order-1", [placed("acme", 1)])
+        runner = TenantsRunner(tenants, [placed_list()], discover=None)  # never started
+        with runner, pytest.raises(ProjectionTimeout) as waited:
+            runner.wait_until("acme", 1, timeout=0.05)
+    assert (waited.value.tenant, waited.value.behind) == ("acme", {"placed": 0})
+    assert str(waited.value).startswith("tenant 'acme': position 1 not reached within 0.05 s")
 
 
 def test_bad_arguments_are_refused_with_what_was_wrong() -> None:
