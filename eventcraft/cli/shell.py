@@ -52,13 +52,8 @@ class Shell:
             from ..app import load_app
 
             app = load_app(self.app_reference)
-            if self.tenant is not None and app.database:
-                raise InputError(
-                    f"--tenant {self.tenant}: the App keeps its read models in a database of "
-                    "their own (App.database), which every tenant would share; under "
-                    "--tenant a tenant's read models are kept in its store (leave "
-                    "App.database unset)"
-                )
+            if self.tenant is not None:
+                app = tenants.app_for_tenant(app, self.tenant)
             self._app = app
         return self._app
 

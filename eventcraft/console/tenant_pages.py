@@ -100,7 +100,7 @@ class TenantConsoles:
     def _pages(self, tenant: str) -> Starlette:
         console = Console(
             self.tenants.for_tenant(tenant),
-            self.app,
+            operations.app_for_tenant(self.app, tenant),
             self.allow_actions,
             csrf=self._csrf,
             hosts=self.hosts,
@@ -121,12 +121,7 @@ def tenant_consoles(
     """The console of the tenants of `template`: the picker, and each tenant's pages under
     `/t/TENANT/`; `shown` limits the tenants it shows."""
     chosen = None if shown is None else frozenset(operations.checked_tenants(shown))
-    if app.database:
-        raise InputError(
-            "the App keeps its read models in a database of their own (App.database), which "
-            "every tenant would share: a console over tenants shows each tenant's read "
-            "models from its store (leave App.database unset)"
-        )
+    operations.app_for_tenant(app, "a")  # refused here if every tenant would share its database
     tenants = Tenants(template)  # UnsupportedStoreURL for a template that places no tenant
     consoles = TenantConsoles(tenants, app, allow_actions=allow_actions, hosts=hosts, shown=chosen)
 

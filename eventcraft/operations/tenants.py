@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote_plus
 
 from eventcraft.eventstore import (
@@ -26,6 +28,9 @@ from eventcraft.eventstore import (
 )
 
 from .errors import InputError, NotFound
+
+if TYPE_CHECKING:
+    from ..app import App
 
 TENANT = "{tenant}"
 """Where a template puts the tenant's name."""
@@ -117,6 +122,23 @@ def drop_tenant(template: str, tenant: str) -> TenantDrop:
     except BaseException:
         store.close()
         raise
+
+
+def app_for_tenant(app: App, tenant: str) -> App:
+    """`app` as it serves `tenant`: its read models' database (`App.database`), if it has
+    one, the tenant's own, filled in from the `{tenant}` it must hold. `InputError` for a
+    database without `{tenant}`, which every tenant would share. Without one, read models
+    are kept in the tenant's store, as always."""
+    if not app.database:
+        return app
+    if not is_template(app.database):
+        raise InputError(
+            f"the App keeps its read models in {redacted(app.database)!r} (App.database), "
+            f"which every tenant would share: name each tenant's place there with "
+            "{tenant} as in the store URL, or leave it unset to keep them in each "
+            "tenant's store"
+        )
+    return replace(app, database=tenant_url(app.database, tenant))
 
 
 def checked_tenants(given: Iterable[str]) -> list[str]:

@@ -23,6 +23,7 @@ from eventcraft.operations import retention
 from eventcraft.operations import tenants as operations
 
 from ..conftest import PG_URL, _need_postgres
+from .apps import shop
 from .conftest import Run, fill
 
 GLOBEX_ONLY = "globex-zq81"
@@ -315,3 +316,22 @@ def test_an_app_with_a_read_model_database_of_its_own_is_refused_under_tenant(
 
 SHARED = App(database="sqlite:///read-models.db")
 """An App keeping the read models of every tenant in one database."""
+
+PER_TENANT = App(
+    projections=shop.projections, sagas=shop.sagas, database="sqlite:///rm-{tenant}.db"
+)
+"""An App keeping each tenant's read models in a database of the tenant's own."""
+
+
+def test_an_app_database_with_tenant_is_each_tenants_own(
+    two: str, run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    app = ("--app", f"{__name__}:PER_TENANT")
+    caught_up = run("--store", two, "--tenant", "acme", *app, "projections", "catch-up")
+    assert caught_up.code == 0, caught_up.err
+    assert (tmp_path / "rm-acme.db").is_file() and not (tmp_path / "rm-{tenant}.db").exists()
+    for tenant, position in [("acme", 7), ("globex", 0)]:
+        status = run("--store", two, "--tenant", tenant, *app, "projections", "status", "--json")
+        assert status.code == 0, status.err
+        assert {state["position"] for state in orjson.loads(status.out)} == {position}

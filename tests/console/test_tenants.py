@@ -237,3 +237,16 @@ def test_a_tenant_dropped_while_the_console_runs_is_404_and_not_made_again(two: 
         assert gone.status_code == 404 and SECRET not in gone.text
         assert "/t/globex/" not in browser.get("/").text
     assert operations.list_tenants(two) == ["acme"]
+
+
+def test_an_app_database_with_tenant_is_read_per_tenant(two: str, tmp_path: Path) -> None:
+    per_tenant = App(
+        projections=shop.projections,
+        sagas=shop.sagas,
+        database=f"sqlite:///{tmp_path}/rm-{{tenant}}.db",
+    )
+    with TestClient(create_app(two, per_tenant), base_url=LOCAL) as browser:
+        for tenant in ["acme", "globex"]:
+            assert browser.get(f"/t/{tenant}/projections").status_code == 200
+    assert (tmp_path / "rm-acme.db").is_file() and (tmp_path / "rm-globex.db").is_file()
+    assert not (tmp_path / "rm-{tenant}.db").exists()
