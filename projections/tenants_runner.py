@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Literal
 
-from eventcraft.eventstore import EventStore, Tenants, UnsupportedStoreURL
+from eventcraft.eventstore import EventStore, StoreUnavailable, Tenants, UnsupportedStoreURL
 
 from . import checkpoint, schema, status, telemetry
 from .database import Database
@@ -231,13 +231,7 @@ class TenantsRunner:
         """
         self._turns.remove(tenant)
         with self._turns.claimed(tenant):
-            with self._state:
-                served = self._served.pop(tenant, None)
-                for key in [key for key in self._lags if key[0] == tenant]:
-                    del self._lags[key]
-            if served is not None:
-                self.databases.forget(tenant)
-                served.store.close()
+            self._let_go(tenant)
 
     def served(self) -> list[str]:
         """The tenants served, in the order they were first served."""
@@ -367,10 +361,33 @@ class TenantsRunner:
         except Exception as error:
             if raising:
                 raise
+            if isinstance(error, StoreUnavailable) and self._gone(tenant):
+                log.info("tenant %r was dropped: no longer served", tenant)
+                self._let_go(tenant)
+                return False
             self._failed(tenant, served, error)
             return False
         served.backoff = FIRST_BACKOFF
         return more
+
+    def _gone(self, tenant: str) -> bool:
+        """Whether `tenant` has no place any more (it was dropped), as the placement says;
+        False when it cannot say (tenants placed by a function, the database away)."""
+        try:
+            return tenant not in self.tenants.known()
+        except Exception:
+            return False
+
+    def _let_go(self, tenant: str) -> None:
+        """Serve `tenant` no more, its store and database closed (the caller holds it)."""
+        self._turns.remove(tenant)
+        with self._state:
+            served = self._served.pop(tenant, None)
+            for key in [key for key in self._lags if key[0] == tenant]:
+                del self._lags[key]
+        if served is not None:
+            self.databases.forget(tenant)
+            served.store.close()
 
     def _batches(self, tenant: str, served: _Served) -> bool:
         store = served.store

@@ -379,6 +379,22 @@ def test_a_tenant_no_longer_served_can_be_dropped_while_the_others_are_served(
     assert [n for *_, n in rows_of(tmp_path, "acme")] == [1, 2]
 
 
+def test_a_tenant_dropped_while_served_is_no_longer_served(tmp_path: Path) -> None:
+    with Tenants(f"sqlite:///{tmp_path}/{{tenant}}.db", most_open=2) as tenants:
+        for name in ["acme", "globex"]:
+            tenants.for_tenant(name).append("order-1", [placed(name, 1)])
+        with TenantsRunner(tenants, [placed_list()], idle=0.05) as runner:
+            runner.start()
+            runner.wait_until("globex", 1)
+            tenants.for_tenant("globex").drop_tenant()  # no stop_serving first
+            deadline = time.monotonic() + 30
+            while "globex" in runner.served():  # its next turn finds it gone
+                assert time.monotonic() < deadline, "the dropped tenant is still served"
+                time.sleep(0.01)
+            runner.wait_until("acme", 1)
+    assert not (tmp_path / "globex.db").exists()
+
+
 def test_a_wait_that_times_out_names_the_tenant_and_its_laggards(tmp_path: Path) -> None:
     with Tenants(f"sqlite:///{tmp_path}/{{tenant}}.db") as tenants:
         tenants.for_tenant("acme").append("order-1", [placed("acme", 1)])
