@@ -134,6 +134,8 @@ class AsyncPostgresBackend(AsyncBackend):
         self._listener = AsyncListener(pool)
         self._appends = AsyncAppends(pool, notify, group_commit=group_commit)
         self._reads = None if replica is None else AsyncReplicaReads(replica, pool)
+        if self._reads is not None:
+            self._reads.wrote()  # the open may have made the tables: read once it shows them
 
     async def append(
         self,
@@ -224,10 +226,11 @@ class AsyncPostgresBackend(AsyncBackend):
         """`read_all`'s events: up to the high-water mark above `after`, read first. The
         sync `read_all` returns them at once (`paging.paged`'s rows are handed out by C, no
         generator frame an event); the async one is an async generator around them."""
-        head = await self._safe_head(after)
+        pin = await self._pinned()  # the mark and the pages read on one server
+        head = await self._safe_head(after, pin)
         query, params = sql.read_all_query(categories, types)
         return self._pages(
-            query, params, after, sql.position, limit, rows=sql.recorded_page, upto=head
+            query, params, after, sql.position, limit, rows=sql.recorded_page, upto=head, pin=pin
         )
 
     async def count_events(
@@ -272,8 +275,9 @@ class AsyncPostgresBackend(AsyncBackend):
         # for a condition too (every matching event up to it is final and read).
         locked = None if self._reads else reads.locked_params(query, after, count)
         found: list[RecordedEvent]
+        pin = await self._pinned()
         if locked is None:
-            head, found, start = await self._safe_head(after), [], after
+            head, found, start = await self._safe_head(after, pin), [], after
         else:
 
             async def first(conn: Conn) -> reads.LockedPage:
@@ -290,7 +294,7 @@ class AsyncPostgresBackend(AsyncBackend):
         params = sql.read_query_params(query, head)
         rest = reads.rest_limit(limit, len(found))
         pages = self._pages(
-            sql.READ_QUERY, params, start, sql.position, rest, rows=sql.recorded_page
+            sql.READ_QUERY, params, start, sql.position, rest, rows=sql.recorded_page, pin=pin
         )
         found += [event async for event in pages]
         return covered(found, limit, head, after)
@@ -341,13 +345,14 @@ class AsyncPostgresBackend(AsyncBackend):
     ) -> AsyncIterator[list[T]]:
         """`row` of each of the log's rows after `after`, to `until` or the head, a list a
         span copied (`statements.read_all_encoded_query`)."""
-        head = await self._safe_head(after)
+        pin = await self._pinned()
+        head = await self._safe_head(after, pin)
         query, params = sql.read_all_encoded_query(categories, types)
         for span in sql.encoded_spans(params, after, until, head):
-            yield await self._with_reader(partial(_copied, query, span, row))
+            yield await self._with_reader(partial(_copied, query, span, row), pin)
 
-    async def _safe_head(self, after: int) -> int:
-        return await self._with_reader(partial(self._head_on, after=after))
+    async def _safe_head(self, after: int, pin: list[AsyncConnectionPool] | None = None) -> int:
+        return await self._with_reader(partial(self._head_on, after=after), pin)
 
     async def _head_on(self, conn: Conn, after: int) -> int:
         """The high-water mark above `after`, read on `conn` (the replica's, if reading there)."""
@@ -511,9 +516,11 @@ class AsyncPostgresBackend(AsyncBackend):
         *,
         rows: Callable[[list[tuple[Any, ...]]], list[R]],
         upto: int | None = None,
+        pin: list[AsyncConnectionPool] | None = None,
     ) -> AsyncIterator[R]:
         """What `rows` makes of the rows of `query`, page by page; with `upto`, only those
-        at positions up to it."""
+        at positions up to it. Every page on one server: `pin`'s, or the first page's."""
+        where: list[AsyncConnectionPool] = [] if pin is None else pin
 
         async def fetch(key: int, count: int) -> list[R]:
             async def run(conn: Conn) -> list[R]:
@@ -523,25 +530,34 @@ class AsyncPostgresBackend(AsyncBackend):
                     with collector_paused():  # why: eventstore/collector.py
                         return rows(await cur.fetchall())
 
-            return sql.up_to(await self._with_reader(run), upto)
+            if not where:
+                where.extend(await self._pinned())
+            return sql.up_to(await self._with_reader(run, where), upto)
 
         return paged_async(fetch, start, next_start, limit, PAGE)
 
-    async def _with_reader(self, call: Callable[[Conn], Awaitable[T]]) -> T:
-        """Run `call`, a read, where the store reads: its replica if it has one (once the
+    async def _pinned(self) -> list[AsyncConnectionPool]:
+        """Where a read runs all its statements: its replica if the store has one (once the
         replica shows the store's own writes, and while it can be reached), else the
-        primary."""
-        if self._reads is None:
-            return await self._with_connection(call)
-        pool = await self._reads.reader()
-        if pool is self._pool:
+        primary. One server for a read's mark and its pages: pages read from a standby
+        that has not replayed up to a mark judged on the primary would miss events."""
+        return [self._pool if self._reads is None else await self._reads.reader()]
+
+    async def _with_reader(
+        self, call: Callable[[Conn], Awaitable[T]], pin: list[AsyncConnectionPool] | None = None
+    ) -> T:
+        """Run `call`, a read, on `pin`'s server (a new pin's if None). A replica that
+        cannot be reached turns the pin to the primary for the rest of the read (the
+        primary holds all a standby's mark counted, and its rule holds there): readers
+        make a detour, not an error."""
+        where = await self._pinned() if pin is None else pin
+        if where[0] is self._pool or self._reads is None:
             return await self._with_connection(call)
         try:
-            return await self._with_connection(call, pool=pool)
+            return await self._with_connection(call, pool=where[0])
         except StoreUnavailable:
-            # Sound on the primary too (the mark's rule holds there): a replica that is
-            # down costs its readers a detour, not an error.
             self._reads.failed()
+            where[0] = self._pool
             return await self._with_connection(call)
 
     async def _with_connection(

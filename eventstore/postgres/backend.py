@@ -110,6 +110,8 @@ class PostgresBackend(Backend):
         self._listener = Listener(pool)
         self._appends = Appends(pool, notify, group_commit=group_commit)
         self._reads = None if replica is None else ReplicaReads(replica, pool)
+        if self._reads is not None:
+            self._reads.wrote()  # the open may have made the tables: read once it shows them
 
     def append(
         self,
@@ -183,10 +185,11 @@ class PostgresBackend(Backend):
         """`read_all`'s events: up to the high-water mark above `after`, read first. The
         sync `read_all` returns them at once (`paging.paged`'s rows are handed out by C, no
         generator frame an event); the async one is an async generator around them."""
-        head = self._safe_head(after)
+        pin = self._pinned()  # the mark and the pages read on one server
+        head = self._safe_head(after, pin)
         query, params = sql.read_all_query(categories, types)
         return self._pages(
-            query, params, after, sql.position, limit, rows=sql.recorded_page, upto=head
+            query, params, after, sql.position, limit, rows=sql.recorded_page, upto=head, pin=pin
         )
 
     def count_events(
@@ -229,8 +232,9 @@ class PostgresBackend(Backend):
         # for a condition too (every matching event up to it is final and read).
         locked = None if self._reads else reads.locked_params(query, after, count)
         found: list[RecordedEvent]
+        pin = self._pinned()
         if locked is None:
-            head, found, start = self._safe_head(after), [], after
+            head, found, start = self._safe_head(after, pin), [], after
         else:
 
             def first(conn: Conn) -> reads.LockedPage:
@@ -247,7 +251,7 @@ class PostgresBackend(Backend):
         params = sql.read_query_params(query, head)
         rest = reads.rest_limit(limit, len(found))
         pages = self._pages(
-            sql.READ_QUERY, params, start, sql.position, rest, rows=sql.recorded_page
+            sql.READ_QUERY, params, start, sql.position, rest, rows=sql.recorded_page, pin=pin
         )
         found += [event for event in pages]
         return covered(found, limit, head, after)
@@ -281,13 +285,14 @@ class PostgresBackend(Backend):
     ) -> Iterator[list[T]]:
         """`row` of each of the log's rows after `after`, to `until` or the head, a list a
         span copied (`statements.read_all_encoded_query`)."""
-        head = self._safe_head(after)
+        pin = self._pinned()
+        head = self._safe_head(after, pin)
         query, params = sql.read_all_encoded_query(categories, types)
         for span in sql.encoded_spans(params, after, until, head):
-            yield self._with_reader(partial(_copied, query, span, row))
+            yield self._with_reader(partial(_copied, query, span, row), pin)
 
-    def _safe_head(self, after: int) -> int:
-        return self._with_reader(partial(self._head_on, after=after))
+    def _safe_head(self, after: int, pin: list[ConnectionPool] | None = None) -> int:
+        return self._with_reader(partial(self._head_on, after=after), pin)
 
     def _head_on(self, conn: Conn, after: int) -> int:
         """The high-water mark above `after`, read on `conn` (the replica's, if reading there)."""
@@ -441,9 +446,11 @@ class PostgresBackend(Backend):
         *,
         rows: Callable[[list[tuple[Any, ...]]], list[R]],
         upto: int | None = None,
+        pin: list[ConnectionPool] | None = None,
     ) -> Iterator[R]:
         """What `rows` makes of the rows of `query`, page by page; with `upto`, only those
-        at positions up to it."""
+        at positions up to it. Every page on one server: `pin`'s, or the first page's."""
+        where: list[ConnectionPool] = [] if pin is None else pin
 
         def fetch(key: int, count: int) -> list[R]:
             def run(conn: Conn) -> list[R]:
@@ -453,25 +460,32 @@ class PostgresBackend(Backend):
                     with collector_paused():  # why: eventstore/collector.py
                         return rows(cur.fetchall())
 
-            return sql.up_to(self._with_reader(run), upto)
+            if not where:
+                where.extend(self._pinned())
+            return sql.up_to(self._with_reader(run, where), upto)
 
         return paged(fetch, start, next_start, limit, PAGE)
 
-    def _with_reader(self, call: Callable[[Conn], T]) -> T:
-        """Run `call`, a read, where the store reads: its replica if it has one (once the
+    def _pinned(self) -> list[ConnectionPool]:
+        """Where a read runs all its statements: its replica if the store has one (once the
         replica shows the store's own writes, and while it can be reached), else the
-        primary."""
-        if self._reads is None:
-            return self._with_connection(call)
-        pool = self._reads.reader()
-        if pool is self._pool:
+        primary. One server for a read's mark and its pages: pages read from a standby
+        that has not replayed up to a mark judged on the primary would miss events."""
+        return [self._pool if self._reads is None else self._reads.reader()]
+
+    def _with_reader(self, call: Callable[[Conn], T], pin: list[ConnectionPool] | None = None) -> T:
+        """Run `call`, a read, on `pin`'s server (a new pin's if None). A replica that
+        cannot be reached turns the pin to the primary for the rest of the read (the
+        primary holds all a standby's mark counted, and its rule holds there): readers
+        make a detour, not an error."""
+        where = self._pinned() if pin is None else pin
+        if where[0] is self._pool or self._reads is None:
             return self._with_connection(call)
         try:
-            return self._with_connection(call, pool=pool)
+            return self._with_connection(call, pool=where[0])
         except StoreUnavailable:
-            # Sound on the primary too (the mark's rule holds there): a replica that is
-            # down costs its readers a detour, not an error.
             self._reads.failed()
+            where[0] = self._pool
             return self._with_connection(call)
 
     def _with_connection(

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import psycopg
 import pytest
 from eventcraft.eventstore import (
     AppendCondition,
@@ -21,8 +22,10 @@ from eventcraft.eventstore import (
     redacted,
 )
 from eventcraft.eventstore.postgres import async_standby, replicas, standby
+from eventcraft.eventstore.postgres import backend as postgres_backend
 
 from ...replica_server import caught_up, pause_replay, resume_replay
+from ..held_appends import append_uncommitted
 from .conftest import Pair
 
 
@@ -216,3 +219,31 @@ def test_the_replicas_password_is_masked_in_messages() -> None:
     shown = redacted(url)
     assert "s3cret" not in shown and "pw1" not in shown
     assert shown.startswith("postgresql://app:***@db/shop?replica=")
+
+
+def test_a_reads_pages_come_from_the_server_its_mark_was_judged_on(
+    pair: Pair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mark judged on the primary (the standby lagging behind the store's own write)
+    and a later page read from a standby that shows 3 but not yet 2 would skip 2."""
+    monkeypatch.setattr(postgres_backend, "PAGE", 1)
+    with (
+        EventStore.open(pair.primary_url) as writer,
+        EventStore.open(_with_replica(pair)) as store,
+        psycopg.connect(pair.primary_url) as held,
+    ):
+        first = writer.append("order-1", [NewEvent("Placed", {})]).positions[0]
+        second = append_uncommitted(held, "held-1")[0]
+        third = writer.append("order-3", [NewEvent("Placed", {})]).positions[0]
+        caught_up(pair.primary, pair.standby)
+        with _paused(pair):
+            held.commit()  # the primary shows 2; the standby not yet
+            reads = store._backend._reads  # type: ignore[attr-defined]
+            primary_then_standby = iter([reads._primary, reads.pool])
+            monkeypatch.setattr(reads, "reader", lambda: next(primary_then_standby, reads.pool))
+            assert [e.position for e in store.read_all()] == [first, second, third]
+
+
+def test_a_store_made_by_its_open_reads_its_tables_on_the_standby_at_once(pair: Pair) -> None:
+    with _paused(pair), EventStore.open(_with_replica(pair)) as store:
+        assert list(store.read_all()) == []  # from the primary: the standby has no tables
