@@ -77,7 +77,17 @@ def _group(item: pytest.Item, spark_modules: list[Path]) -> str | None:
     return None
 
 
+class _SlowFirst:
+    """Hands the tests marked slow out first, in the order they came: a minute-long test
+    given out last keeps one worker busy while the others have finished."""
+
+    @pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle, which it keeps
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_SlowFirst(), "eventcraft-slow-first")
     # `-n N` alone sends tests to the workers one by one (`--dist load`): a module's shared
     # fixture would be set up on every worker, and the packaging test's build would run
     # twice at once in the same tree. With the groups (`loadgroup`) it is set up once.
