@@ -28,6 +28,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from ..arguments import redacted
 from ..errors import UnsupportedStoreURL
+from . import partitions
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
@@ -91,6 +92,9 @@ class PostgresTarget:
     direct: str | None = None
     """Behind a pooler, a libpq URI to PostgreSQL itself, for what needs a session of its
     own (LISTEN, retention's lock); None if the URL names none."""
+    partition_events: int | None = None
+    """Positions a partition of a new store's events table (`?partition_events=`,
+    `partitions.py`); None for a table not partitioned. An existing store keeps its layout."""
 
     @classmethod
     def from_url(cls, url: str) -> PostgresTarget:
@@ -103,6 +107,7 @@ class PostgresTarget:
         pool_timeout = _pool_setting(query, "pool_timeout", POOL_TIMEOUT, float, 3600.0)
         pooler = query.pop("pooler", None)
         direct = query.pop("direct", None)
+        partition_events = _partition_setting(query.pop("partition_events", None))
         # A read replica is the store's, not a connection's: `replicas.split_url` reads it,
         # and the target of a URL that names one is the primary.
         query.pop("replica", None)
@@ -125,7 +130,9 @@ class PostgresTarget:
         netloc = _quoted_netloc(parts)
         conninfo = urlunsplit(("postgresql", netloc, parts.path, urlencode(query), ""))
         _check_conninfo(conninfo)
-        return cls(conninfo, schema, int(pool_size), float(pool_timeout), pooler, direct)
+        return cls(
+            conninfo, schema, int(pool_size), float(pool_timeout), pooler, direct, partition_events
+        )
 
     def options(self) -> str:
         """The libpq `options` a connection to the store is opened with (`-c` settings):
@@ -286,3 +293,17 @@ def _pool_setting(
         what = "a whole number" if kind is int else "a number of seconds"
         raise UnsupportedStoreURL(f"{name} must be {what} above 0, at most {most:g}, not {given!r}")
     return value
+
+
+def _partition_setting(given: str | None) -> int | None:
+    """`?partition_events=`, checked: a whole number of positions, `partitions.LEAST_SIZE`
+    to `partitions.MOST_SIZE`."""
+    if given is None:
+        return None
+    try:
+        return partitions.check_size(int(given))
+    except ValueError:
+        raise UnsupportedStoreURL(
+            f"partition_events must be a whole number of events from {partitions.LEAST_SIZE} "
+            f"to 2^40 (a partition's positions), not {given!r}"
+        ) from None
