@@ -28,7 +28,6 @@ from psycopg.conninfo import conninfo_to_dict
 
 from ..arguments import redacted
 from ..errors import UnsupportedStoreURL
-from . import partitions
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
@@ -44,6 +43,11 @@ POOL_TIMEOUT = 30.0
 (`?pool_timeout=` in the URL), before `PoolExhausted` is raised."""
 
 _MOST_POOL_SIZE = 1000
+
+PARTITION_LEAST = 10
+PARTITION_MOST = 1 << 40
+"""The fewest and most positions a partition of a partitioned store holds
+(`?partition_events=`, `partitions.py`)."""
 
 POOLERS = ("session", "transaction")
 """What `?pooler=` takes: how the pooler between the store and PostgreSQL lends server
@@ -296,14 +300,17 @@ def _pool_setting(
 
 
 def _partition_setting(given: str | None) -> int | None:
-    """`?partition_events=`, checked: a whole number of positions, `partitions.LEAST_SIZE`
-    to `partitions.MOST_SIZE`."""
+    """`?partition_events=`, checked: a whole number of positions, `PARTITION_LEAST` to
+    `PARTITION_MOST`."""
     if given is None:
         return None
     try:
-        return partitions.check_size(int(given))
+        size = int(given)
     except ValueError:
+        size = 0
+    if not PARTITION_LEAST <= size <= PARTITION_MOST:
         raise UnsupportedStoreURL(
-            f"partition_events must be a whole number of events from {partitions.LEAST_SIZE} "
+            f"partition_events must be a whole number of events from {PARTITION_LEAST} "
             f"to 2^40 (a partition's positions), not {given!r}"
-        ) from None
+        )
+    return size
