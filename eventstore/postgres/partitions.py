@@ -55,25 +55,17 @@ from ..sql.schema import (
     events,
 )
 from . import schema as postgres_schema
+from .connections import ConnectionPool
+from .target import PostgresTarget
 
 KEYS = "eventcraft_event_keys"
 """The key table: one row an event, unique by id and by (stream_id, version)."""
 PARTITION = f"{EVENTS}_p"
 """A partition's name is this and its number k: it holds positions [k*N, (k+1)*N)."""
-LEAST_SIZE = 10
-MOST_SIZE = 1 << 40
 PARTITION_LOCK_TAG = 0x6570
 """The high 32 bits of the partition lock's key ("ep"); the low 32 are the events table's
 oid, as for the append lock."""
 _PARTITION_LOCK_KEY = f"(({PARTITION_LOCK_TAG}::bigint << 32) | '{EVENTS}'::regclass::oid::bigint)"
-
-
-def check_size(size: int) -> int:
-    """`size`, a number of positions a partition, if the store takes it; ValueError if
-    not."""
-    if not LEAST_SIZE <= size <= MOST_SIZE:
-        raise ValueError(f"from {LEAST_SIZE} to 2^40")
-    return size
 
 
 def _events_table() -> str:
@@ -293,3 +285,16 @@ def create(conn: psycopg.Connection[Any], schema_name: str | None, size: int) ->
             return
         for statement in ddl(size):
             conn.execute(statement.encode())
+
+
+def prepare(target: PostgresTarget) -> None:
+    """`create` for `target`, if it asks for partitions, on a pool of its own, closed after
+    (as `opening.prepare`, which runs next)."""
+    if target.partition_events is None:
+        return
+    size = target.partition_events
+    pool = ConnectionPool(target)
+    try:
+        pool.run(lambda conn: create(conn, target.schema, size))
+    finally:
+        pool.close()
