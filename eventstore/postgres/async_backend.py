@@ -49,7 +49,7 @@ from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 from ..sql.deletion import placed_parameters
 from ..type_counts import TypeCount, type_counts
-from . import copy_out, deletion, opening, privileges, replicas
+from . import copy_out, deletion, opening, partitions, privileges, replicas
 from . import query_reads as reads
 from . import statements as sql
 from .async_appends import AsyncAppends
@@ -91,6 +91,7 @@ class AsyncPostgresBackend(AsyncBackend):
             target = PostgresTarget.from_url(url)
             standby = None if replica is None else PostgresTarget.from_url(replica)
             # The tables are made by the sync code, in a thread, on a connection of its own.
+            await asyncio.to_thread(partitions.prepare, target)  # a new partitioned store
             notify = await asyncio.to_thread(opening.prepare, target)
             pool = AsyncConnectionPool(target)
             return cls(target, pool, notify, group_commit=group_commit, replica=standby)
@@ -106,6 +107,14 @@ class AsyncPostgresBackend(AsyncBackend):
         ) -> None:
             self._pool = AsyncConnectionPool(target)
             try:
+                if target.partition_events is not None:  # a new partitioned store
+                    self._with_connection(
+                        partial(
+                            partitions.create,
+                            schema_name=target.schema,
+                            size=target.partition_events,
+                        )
+                    )
                 self._with_connection(partial(opening.create_schema, schema_name=target.schema))
                 notify = self._with_connection(notify_statement)
             except BaseException:

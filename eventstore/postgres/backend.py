@@ -50,7 +50,7 @@ from ..query import AppendCondition, Query, QueryResult, covered
 from ..snapshot import PreparedSnapshot, Snapshot, beyond_the_stream
 from ..sql.deletion import placed_parameters
 from ..type_counts import TypeCount, type_counts
-from . import copy_out, deletion, opening, privileges, replicas
+from . import copy_out, deletion, opening, partitions, privileges, replicas
 from . import query_reads as reads
 from . import statements as sql
 from .appends import Appends
@@ -82,6 +82,14 @@ class PostgresBackend(Backend):
     ) -> None:
         self._pool = ConnectionPool(target)
         try:
+            if target.partition_events is not None:  # a new partitioned store
+                self._with_connection(
+                    partial(
+                        partitions.create,
+                        schema_name=target.schema,
+                        size=target.partition_events,
+                    )
+                )
             self._with_connection(partial(opening.create_schema, schema_name=target.schema))
             notify = self._with_connection(notify_statement)
         except BaseException:
