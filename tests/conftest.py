@@ -145,8 +145,26 @@ def pg_url() -> Iterator[str]:
     _need_postgres()
     schema = f"t_{uuid.uuid4().hex[:12]}"
     yield f"{PG_URL}?schema={schema}"
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    drop_schema(schema)
+
+
+_dropping: list[psycopg.Connection[Any]] = []
+"""One connection per test process for the schemas' drops: a new one each would cost a
+connection's start for each of the suite's thousands of PostgreSQL tests."""
+
+
+def drop_schema(schema: str) -> None:
+    """Drop a test's `schema` (a name the suite made) with everything in it."""
+    if _dropping and _dropping[0].closed:
+        _dropping.clear()
+    if not _dropping:
+        _dropping.append(psycopg.connect(PG_URL, autocommit=True))
+    try:
+        _dropping[0].execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    except psycopg.OperationalError:  # the connection was lost: once more, on a new one
+        _dropping.clear()
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
 @pytest.fixture
