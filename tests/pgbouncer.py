@@ -88,7 +88,10 @@ def pgbouncer() -> Iterator[PgBouncer]:
         f"auth_file = {folder / 'userlist.txt'}\n"
         "pool_mode = transaction\n"
         "max_client_conn = 500\n"
-        "default_pool_size = 20\n"
+        # The shared server's connections are every worker's: at most 10 held per pool,
+        # given back after 10 s idle.
+        "default_pool_size = 10\n"
+        "server_idle_timeout = 10\n"
     )
     command = [binary, str(folder / "pgbouncer.ini")]
     if os.geteuid() == 0:
