@@ -138,6 +138,7 @@ def test_the_async_store_reads_from_the_standby_too(pair: Pair) -> None:
         ):
             await writer.append("order-1", [NewEvent("Placed", {})])
             caught_up(pair.primary, pair.standby)
+            assert [e.type async for e in store.read_all()] == ["Placed"]  # its open, replayed
             with _paused(pair):
                 await writer.append("order-1", [NewEvent("Paid", {})])
                 seen = [e.type async for e in store.read_all()]
@@ -181,6 +182,7 @@ def test_a_store_opened_with_replicas_reads_from_the_standby(pair: Pair) -> None
     ):
         writer.append("order-1", [NewEvent("Placed", {})])
         caught_up(pair.primary, pair.standby)
+        assert _types(store) == ["Placed"]  # its open (a write) is on the standby by now
         with _paused(pair):
             writer.append("order-1", [NewEvent("Paid", {})])
             assert _types(store) == ["Placed"]
