@@ -109,7 +109,13 @@ class AsyncReplicaReads:
         that far, waited for up to `RECHECK` seconds: a waiter woken by an append's
         NOTIFY (sent by the primary) reads the standby once it shows the append."""
         judged = await self._primary_mark(after)
-        return judged is not None and judged[0] > after and await self._replay(judged[1], RECHECK)
+        if judged is None or judged[0] <= after:
+            return False
+        try:
+            return await self._replay(judged[1], RECHECK)
+        except (psycopg.OperationalError, StoreUnavailable):
+            self.failed()  # the next look reads the primary
+            return True
 
     async def _replay(self, lsn: str, wait: float) -> bool:
         """Whether the standby has replayed up to `lsn`, waited for up to `wait` seconds."""

@@ -249,3 +249,16 @@ def test_a_reads_pages_come_from_the_server_its_mark_was_judged_on(
 def test_a_store_made_by_its_open_reads_its_tables_on_the_standby_at_once(pair: Pair) -> None:
     with _paused(pair), EventStore.open(_with_replica(pair)) as store:
         assert list(store.read_all()) == []  # from the primary: the standby has no tables
+
+
+def test_a_waiter_wakes_while_the_standby_is_down(pair: Pair) -> None:
+    with EventStore.open(pair.primary_url) as writer, EventStore.open(_with_replica(pair)) as store:
+        assert _types(store) == []
+        pair.standby.stop("fast")
+        try:
+            position = writer.append("order-1", [NewEvent("Placed", {})]).positions[0]
+            assert store.wait_for_events(after=0, timeout=30)
+            assert [e.position for e in store.read_all()] == [position]
+        finally:
+            pair.standby.start()
+        caught_up(pair.primary, pair.standby)
