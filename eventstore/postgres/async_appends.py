@@ -460,7 +460,9 @@ async def _exchange(
         if not outstanding:
             pgconn.enter_pipeline_mode()
         send_call(pgconn, statement, params, settings)
-        pgconn.pipeline_sync()
+        if settings is None:
+            pgconn.pipeline_sync()
+        # Behind a transaction pooler, in the append's transaction, all read here (`wire.py`).
         pgconn.send_query_params(notify, None)
         pgconn.pipeline_sync()
         while pgconn.flush():
@@ -479,7 +481,9 @@ async def _exchange(
         result = await next_result(conn)
         assert result is not None
         while not _is_sync(await next_result(conn)):
-            pass  # the end of this call's results, then its Sync
+            pass  # the end of this call's results (and the NOTIFY's, pooled), then its Sync
+        if settings is not None:
+            pgconn.exit_pipeline_mode()
     except BaseException as error:
         # Cut off mid-exchange (an error, a cancellation): what was read is unknown.
         await conn.close()

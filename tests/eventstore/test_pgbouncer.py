@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
+from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC
 
 import psycopg
@@ -22,6 +23,10 @@ from eventcraft.eventstore.postgres.retention import PostgresRetention
 
 from tests.conftest import PG_URL
 from tests.pgbouncer import PgBouncer, direct_url
+from tests.processes import PROCESSES
+
+from . import workers
+from .tailing import tail_until_written
 
 pytestmark = pytest.mark.postgres
 
@@ -79,6 +84,24 @@ def test_through_a_transaction_pooler_the_schema_holds_for_every_pooled_connecti
             thread.join(60)
         assert failures == []
         assert store.high_water_mark() == 80
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+def test_a_reader_tailing_through_pgbouncer_sees_every_event_writer_processes_commit(
+    pgbouncer_url: str, api: str
+) -> None:
+    # The log's ordering rule (the high-water mark) read through pooled connections, each
+    # statement maybe on another server session, while real processes append at once.
+    writers, appends = 4, 100
+    with (
+        workers.opened(pgbouncer_url, api) as store,
+        ProcessPoolExecutor(writers, mp_context=PROCESSES) as pool,
+    ):
+        futures = [
+            pool.submit(workers.write_mix, pgbouncer_url, w, appends, seed=w, api=api)
+            for w in range(writers)
+        ]
+        tail_until_written(store, futures)
 
 
 def test_an_async_store_appends_alone_grouped_and_in_parts_through_pgbouncer(
