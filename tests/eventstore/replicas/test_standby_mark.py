@@ -138,3 +138,29 @@ def test_a_standby_reader_tailing_concurrent_writers_skips_nothing_through_a_pau
             last = max(last, head)
     assert seen == final, "the standby reader skipped, repeated or reordered events"
     assert {i for _, i in seen} == committed
+
+
+def test_a_writer_whose_xid_and_position_the_standby_never_saw_in_the_wal_still_holds_it(
+    pair: Pair,
+) -> None:
+    """The delicate case of the argument: a writer that has taken the append lock, its
+    xid and a position, and written no row yet (its position comes from the range the
+    sequence logged ahead, so no WAL record need name its xid). A later append's commit,
+    replayed, marks every lower xid not seen ending as running on the standby."""
+    with EventStore.open(pair.primary_url) as store, _connected(pair.primary_url) as primary:
+        first = store.append("early-1", [NewEvent("Early", {})]).positions[0]
+        with _connected(pair.primary_url, autocommit=False) as writer:
+            writer.execute(f"SELECT pg_advisory_xact_lock_shared({schema.LOG_LOCK_KEY})")
+            writer.execute("SELECT pg_current_xact_id()")
+            row = writer.execute(f"SELECT nextval('{schema.POSITION_SEQUENCE}')").fetchone()
+            assert row is not None
+            drawn = int(row[0])
+            later = store.append("later-1", [NewEvent("Later", {})]).positions[0]
+            assert first < drawn < later
+            caught_up(pair.primary, pair.standby)
+            with _connected(pair.standby_url) as standby:
+                assert replicas.standby_head(standby, first, lambda after: None) == first
+                assert replicas.standby_head(standby, first, _asking(primary)) == first
+                writer.rollback()  # the position is given up: a gap nothing will fill
+                caught_up(pair.primary, pair.standby)
+                assert replicas.standby_head(standby, first, lambda after: None) == later
