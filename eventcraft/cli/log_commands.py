@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 from datetime import UTC, datetime
@@ -216,7 +217,8 @@ def stats(as_json: bool) -> None:
     """Show the head, the high-water mark, and counts by category and type."""
     found = operations.stats(shell().store())
     if as_json:
-        emit_json(found)
+        replica = None if found.replica is None else found.replica._asdict()
+        emit_json({**dataclasses.asdict(found), "replica": replica})
         return
     out = console()
     out.print(
@@ -233,6 +235,15 @@ def stats(as_json: bool) -> None:
             ],
         )
     )
+    if found.replica is not None:
+        lag = found.replica
+        state = "promoted" if lag.promoted else "replay paused" if lag.paused else "replaying"
+        out.print(
+            table(
+                ("read replica", "high-water mark", "events behind", "WAL bytes behind"),
+                [(state, lag.high_water_mark, lag.events, lag.bytes)],
+            )
+        )
     out.print(table(("category", "events"), found.by_category.items()))
     out.print(table(("type", "events"), found.by_type.items()))
 

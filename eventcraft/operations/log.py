@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from eventcraft.eventstore import EventStore, Query, QueryItem, RecordedEvent, category_of
+from eventcraft.eventstore import (
+    EventStore,
+    Query,
+    QueryItem,
+    RecordedEvent,
+    ReplicaLag,
+    category_of,
+)
 from eventcraft.projections import narrowed
 
 from .errors import InputError, NotFound
@@ -82,6 +89,8 @@ class LogStats:
     by_type: dict[str, int]
     first_recorded_at: datetime | None
     last_recorded_at: datetime | None
+    replica: ReplicaLag | None = None
+    """How far the store's read replica is behind, when it reads one."""
 
 
 def streams(
@@ -363,4 +372,5 @@ def stats(store: EventStore) -> LogStats:
         by_type=dict(sorted(types.items())),
         first_recorded_at=first,
         last_recorded_at=last,
+        replica=status.replica,
     )

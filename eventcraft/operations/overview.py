@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 
-from eventcraft.eventstore import EventStore
+from eventcraft.eventstore import EventStore, ReplicaLag
 
 from ..app import App
 from . import projections, sagas
@@ -37,6 +37,8 @@ class Overview:
     projections: list[ProjectionState]
     sagas_by_status: dict[str, int]
     badges: Badges
+    replica: ReplicaLag | None = None
+    """How far the store's read replica is behind, when it reads one."""
 
 
 def badges(store: EventStore, app: App) -> Badges:
@@ -61,6 +63,7 @@ def overview(store: EventStore, app: App, *, now: datetime | None = None) -> Ove
         projections=states,
         sagas_by_status=ordered,
         badges=_badges(states, by_status["parked"]),
+        replica=status.replica,
     )
 
 
