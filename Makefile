@@ -60,11 +60,14 @@ test: $(VENV)/.installed-test services lint typecheck
 	$(BIN)/pytest $(PARALLEL)
 
 # The suite without the tests that need Spark, RabbitMQ or NATS, or Chromium (marked
-# spark, broker and browser: see tests/conftest.py), and without the lint and the type
-# check: what to run while working. It needs PostgreSQL only; `make test` runs it all.
+# spark, broker and browser: see tests/conftest.py), without those marked slow (seconds
+# each: processes killed mid-batch, hypothesis models over real databases, and the store's
+# whole conformance suite run again through a replica, a pooler and a partitioned table),
+# and without the lint and the type check: what to run while working. It needs
+# PostgreSQL (and PgBouncer, installed beside it) only; `make test` runs it all.
 test-fast: $(VENV)/.installed-test
 	@bash scripts/ensure-postgres.sh
-	$(BIN)/pytest $(PARALLEL) -m "not spark and not broker and not browser"
+	$(BIN)/pytest $(PARALLEL) -m "not spark and not broker and not browser and not slow"
 
 bench: $(VENV)/.installed-bench services
 	$(BIN)/python -m benchmarks.eventstore
