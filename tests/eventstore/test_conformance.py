@@ -20,8 +20,8 @@ class TestEveryBackend(EventStoreConformance):
             "memory",
             "sqlite",
             "postgres",
-            # Minutes long, as the postgres run is (111 s of tests against its 108 s,
-            # interleaved): `-m "not slow"` leaves this second run out.
+            # Minutes long, as the postgres run is (about as long, interleaved, on a
+            # lightly loaded machine): `-m "not slow"` leaves this second run out.
             pytest.param("postgres-via-pgbouncer", marks=pytest.mark.slow),
             # Events partitioned by ten positions, so that tests cross partitions' bounds:
             # four minutes here (500 tests), for the partitions each store makes.
