@@ -198,7 +198,7 @@ class EventRegistry:
             # it, and this runs for every event a projection or a verify reads.
             return entry.cls.__pydantic_validator__.validate_python(data)  # type: ignore[no-any-return]
         except ValidationError as error:
-            raise self._not_fitting(recorded, recorded.stream_id, entry, error) from error
+            raise not_fitting(recorded, recorded.stream_id, entry, error) from error
 
     def decode_encoded(self, encoded: EncodedEvent, stream_id: str) -> DomainEvent:
         """The domain event `encoded` (an event of `stream_id`) holds, upcast to today's schema.
@@ -222,7 +222,7 @@ class EventRegistry:
             data = self._upcasters.upcast(encoded, stream_id, data, stored, entry.version)
             return validator.validate_python(data)  # type: ignore[no-any-return]
         except ValidationError as error:
-            raise self._not_fitting(encoded, stream_id, entry, error) from error
+            raise not_fitting(encoded, stream_id, entry, error) from error
 
     def _entry(self, event: RecordedEvent | EncodedEvent, stream_id: str) -> EventType:
         entry = self._by_name.get(event.type)
@@ -232,17 +232,14 @@ class EventRegistry:
             )
         return entry
 
-    @staticmethod
-    def _not_fitting(
-        event: RecordedEvent | EncodedEvent,
-        stream_id: str,
-        entry: EventType,
-        error: ValidationError,
-    ) -> EventDecodingError:
-        return EventDecodingError(
-            stream_id,
-            event.version,
-            event.type,
-            f"its data does not fit {entry.cls.__qualname__} "
-            f"(schema version {entry.version}): {error}",
-        )
+
+def not_fitting(
+    event: RecordedEvent | EncodedEvent, stream_id: str, entry: EventType, error: ValidationError
+) -> EventDecodingError:
+    """The error of `event` (of `stream_id`), whose data `entry`'s class refused."""
+    return EventDecodingError(
+        stream_id,
+        event.version,
+        event.type,
+        f"its data does not fit {entry.cls.__qualname__} (schema version {entry.version}): {error}",
+    )
