@@ -298,3 +298,73 @@ def prepare(target: PostgresTarget) -> None:
         pool.run(lambda conn: create(conn, target.schema, size))
     finally:
         pool.close()
+
+
+COMPACTED = "eventcraft: compacted by retention"
+"""The comment on a partition retention has compacted (`compact`)."""
+SWAP_LOCK_TIMEOUT = "2s"
+"""The longest `compact` waits for the events table's ACCESS EXCLUSIVE lock a partition's
+swap takes (behind a long reader, say): then it leaves that partition for the next run."""
+
+
+def compact(conn: psycopg.Connection[Any], up_to: int) -> list[int]:
+    """In a retention run's transaction, after its deletes: each partition of a partitioned
+    store wholly at or below `up_to` and not compacted yet is swapped for a table of the
+    rows the run left it (the transaction sees its own deletes), and dropped with its dead
+    rows, so that the events table keeps no bloat below the mark. The numbers of the
+    partitions swapped; none for a store not partitioned.
+
+    The swap (DETACH, ATTACH, DROP, RENAME) takes ACCESS EXCLUSIVE on the events table
+    until the run commits, a few statements later: readers and appends wait that long. If
+    the lock is not had within `SWAP_LOCK_TIMEOUT`, the partition is left as it is (its
+    rows deleted, as on a store not partitioned) for the next run to compact.
+    """
+    size = size_of(conn)
+    if size is None:
+        return []
+    rows = conn.execute(
+        "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+        "WHERE i.inhparent = to_regclass(%s) AND obj_description(c.oid, 'pg_class') "
+        "IS DISTINCT FROM %s",
+        (EVENTS, COMPACTED),
+    ).fetchall()
+    whole = []
+    for (name,) in rows:
+        number = str(name).removeprefix(PARTITION)
+        if number.isdigit() and (int(number) + 1) * size - 1 <= up_to:
+            whole.append(int(number))
+    waited = conn.execute("SELECT current_setting('lock_timeout')").fetchone()
+    restore = psycopg.sql.SQL("SELECT set_config('lock_timeout', {}, true)").format(
+        psycopg.sql.Literal(waited[0] if waited else "0")
+    )
+    swapped = []
+    for k in sorted(whole):
+        name, kept = f"{PARTITION}{k}", f"{PARTITION}{k}_kept"
+        identifiers = {
+            "events": psycopg.sql.Identifier(EVENTS),
+            "name": psycopg.sql.Identifier(name),
+            "kept": psycopg.sql.Identifier(kept),
+            "low": psycopg.sql.Literal(k * size),
+            "high": psycopg.sql.Literal((k + 1) * size),
+            "comment": psycopg.sql.Literal(COMPACTED),
+        }
+        try:
+            with conn.transaction():  # a savepoint: a lock not had leaves the run whole
+                conn.execute(f"SET LOCAL lock_timeout = '{SWAP_LOCK_TIMEOUT}'")
+                for statement in (
+                    "CREATE TABLE {kept} (LIKE {events} INCLUDING DEFAULTS)",
+                    "INSERT INTO {kept} SELECT * FROM {name}",
+                    "ALTER TABLE {events} DETACH PARTITION {name}",
+                    "ALTER TABLE {events} ATTACH PARTITION {kept} "
+                    "FOR VALUES FROM ({low}) TO ({high})",
+                    "DROP TABLE {name}",
+                    "ALTER TABLE {kept} RENAME TO {name}",
+                    "COMMENT ON TABLE {name} IS {comment}",
+                ):
+                    conn.execute(psycopg.sql.SQL(statement).format(**identifiers))
+        except psycopg.errors.LockNotAvailable:
+            continue
+        finally:
+            conn.execute(restore)
+        swapped.append(k)
+    return swapped
