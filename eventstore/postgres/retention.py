@@ -45,6 +45,7 @@ from ..retention import (
 )
 from ..sql.deletion import DELETED_STREAMS
 from ..sql.schema import APPEND_ONLY_SQLSTATE, EVENTS, SNAPSHOTS, TAGS
+from . import partitions
 from .connections import ConnectionPool
 from .keyed_indexes import matches
 from .target import PostgresTarget, session_target
@@ -253,6 +254,9 @@ class PostgresRetention(Retention):
                 removed += of_deleted
                 conn.execute(_UNTAG, (up_to,))
                 conn.execute(_UNSNAPSHOT)
+                # A partitioned store: its partitions below the mark swapped for their rows
+                # kept, so that no dead row stays behind (partitions.compact).
+                partitions.compact(conn, up_to)
                 rules = rules_text(policies, truncations, of_deleted)
                 row = conn.execute(
                     f"INSERT INTO {RUNS} (up_to, removed, archive, rules, finished_at) "
