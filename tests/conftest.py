@@ -153,6 +153,12 @@ _dropping: list[psycopg.Connection[Any]] = []
 connection's start for each of the suite's thousands of PostgreSQL tests."""
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for conn in _dropping:
+        conn.close()
+    _dropping.clear()
+
+
 def drop_schema(schema: str) -> None:
     """Drop a test's `schema` (a name the suite made) with everything in it."""
     if _dropping and _dropping[0].closed:
@@ -162,7 +168,7 @@ def drop_schema(schema: str) -> None:
     try:
         _dropping[0].execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
     except psycopg.OperationalError:  # the connection was lost: once more, on a new one
-        _dropping.clear()
+        _dropping.pop().close()
         with psycopg.connect(PG_URL, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
