@@ -140,18 +140,21 @@ def _append_to_read_model(primary: str, read_url: str, seconds: float) -> list[f
 
     timed = Subscription(f"delay-{time.monotonic_ns()}", handle, types=["Timed"])
 
-    with EventStore.open(read_url) as reading, EventStore.open(primary) as writing:
-        with ProjectionRunner(reading, [timed]) as runner:
-            runner.catch_up()
-            delays.clear()
-            runner.start()
-            deadline = time.monotonic() + seconds
-            next_at = time.monotonic()
-            while time.monotonic() < deadline:
-                writing.append("timed-1", [NewEvent("Timed", {"t": time.time()})])
-                next_at += 1 / RATE
-                time.sleep(max(0.0, next_at - time.monotonic()))
-            runner.wait_until(writing.high_water_mark(), timeout=60)
+    with (
+        EventStore.open(read_url) as reading,
+        EventStore.open(primary) as writing,
+        ProjectionRunner(reading, [timed]) as runner,
+    ):
+        runner.catch_up()
+        delays.clear()
+        runner.start()
+        deadline = time.monotonic() + seconds
+        next_at = time.monotonic()
+        while time.monotonic() < deadline:
+            writing.append("timed-1", [NewEvent("Timed", {"t": time.time()})])
+            next_at += 1 / RATE
+            time.sleep(max(0.0, next_at - time.monotonic()))
+        runner.wait_until(writing.high_water_mark(), timeout=60)
     return delays
 
 
