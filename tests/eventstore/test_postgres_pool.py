@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import select
 import threading
 import time
 import uuid
@@ -191,20 +192,20 @@ def test_a_pool_busy_at_its_full_size_keeps_its_connections(pg_url: str, api: st
     assert backends[1] == backends[0] and backends[2] == backends[0]
 
 
-def _ended_by_the_server(pids: list[int]) -> None:
-    """End the server processes of `pids`, as a restart or `idle_session_timeout` does,
-    and return once they are gone (their goodbye sent)."""
+def _ended_by_the_server(idle: list[Any]) -> None:
+    """End the server processes of the `idle` connections, as a restart or
+    `idle_session_timeout` does, and return once each connection has the goodbye at hand."""
+    pids = [conn.info.backend_pid for conn in idle]
     with psycopg.connect(PG_URL, autocommit=True) as conn:
         for pid in pids:
             conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
-        for _ in range(3000):
-            left = conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", (pids,)
-            ).fetchone()
-            if left == (0,):
-                return
-            conn.execute("SELECT pg_sleep(0.01)")
-    raise AssertionError(f"server processes {pids} outlived pg_terminate_backend")
+    # A process leaves pg_stat_activity before its socket closes: wait for the goodbye
+    # itself on each connection's socket, which is what the pool looks for.
+    deadline = time.monotonic() + 30
+    for conn in idle:
+        while not select.select([conn.pgconn.socket], [], [], 0.05)[0]:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"server processes {pids} said no goodbye")
 
 
 @pytest.mark.parametrize("api", ["sync", "async"])
@@ -233,7 +234,7 @@ def test_idle_connections_the_server_ended_are_never_lent_to_an_append(
                 warmer.join()
             idle = store._backend._pool._idle  # type: ignore[attr-defined]
             assert len(idle) >= 2, "each warmed connection's last use was an append"
-            _ended_by_the_server([c.info.backend_pid for c in idle])
+            _ended_by_the_server(idle)
             results = [store.append(f"after-{n}", [NewEvent("E", {})]) for n in range(3)]
             assert [r.positions for r in results] == [(51,), (52,), (53,)]
         return
@@ -245,7 +246,7 @@ def test_idle_connections_the_server_ended_are_never_lent_to_an_append(
             )
             idle = store._backend._pool._idle  # type: ignore[attr-defined]
             assert idle, "the appends gave their connections back"
-            _ended_by_the_server([c.info.backend_pid for c in idle])
+            _ended_by_the_server(idle)
             results = [await store.append(f"after-{n}", [NewEvent("E", {})]) for n in range(3)]
             assert [r.positions for r in results] == [(9,), (10,), (11,)]
 
