@@ -70,6 +70,7 @@ from .sqlite.options import SQLiteTarget
 from .sqlite.retention import RETENTION_LOCK_SUFFIX
 from .store import EventStore
 from .tenant_ids import MAX_TENANT_LENGTH, check_tenant
+from .tenant_move import PositionMap, TenantMove, move_tenant, move_tenant_log
 from .tenant_places import TenantDrop, TenantPlace, tenant_place
 from .tenants import Tenants
 from .transfer import (
@@ -125,6 +126,7 @@ __all__ = [
     "NewEvent",
     "Personal",
     "PoolExhausted",
+    "PositionMap",
     "PostgresTarget",
     "Query",
     "QueryItem",
@@ -142,6 +144,7 @@ __all__ = [
     "StreamState",
     "StreamTombstoned",
     "TenantDrop",
+    "TenantMove",
     "TenantPlace",
     "TenantStoresBusy",
     "Tenants",
@@ -162,6 +165,8 @@ __all__ = [
     "export_log",
     "file_lock",
     "import_log",
+    "move_tenant",
+    "move_tenant_log",
     "new_event_id",
     "postgres_holds_store",
     "postgres_log_subquery",
