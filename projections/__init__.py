@@ -13,6 +13,7 @@ from .archive_layout import span_of as segment_span
 from .archive_lock import ArchiveBusy
 from .archive_lock import run_lock as archive_run_lock
 from .async_runner import AsyncProjectionRunner
+from .carried_checkpoints import CarriedCheckpoints, carry_checkpoints
 from .checkpoint import Checkpoint, checkpoint_leases, checkpoint_positions
 from .checkpoint_table import CheckpointTable
 from .clock import local_deadline as lease_deadline
@@ -74,6 +75,7 @@ __all__ = [
     "ArchiveBusy",
     "ArchiveFiles",
     "AsyncProjectionRunner",
+    "CarriedCheckpoints",
     "Checkpoint",
     "CheckpointTable",
     "Database",
@@ -110,6 +112,7 @@ __all__ = [
     "archive_chain_break",
     "archive_run_lock",
     "bare_traceback",
+    "carry_checkpoints",
     "checkpoint_leases",
     "checkpoint_positions",
     "event_at",
