@@ -74,7 +74,7 @@ BEGIN
 END
 $$"""
 
-INSERT_EVENTS = f"""
+_INSERT_HEAD = """
 CREATE OR REPLACE FUNCTION eventcraft_insert_events(
     p_stream text, p_category text, p_expected bigint, p_batch jsonb
 ) RETURNS text LANGUAGE plpgsql AS $$
@@ -89,11 +89,14 @@ DECLARE
     base bigint := p_expected;
     positions bigint[];
 BEGIN
+"""
+
+_VERSION_CHECK = f"""\
     base := eventcraft_deletion_base(p_stream, base);  -- deleted streams: postgres/deletion.py
     IF base < 0 THEN
         base := eventcraft_stream_version(p_stream);
     ELSIF base > 0
-        AND NOT EXISTS (SELECT FROM {EVENTS} WHERE stream_id = p_stream AND version = base) THEN
+        AND NOT EXISTS (SELECT FROM {{versions}} WHERE stream_id = p_stream AND version = base) THEN
         RAISE EXCEPTION USING
             ERRCODE = '{WRONG_EXPECTED_VERSION_SQLSTATE}',
             MESSAGE = 'wrong expected version',
@@ -114,8 +117,9 @@ BEGIN
             MESSAGE = 'stream full',
             DETAIL = {MAX_STREAM_VERSION};
     END IF;
-    IF n = 1 THEN
-        INSERT INTO {EVENTS}
+"""
+
+_ONE_EVENT = f"""        INSERT INTO {EVENTS}
             (position, stream_id, version, id, type, data, metadata, recorded_at, category, tags)
         VALUES (nextval('{POSITION_SEQUENCE}'), p_stream, base + 1, (p_batch->0->>'id')::uuid,
                 p_batch->0->>'type', p_batch->0->'data', p_batch->0->'metadata',
@@ -123,9 +127,13 @@ BEGIN
                 CASE WHEN p_batch->0 ? 'tags'
                     THEN ARRAY(SELECT jsonb_array_elements_text(p_batch->0->'tags')) END)
         RETURNING ARRAY[position] INTO positions;
-    ELSE
+"""
+
+_DRAW_POSITIONS = f"""\
         positions := ARRAY(SELECT nextval('{POSITION_SEQUENCE}') FROM generate_series(1, n));
-        INSERT INTO {EVENTS}
+"""
+
+_EVENT_ROWS = f"""        INSERT INTO {EVENTS}
             (position, stream_id, version, id, type, data, metadata, recorded_at, category, tags)
         SELECT positions[e.i], p_stream, base + e.i, (e.event->>'id')::uuid,
                e.event->>'type', e.event->'data', e.event->'metadata',
@@ -133,8 +141,9 @@ BEGIN
                CASE WHEN e.event ? 'tags'
                    THEN ARRAY(SELECT jsonb_array_elements_text(e.event->'tags')) END
         FROM jsonb_array_elements(p_batch) WITH ORDINALITY AS e(event, i);
-    END IF;
-    -- Only tagged events carry the key (postgres/statements.py, batch_json).
+"""
+
+_INSERT_TAIL = f"""    -- Only tagged events carry the key (postgres/statements.py, batch_json).
     IF p_batch @? '$[*].tags' THEN
         INSERT INTO {TAGS} (tag, position, type)
         SELECT t.tag, positions[e.i], e.event->>'type'
@@ -148,6 +157,34 @@ BEGIN
     RETURN array_to_string((base + n) || positions, ' ');
 END
 $$"""
+
+
+def insert_events(versions: str = EVENTS, step: str | None = None) -> str:
+    """The function `eventcraft_insert_events`, made of the parts every store's shares: the
+    version check against the rows of `versions` (the table that holds one row per stored
+    event, unique by (stream_id, version)), the rows, the tags and the stream's row.
+
+    `step`: statements (plpgsql, indented as the rows) run once the append's positions are
+    drawn and before its event rows go in, in `positions`; with a step an append of one
+    event draws its position first too. A partitioned store adds its partitions and key
+    rows so (`partitions.py`): whatever changes here changes in its function as well.
+    """
+    if step is None:
+        rows = (
+            "    IF n = 1 THEN\n"
+            + _ONE_EVENT
+            + "    ELSE\n"
+            + _DRAW_POSITIONS
+            + _EVENT_ROWS
+            + "    END IF;\n"
+        )
+    else:
+        rows = _DRAW_POSITIONS + step + _EVENT_ROWS
+    return _INSERT_HEAD + _VERSION_CHECK.format(versions=versions) + rows + _INSERT_TAIL
+
+
+INSERT_EVENTS = insert_events()
+"""An unpartitioned store's `eventcraft_insert_events`."""
 
 APPEND_GROUP_FUNCTION = f"""
 CREATE OR REPLACE FUNCTION {APPEND_GROUP}(p_members text, p_locks text) RETURNS text

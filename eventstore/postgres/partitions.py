@@ -43,17 +43,12 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy.schema import CreateTable
 
-from ..events import MAX_STREAM_VERSION
 from ..sql.schema import (
     DIALECTS,
     EVENTS,
-    POSITION_SEQUENCE,
-    STREAM_FULL_SQLSTATE,
-    STREAMS,
-    TAGS,
-    WRONG_EXPECTED_VERSION_SQLSTATE,
     events,
 )
+from . import append_functions
 from . import schema as postgres_schema
 from .connections import ConnectionPool
 from .target import PostgresTarget
@@ -160,66 +155,22 @@ END
 $$"""
 
 
-_INSERT_EVENTS = f"""
-CREATE OR REPLACE FUNCTION eventcraft_insert_events(
-    p_stream text, p_category text, p_expected bigint, p_batch jsonb
-) RETURNS text LANGUAGE plpgsql AS $$
--- A partitioned store's (eventstore/postgres/partitions.py): as an unpartitioned
--- store's (append_functions.py), the versions checked and kept unique by the key table,
--- and the partitions of the positions made before the rows go in.
-DECLARE
-    n int := jsonb_array_length(p_batch);
-    base bigint := p_expected;
-    positions bigint[];
-BEGIN
-    base := eventcraft_deletion_base(p_stream, base);  -- deleted streams: postgres/deletion.py
-    IF base < 0 THEN
-        base := eventcraft_stream_version(p_stream);
-    ELSIF base > 0
-        AND NOT EXISTS (SELECT FROM {KEYS} WHERE stream_id = p_stream AND version = base) THEN
-        RAISE EXCEPTION USING
-            ERRCODE = '{WRONG_EXPECTED_VERSION_SQLSTATE}',
-            MESSAGE = 'wrong expected version',
-            DETAIL = eventcraft_stream_version(p_stream);
-    ELSIF base = 0 AND EXISTS (SELECT FROM {STREAMS} WHERE stream_id = p_stream) THEN
-        RAISE EXCEPTION USING
-            ERRCODE = '{WRONG_EXPECTED_VERSION_SQLSTATE}',
-            MESSAGE = 'wrong expected version',
-            DETAIL = eventcraft_stream_version(p_stream);
-    END IF;
-    IF base + n > {MAX_STREAM_VERSION} THEN
-        RAISE EXCEPTION USING
-            ERRCODE = '{STREAM_FULL_SQLSTATE}',
-            MESSAGE = 'stream full',
-            DETAIL = {MAX_STREAM_VERSION};
-    END IF;
-    positions := ARRAY(SELECT nextval('{POSITION_SEQUENCE}') FROM generate_series(1, n));
-    PERFORM eventcraft_partitions_for(positions[1], positions[n]);
-    -- The keys first: a version taken or an id stored fails before the events are written.
-    INSERT INTO {KEYS} (id, version, position, stream_id)
-    SELECT (e.event->>'id')::uuid, base + e.i, positions[e.i], p_stream
-    FROM jsonb_array_elements(p_batch) WITH ORDINALITY AS e(event, i);
-    INSERT INTO {EVENTS}
-        (position, stream_id, version, id, type, data, metadata, recorded_at, category, tags)
-    SELECT positions[e.i], p_stream, base + e.i, (e.event->>'id')::uuid,
-           e.event->>'type', e.event->'data', e.event->'metadata',
-           coalesce((e.event->>'recorded_at')::timestamptz, now()), p_category,
-           CASE WHEN e.event ? 'tags'
-               THEN ARRAY(SELECT jsonb_array_elements_text(e.event->'tags')) END
-    FROM jsonb_array_elements(p_batch) WITH ORDINALITY AS e(event, i);
-    IF p_batch @? '$[*].tags' THEN
-        INSERT INTO {TAGS} (tag, position, type)
-        SELECT t.tag, positions[e.i], e.event->>'type'
-        FROM jsonb_array_elements(p_batch) WITH ORDINALITY AS e(event, i),
-             jsonb_array_elements_text(e.event->'tags') AS t(tag);
-    END IF;
-    IF base = 0 THEN
-        INSERT INTO {STREAMS} (stream_id, category) VALUES (p_stream, p_category)
-        ON CONFLICT (stream_id) DO NOTHING;
-    END IF;
-    RETURN array_to_string((base + n) || positions, ' ');
-END
-$$"""
+KEY_STEP = f"""\
+        PERFORM eventcraft_partitions_for(positions[1], positions[n]);
+        -- The keys first: a version taken or an id stored fails before the events are written.
+        INSERT INTO {KEYS} (id, version, position, stream_id)
+        SELECT (e.event->>'id')::uuid, base + e.i, positions[e.i], p_stream
+        FROM jsonb_array_elements(p_batch) WITH ORDINALITY AS e(event, i);
+"""
+"""What a partitioned store's append adds to an unpartitioned store's
+(`append_functions.insert_events`), once its positions are drawn: the partitions of its
+positions made, then its key rows, which keep ids and versions unique."""
+
+
+def insert_events() -> str:
+    """A partitioned store's `eventcraft_insert_events`: an unpartitioned store's, its
+    versions checked in the key table and `KEY_STEP` added before the event rows."""
+    return append_functions.insert_events(versions=KEYS, step=KEY_STEP)
 
 
 def functions(size: int) -> list[str]:
@@ -230,7 +181,7 @@ def functions(size: int) -> list[str]:
         _STREAM_VERSION,
         _make_partitions(size),
         _partitions_for(size),
-        _INSERT_EVENTS,
+        insert_events(),
     ]
 
 

@@ -20,6 +20,7 @@ from eventcraft.eventstore import (
     PostgresTarget,
     UnsupportedStoreURL,
 )
+from eventcraft.eventstore.postgres import append_functions, partitions
 
 from ..conftest import PG_URL
 from ..processes import PROCESSES
@@ -194,3 +195,36 @@ def test_an_id_stored_in_an_older_partition_is_recognised(url: str) -> None:
             store.append("order-2", first)
         assert store.stream_version("order-1") == 3
         assert sum(1 for _ in store.read_all()) == 3 + 5 * 9
+
+
+@pytest.mark.parametrize(
+    "part", ["_INSERT_HEAD", "_VERSION_CHECK", "_DRAW_POSITIONS", "_EVENT_ROWS", "_INSERT_TAIL"]
+)
+def test_a_change_to_the_append_reaches_the_partitioned_stores_function(
+    part: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The partitioned store's `eventcraft_insert_events` is made of the parts the plain
+    store's is made of, its key step added: a line added to any part is in both."""
+    marker = f"    -- changed: {part}\n"
+    monkeypatch.setattr(append_functions, part, getattr(append_functions, part) + marker)
+    plain = append_functions.insert_events()
+    (partitioned,) = [f for f in partitions.functions(SIZE) if "eventcraft_insert_events(" in f]
+    assert marker in plain and marker in partitioned
+    # Nothing else differs: the key table for versions, and the step before the rows.
+    assert partitioned.replace(partitions.KEY_STEP, "") == append_functions.insert_events(
+        versions=partitions.KEYS, step=""
+    )
+    assert partitions.KEY_STEP in partitioned
+
+
+def test_a_partitioned_store_holds_the_function_its_parts_make(
+    url: str, catalog: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    EventStore.open(url).close()
+    row = catalog.execute(
+        "SELECT prosrc FROM pg_proc WHERE proname = 'eventcraft_insert_events' "
+        "AND pronamespace = %s::regnamespace",
+        (_schema(url),),
+    ).fetchone()
+    assert row is not None
+    assert f"AS $${row[0]}$$" in partitions.insert_events()
