@@ -10,15 +10,18 @@ only the waiting differs.
 from __future__ import annotations
 
 import asyncio
+import functools
+import itertools
 import uuid
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel
 
-from . import arguments, json_lines, telemetry, tenant_places
+from . import archive_reads, arguments, json_lines, telemetry, tenant_places
+from .archive_reads import ArchiveOption, Chunks, StoreArchive, archive_option
 from .arguments import ManyAppend
 from .async_port import AsyncBackend
 from .backends import async_backend_for, retention_for, with_replicas
@@ -83,10 +86,15 @@ class AsyncEventStore:
         sealed: bool = False,
         place: TenantPlace | None = None,
         tenants: AsyncTenants | None = None,
+        archive: ArchiveOption = False,
     ) -> None:
         self._backend = backend
         self._shredder = Shredder(url if keys is None else keys, sealed=sealed)
         self._retention: Retention | None = None
+        self.archive = archive_option(archive)
+        """What `archive=` asked for: False (the table alone), True (the folder the last
+        retention run recorded) or the archive's folder."""
+        self._archive = StoreArchive(archive, lambda: self.retention) if archive else None
         self._place = place
         self._tenancy = tenants
         self.url = url
@@ -108,6 +116,7 @@ class AsyncEventStore:
         create_folders: bool = False,
         tenants: AsyncTenants | None = None,
         replicas: Sequence[str] = (),
+        archive: ArchiveOption = False,
     ) -> AsyncEventStore:
         """The store at `url`; raises `StoreUnavailable` if its database cannot be opened.
 
@@ -137,8 +146,19 @@ class AsyncEventStore:
         With `replicas` (PostgreSQL: the URL of one hot standby of the store's server,
         the same as `?replica=` in `url`), the store reads from the standby and writes
         to the primary; a caller reads its own writes (docs: how-to, read replicas).
+
+        With `archive`, reads of the global log (`read_all` and its encoded and JSON
+        forms, `subscribe`) and stream reads return, at or below the low-water mark, the
+        events retention archived and removed, from the Parquet archive, then the
+        table's: the whole log, each event once (`archive_reads.py`). `True` reads the
+        folder the last retention run recorded; a path names the folder (moved, or
+        mounted elsewhere). Reading below the mark needs pyarrow (the
+        `eventcraft[retention]` extra): without it, or without the folder, such a read
+        raises `ArchiveUnreadable`. By default (False) reads return the table's events
+        alone, with the holes retention left below the mark.
         """
         check_max_event_bytes(max_event_bytes)
+        archive_option(archive)
         if replicas:
             url = with_replicas(url, replicas)
         place = tenant_places.tenant_place(url)
@@ -162,6 +182,7 @@ class AsyncEventStore:
             sealed=sealed,
             place=place,
             tenants=tenants,
+            archive=archive,
         )
 
     async def append(
@@ -225,11 +246,12 @@ class AsyncEventStore:
         The arguments are checked at the call, before anything is read."""
         stream_id, from_version, limit = arguments.read_stream_call(stream_id, from_version, limit)
         telemetry.count_read("stream", self.tenant)
-        return self._shredder.opened_async(
-            self._backend.read_stream(
-                stream_id, from_version=from_version, backwards=backwards, limit=limit
-            )
+        events = self._backend.read_stream(
+            stream_id, from_version=from_version, backwards=backwards, limit=limit
         )
+        if self._archive is not None:
+            events = self._stream_whole(stream_id, events, from_version, backwards, limit)
+        return self._shredder.opened_async(events)
 
     def read_stream_encoded(
         self, stream_id: str, from_version: int | None = None
@@ -242,9 +264,10 @@ class AsyncEventStore:
         """
         stream_id, start = arguments.read_stream_encoded_call(stream_id, from_version)
         telemetry.count_read("stream_encoded", self.tenant)
-        return self._shredder.opened_encoded_async(
-            stream_id, self._backend.read_stream_encoded(stream_id, from_version=start)
-        )
+        events = self._backend.read_stream_encoded(stream_id, from_version=start)
+        if self._archive is not None:
+            events = self._stream_whole(stream_id, events, start, False, None)
+        return self._shredder.opened_encoded_async(stream_id, events)
 
     def read_all(
         self,
@@ -262,11 +285,27 @@ class AsyncEventStore:
         """
         call = arguments.read_all_call(after, limit, categories, types)
         telemetry.count_read("all", self.tenant)
-        return self._shredder.opened_async(
-            self._backend.read_all(
-                after=call.after, limit=call.limit, categories=call.categories, types=call.types
+        return self._shredder.opened_async(self._log(call.after, call.limit, call))
+
+    def _log(
+        self, after: int, limit: int | None, call: arguments.ReadAllCall
+    ) -> AsyncIterator[RecordedEvent]:
+        """The global log after `after` as stored: the table's events, and with `archive=`
+        the archive's in place of those retention removed (`archive_reads.py`)."""
+        categories, types = call.categories, call.types
+        if self._archive is None:
+            return self._backend.read_all(
+                after=after, limit=limit, categories=categories, types=types
             )
-        )
+
+        def table(start: int, left: int | None) -> AsyncIterator[list[RecordedEvent]]:
+            events = self._backend.read_all(
+                after=start, limit=left, categories=categories, types=types
+            )
+            return _lists(events, archive_reads.CHUNK)
+
+        chunks = archive_reads.RECORDED
+        return _flat(self._whole(chunks, table, after, None, limit, categories, types))
 
     async def count_events(
         self,
@@ -352,11 +391,22 @@ class AsyncEventStore:
         call = arguments.read_all_call(after, None, categories, types)
         last = arguments.until_call(until)
         telemetry.count_read("all_encoded", self.tenant)
-        return self._shredder.opened_records_async(
-            self._backend.read_all_encoded(
-                after=call.after, until=last, categories=call.categories, types=call.types
+
+        def table(start: int, left: int | None) -> AsyncIterator[EncodedRecord]:
+            return self._backend.read_all_encoded(
+                after=start, until=last, categories=call.categories, types=call.types
             )
+
+        if self._archive is None:
+            return self._shredder.opened_records_async(table(call.after, None))
+
+        def chunked(start: int, left: int | None) -> AsyncIterator[list[EncodedRecord]]:
+            return _lists(table(start, left), archive_reads.CHUNK)
+
+        whole = self._whole(
+            archive_reads.RECORDS, chunked, call.after, last, None, call.categories, call.types
         )
+        return self._shredder.opened_records_async(_flat(whole))
 
     def read_all_json(
         self,
@@ -375,10 +425,182 @@ class AsyncEventStore:
         call = arguments.read_all_call(after, None, categories, None)
         last = arguments.until_call(until)
         telemetry.count_read("all_json", self.tenant)
-        chunks = self._backend.read_all_json(
-            after=call.after, until=last, categories=call.categories
-        )
+
+        def table(start: int, left: int | None) -> AsyncIterator[JsonLines]:
+            return self._backend.read_all_json(after=start, until=last, categories=call.categories)
+
+        if self._archive is None:
+            chunks = table(call.after, None)
+        else:
+            chunks = self._whole(
+                archive_reads.LINES, table, call.after, last, None, call.categories, None
+            )
         return chunks if self._shredder.sealed else self._opened_json(chunks)
+
+    async def _whole(
+        self,
+        chunks: Chunks[C],
+        table: Callable[[int, int | None], AsyncIterator[C]],
+        after: int,
+        until: int | None,
+        limit: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+    ) -> AsyncIterator[C]:
+        """`table`'s chunks after `after` (to `until`, `limit` events at most), and the
+        archive's in place of what retention removed: the seam (`archive_reads.py`)."""
+        position, left = after, limit
+        while (left is None or left > 0) and (until is None or position < until):
+            read = table(position, left)
+            moved = False
+            try:
+                async for chunk in read:
+                    if not chunks.whole(chunk, position):
+                        # A gap: retention's hole if the mark, read now, lies beyond it.
+                        mark = await self.low_water_mark()
+                        if mark > position:
+                            async for archived in self._archived(
+                                chunks, mark, position, until, left, categories, types
+                            ):
+                                yield archived
+                                if left is not None:
+                                    left -= chunks.count(archived)
+                            position = mark if until is None else min(mark, until)
+                            moved = True
+                            kept = chunks.above(chunk, mark)
+                            if kept is None or left == 0:
+                                break
+                            chunk = kept
+                    yield chunk
+                    position = chunks.last(chunk)
+                    if left is not None:
+                        left -= chunks.count(chunk)
+                    if moved:
+                        break  # read the table again from here: it may hold more above
+            finally:
+                await _closed(read)
+            if not moved:
+                # The table is read to its end (or the limit): a run may have removed what
+                # lay beyond where it ended, which only the archive holds now.
+                if left == 0:
+                    return
+                mark = await self.low_water_mark()
+                if mark <= position or (until is not None and position >= until):
+                    return
+                async for archived in self._archived(
+                    chunks, mark, position, until, left, categories, types
+                ):
+                    yield archived
+                    if left is not None:
+                        left -= chunks.count(archived)
+                position = mark if until is None else min(mark, until)
+
+    def _archived(
+        self,
+        chunks: Chunks[C],
+        mark: int,
+        after: int,
+        until: int | None,
+        left: int | None,
+        categories: Sequence[str] | None,
+        types: Sequence[str] | None,
+    ) -> AsyncIterator[C]:
+        """The archive's chunks after `after`, to the mark (and `until`)."""
+        assert self._archive is not None
+        upto = mark if until is None else min(mark, until)
+        pages = chunks.archived(self._archive, mark, after, upto, left, categories, types)
+        if True:  # ASYNC
+            return _threaded(pages)
+        else:
+            return pages
+
+    async def _stream_whole(
+        self,
+        stream_id: str,
+        events: AsyncIterator[S],
+        start: int | None,
+        backwards: bool,
+        limit: int | None,
+    ) -> AsyncIterator[S]:
+        """A stream read's events, with those retention removed where versions are
+        missing, from the archive; hidden versions (a deletion's) stay hidden."""
+        left = limit
+        # The version the next event should have (None: the stream's newest), and the
+        # position of the last event handed over (0: none yet, or an `EncodedEvent`).
+        expected = start if backwards else (start or 1)
+        near = 0
+        async for event in events:
+            if expected is None:
+                expected = event.version
+            if event.version != expected:
+                found = await self._stream_gap(
+                    stream_id, event, expected, near, backwards, found_before=bool(near)
+                )
+                for filled in found:
+                    yield filled
+                    if left is not None:
+                        left -= 1
+                        if left == 0:
+                            return
+            yield event
+            near = _position_of(event)
+            expected = event.version - 1 if backwards else event.version + 1
+            if left is not None:
+                left -= 1
+                if left == 0:
+                    return
+        if backwards and (left is None or left > 0) and (expected is None or expected > 0):
+            found = await self._stream_gap(
+                stream_id, None, expected, near, backwards, found_before=bool(near)
+            )
+            for filled in found[:left]:
+                yield filled
+
+    async def _stream_gap(
+        self,
+        stream_id: str,
+        event: S | None,
+        expected: int | None,
+        near: int,
+        backwards: bool,
+        found_before: bool,
+    ) -> list[S]:
+        """The archived events of `stream_id` between the last version handed over and
+        `event` (None: the stream's first, reading backwards), in the read's order."""
+        mark = await self.low_water_mark()
+        if mark == 0:
+            return []
+        deletion = await self._backend.stream_deletion(stream_id)
+        lowest = 1 if deletion is None else deletion.version + 1
+        if backwards:
+            top = expected
+            if not found_before:
+                # Backwards from a version the stream may not reach: from its newest.
+                newest = await self._backend.stream_version(stream_id)
+                top = newest if top is None else min(top, newest)
+            low = lowest if event is None else event.version + 1
+            if top is None or top < low:
+                return []
+            versions = range(low, top + 1)
+            after = 0 if event is None else _position_of(event)
+            upto = near - 1 if near else mark
+        else:
+            assert event is not None and expected is not None
+            versions = range(max(expected, lowest), event.version)
+            after, upto = near, (_position_of(event) or mark + 1) - 1
+        if not versions:
+            return []
+        assert self._archive is not None
+        found = archive_reads.stream_archived
+        encoded = isinstance(event, EncodedEvent)
+        if True:  # ASYNC
+            read = await asyncio.to_thread(
+                found, self._archive, mark, stream_id, versions, after, upto, encoded=encoded
+            )
+        else:
+            read = found(self._archive, mark, stream_id, versions, after, upto, encoded=encoded)
+        ordered = cast(list[S], read)
+        return ordered[::-1] if backwards else ordered
 
     async def _opened_json(self, chunks: AsyncIterator[JsonLines]) -> AsyncIterator[JsonLines]:
         async for chunk in chunks:
@@ -421,11 +643,7 @@ class AsyncEventStore:
                 # Every event up to this mark is readable now, those filtered out too:
                 # once they are read, the subscription can wait beyond it.
                 mark = await self._backend.high_water_mark()
-                async for event in self._shredder.opened_async(
-                    self._backend.read_all(
-                        after=position, limit=None, categories=call.categories, types=call.types
-                    )
-                ):
+                async for event in self._shredder.opened_async(self._log(position, None, call)):
                     position = event.position
                     yield event
                 position = max(position, mark)
@@ -665,12 +883,56 @@ class AsyncEventStore:
         return f"AsyncEventStore.open({arguments.redacted(self.url)!r})"
 
 
+T = TypeVar("T")
+C = TypeVar("C")
+S = TypeVar("S", RecordedEvent, EncodedEvent)
+
 if True:  # ASYNC
-    T = TypeVar("T")
 
     async def _each(events: Iterable[T]) -> AsyncIterator[T]:
         for event in events:
             yield event
 
+    async def _lists(items: AsyncIterator[T], size: int) -> AsyncIterator[list[T]]:
+        """`items` in lists of `size` (the last one shorter)."""
+        chunk: list[T] = []
+        async for item in items:
+            chunk.append(item)
+            if len(chunk) == size:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+
+    async def _threaded(items: Iterator[T]) -> AsyncIterator[T]:
+        """`items`, each made in a thread: files read by pyarrow, off the event loop."""
+        while (item := await asyncio.to_thread(next, items, None)) is not None:
+            yield item
+
+    async def _flat(chunks: AsyncIterator[list[T]]) -> AsyncIterator[T]:
+        async for chunk in chunks:
+            for item in chunk:
+                yield item
+
 else:
     _each = iter
+
+    def _lists(items: Iterator[T], size: int) -> Iterator[list[T]]:
+        """`items` in lists of `size` (the last one shorter), each taken in C."""
+        return iter(functools.partial(list, itertools.islice(items, size)), [])
+
+    def _flat(chunks: Iterator[list[T]]) -> Iterator[T]:
+        # Handed out by C, no generator frame an event.
+        return itertools.chain.from_iterable(chunks)
+
+
+async def _closed(items: AsyncIterator[Any]) -> None:
+    """`items` closed if it can be: a read left before its end holds nothing after."""
+    close = getattr(items, "aclose", None)
+    if close is not None:
+        await close()
+
+
+def _position_of(event: RecordedEvent | EncodedEvent) -> int:
+    """An event's position; 0 for an `EncodedEvent`, which has none."""
+    return event.position if isinstance(event, RecordedEvent) else 0
