@@ -31,9 +31,13 @@ from .personal.key_table import KeyTable, MemoryKeyTable
 from .port import Backend
 from .postgres import replicas as postgres_replicas
 from .postgres.async_backend import AsyncPostgresBackend
+from .postgres.async_tenant_rows import AsyncSideBySideBackend
 from .postgres.backend import PostgresBackend
 from .postgres.key_table import PostgresKeyTable
 from .postgres.retention import PostgresRetention
+from .postgres.side_by_side import is_side_by_side
+from .postgres.side_by_side_keys import TenantKeyTable
+from .postgres.tenant_rows import SideBySideBackend
 from .retention import NoRetention, Retention
 from .sqlite.backend import SQLiteBackend
 from .sqlite.key_table import SQLiteKeyTable
@@ -208,13 +212,26 @@ async def _open_memory_async(url: str, *, group_commit: bool, create_folders: bo
 
 
 def _open_postgres(url: str, *, group_commit: bool, create_folders: bool) -> Backend:
+    if is_side_by_side(url):  # one tenant's part of tables shared by tenants
+        return SideBySideBackend.from_url(url, group_commit=group_commit)
     return PostgresBackend.from_url(url, group_commit=group_commit)
 
 
 async def _open_postgres_async(
     url: str, *, group_commit: bool, create_folders: bool
 ) -> AsyncBackend:
+    if is_side_by_side(url):
+        return await AsyncSideBySideBackend.open(url, group_commit=group_commit)
     return await AsyncPostgresBackend.open(url, group_commit=group_commit)
+
+
+def _postgres_key_table(url: str, existing: bool) -> KeyTable:
+    return TenantKeyTable(url) if is_side_by_side(url) else PostgresKeyTable(url)
+
+
+def _postgres_retention(url: str) -> Retention:
+    # Tenants side by side have no retention yet: their events stay.
+    return NoRetention() if is_side_by_side(url) else PostgresRetention(url)
 
 
 def _sqlite_path(url: str) -> str:
@@ -258,8 +275,8 @@ register_backend(
         name="postgresql",
         open=_open_postgres,
         open_async=_open_postgres_async,
-        key_table=lambda url, existing: PostgresKeyTable(url),
-        retention=PostgresRetention,
+        key_table=_postgres_key_table,
+        retention=_postgres_retention,
     ),
     "postgresql",
     "postgres",

@@ -10,6 +10,11 @@ A template names the place with `{tenant}` where the tenant's name goes:
   tenant (in the second, a folder per tenant, made for it and removed with it);
 - `memory://`: a store per tenant in this process, gone with it.
 
+Or every tenant side by side in the tables of one schema, with no `{tenant}`:
+`postgresql://app@db/shop?schema=shop&tenancy=shared` (`postgres/side_by_side.py`), a
+tenant's place being its part of those tables (kind `shared`), its store's URL the
+template with `&tenant=acme`.
+
 A function from the tenant id to a URL (`Callable[[str], str]`) may place tenants
 anywhere else, one server for some and another for the rest, say.
 
@@ -40,7 +45,9 @@ from urllib.parse import SplitResult, parse_qsl, unquote_plus, urlsplit, urlunsp
 from .arguments import redacted
 from .backends import scheme_of
 from .errors import InvalidTenant, UnsupportedStoreURL
+from .postgres import side_by_side_layout as shared_layout
 from .postgres import tenant_places as postgres_places
+from .postgres.side_by_side import SideBySide, is_side_by_side, side_by_side, tenant_url
 from .postgres.target import PostgresTarget
 from .sqlite import tenant_files
 from .sqlite.options import PREFIX as SQLITE_PREFIX
@@ -84,9 +91,11 @@ class TenantPlace:
     url: str
     """The URL its store is opened at."""
     kind: str
-    """`schema`, `database` (PostgreSQL), `file` (SQLite) or `memory`."""
+    """`schema`, `database` (PostgreSQL), `file` (SQLite), `memory`, or `shared` (the
+    tenant's rows in tables every tenant shares: `tenancy=shared`)."""
     name: str
-    """The schema's or database's name, the file's path, or `memory`."""
+    """The schema's or database's name, the file's path, `memory`, or for `shared` the
+    schema of the views every tenant's store reads."""
     folder: str | None = None
     """A SQLite file's folder when `{tenant}` names it: made for the tenant, removed with it."""
 
@@ -107,6 +116,16 @@ class TenantPlace:
             return ("file", os.path.normcase(os.path.abspath(self.name)).casefold())
         if self.kind == "memory":
             return ("memory", self.tenant)
+        if self.kind == "shared":  # a tenant's part of shared tables is its own
+            parts = urlsplit(self.url)
+            return (
+                "shared",
+                parts.hostname or "",
+                str(parts.port or ""),
+                parts.path,
+                self.name,
+                self.tenant,
+            )
         target = PostgresTarget.from_url(self.url)
         parts = urlsplit(target.conninfo)
         return ("postgresql", parts.hostname or "", str(parts.port or ""), parts.path, self.name)
@@ -235,18 +254,20 @@ def tenant_place(url: str) -> TenantPlace | None:
     """
     url = _braces(url)
     base, tenant = _without_tenant_option(url)
+    shared = _shared(base)
     if tenant is None:
-        if TENANT in url:
+        if TENANT in url or shared:
+            how = "with {tenant}" if TENANT in url else "side by side (tenancy=shared)"
             raise UnsupportedStoreURL(
-                f"{redacted(url)!r} names a store per tenant with {{tenant}}: say which "
+                f"{redacted(url)!r} names the stores of every tenant {how}: say which "
                 f"tenant with ?tenant=NAME, or give it to Tenants to open any of them"
             )
         return None
-    if TENANT not in base and not base.lower().startswith("memory:"):
+    if TENANT not in base and not shared and not base.lower().startswith("memory:"):
         raise UnsupportedStoreURL(
             f"?tenant= needs {{tenant}} in the URL, where the tenant's schema, database or "
-            f"file is named ({_example(base)}); tenants side by side in one database are "
-            "not built yet"
+            f"file is named ({_example(base)}), or tenancy=shared, which holds every tenant "
+            "side by side in one schema's tables"
         )
     return TenantPlaces(base).place(tenant)
 
@@ -255,6 +276,7 @@ def prepare(place: TenantPlace) -> None:
     """What a tenant's store needs before it opens: its database or its folder, made."""
     if place.kind == "database":
         postgres_places.create_database(place.url, place.name)
+    # A shared place is made by its store's open (side_by_side_layout.prepare).
     elif place.folder is not None:
         tenant_files.make_folder(place.folder)
 
@@ -267,12 +289,18 @@ def exists(place: TenantPlace) -> bool:
         return postgres_places.database_exists(place.url, place.name)
     if place.kind == "file":
         return tenant_files.exists(place.name)
+    if place.kind == "shared":
+        return shared_layout.tenant_exists(_side_by_side(place.url), place.tenant)
     return False
 
 
 def drop(place: TenantPlace, archives: Sequence[str]) -> TenantDrop:
     """Remove the tenant's place whole, and then the archive folders its retention runs
     wrote (`archives`). Its store must be closed: this process holds no connection to it."""
+    if place.kind == "shared":
+        existed = shared_layout.drop_tenant(_side_by_side(place.url), place.tenant)
+        removed = tuple(_remove_archive(folder) for folder in dict.fromkeys(archives))
+        return TenantDrop(place, existed, tuple(folder for folder in removed if folder))
     existed = place.kind == "memory" or exists(place)
     if place.kind == "schema":
         postgres_places.drop_schema(place.url, place.name)
@@ -314,6 +342,14 @@ class _Template:
                     "memory:// takes no {tenant}: every tenant's memory store is its own"
                 )
             return cls(template, "memory")
+        if scheme == "postgresql" and _shared(template):
+            if count:
+                raise UnsupportedStoreURL(
+                    "tenancy=shared places every tenant side by side in one schema: it takes "
+                    "no {tenant} (a place per tenant is the other placement)"
+                )
+            _side_by_side(template)  # its options checked now
+            return cls(template, "shared")
         if scheme not in ("sqlite", "postgresql"):
             raise UnsupportedStoreURL(
                 f"a store per tenant is a PostgreSQL schema or database, a SQLite file or "
@@ -348,6 +384,9 @@ class _Template:
                 ("/".join([*parts[:at], name, *([rest] if rest else [])]), tenant)
                 for name, tenant in named
             ]
+        if self.kind == "shared":
+            shared = _side_by_side(self.url)
+            return [(shared.schema, tenant) for tenant in shared_layout.known(shared)]
         if self.kind == "schema":
             query = urlsplit(self.url).query
             schema = dict(parse_qsl(query, keep_blank_values=True))["schema"]
@@ -361,6 +400,8 @@ class _Template:
         """The URL of `tenant`'s place, and its own folder if the template names one."""
         if self.kind == "memory":
             return self.url, None
+        if self.kind == "shared":
+            return tenant_url(self.url, tenant), None
         if self.kind == "file":
             url = self.url.replace(TENANT, tenant)
             path = self.url[len(SQLITE_PREFIX) :].partition("?")[0]
@@ -431,6 +472,15 @@ def _place(tenant: str, url: str, folder: str | None, pool_size: int | None) -> 
         )
     if pool_size is not None:
         url = _with_pool_size(url, pool_size)
+    if _shared(url):
+        named = _side_by_side(url).tenant
+        if named is not None and named != tenant:
+            raise InvalidTenant(
+                f"tenant {tenant!r}'s place names another tenant, {named!r}: a place given "
+                "to a tenant side by side is its own part of the tables"
+            )
+        shared = _side_by_side(tenant_url(url, tenant))
+        return TenantPlace(tenant, tenant_url(url, tenant), "shared", shared.schema)
     target = PostgresTarget.from_url(url)
     if target.schema is not None:
         _check_sql_name(tenant, "schema", target.schema, _RESERVED_SCHEMAS)
@@ -483,6 +533,17 @@ def _without_tenant_option(url: str) -> tuple[str, str | None]:
     tenant = unquote_plus(items[named[0]].partition("=")[2])
     kept = items[: named[0]] + items[named[0] + 1 :]
     return (f"{base}?{'&'.join(kept)}" if kept else base), tenant
+
+
+def _shared(url: str) -> bool:
+    """Whether `url` is a PostgreSQL URL of tenants side by side (`tenancy=`)."""
+    return scheme_of(url) == "postgresql" and is_side_by_side(url)
+
+
+def _side_by_side(url: str) -> SideBySide:
+    shared = side_by_side(url)
+    assert shared is not None  # asked of URLs `_shared` told
+    return shared
 
 
 def _braces(url: str) -> str:

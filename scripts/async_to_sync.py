@@ -180,6 +180,19 @@ PAIRS: Sequence[Pair] = (
         },
     ),
     Pair(
+        "eventstore/postgres/async_tenant_rows.py",
+        "eventstore/postgres/tenant_rows.py",
+        names={
+            "async_backend": "backend",
+            "async_connections": "connections",
+            "AsyncSideBySideBackend": "SideBySideBackend",
+        },
+        text={
+            "\n\nThe sync `SideBySideBackend` is generated from this module "
+            "(`scripts/async_to_sync.py`).\n": "\n"
+        },
+    ),
+    Pair(
         "eventstore/async_tenants.py",
         "eventstore/tenants.py",
         names={"async_store": "store"},

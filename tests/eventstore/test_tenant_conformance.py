@@ -1,7 +1,8 @@
 """A tenant's store, as `Tenants.for_tenant` and `AsyncTenants.for_tenant` give it, passes
 the store's conformance suite on every backend: whatever is built on a store works on a
 tenant's unchanged. On memory and SQLite another tenant's store holds events the whole
-time, which no test of the suite may see."""
+time, which no test of the suite may see, and so do another tenant's rows in the tables of
+tenants side by side (`tenancy=shared`), the other tenant appending first."""
 
 from __future__ import annotations
 
@@ -21,13 +22,19 @@ from eventcraft.eventstore.testing import EventStoreConformance
 from ..conftest import PG_URL, _need_postgres
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+@pytest.fixture(params=["memory", "sqlite", "postgres", "side-by-side"])
 def tenant_template(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """Where each tenant's store is, new for each test, on each backend in turn."""
     if request.param == "memory":
         yield "memory://"
     elif request.param == "sqlite":
         yield f"sqlite:///{tmp_path}/{{tenant}}.db"
+    elif request.param == "side-by-side":
+        _need_postgres()
+        schema = f"t_{uuid.uuid4().hex[:10]}"
+        yield f"{PG_URL}?schema={schema}&tenancy=shared"
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}", "{schema}__rows" CASCADE')
     else:
         _need_postgres()
         prefix = f"t_{uuid.uuid4().hex[:10]}"
@@ -51,7 +58,7 @@ class TestTenantStores(EventStoreConformance):
     @pytest.fixture(params=["sync", "async"])
     def store(self, request: pytest.FixtureRequest, tenant_template: str) -> Iterator[EventStore]:
         """A new, empty tenant's store; on memory and SQLite, beside another's that is not."""
-        neighbour = not tenant_template.startswith("postgresql")
+        neighbour = "{tenant}" not in tenant_template or tenant_template.startswith("sqlite")
         if request.param == "sync":
             with Tenants(tenant_template, most_open=2) as tenants:
                 if neighbour:

@@ -155,7 +155,7 @@ def test_a_url_names_one_tenant_with_tenant_and_its_place_with_braces() -> None:
     ("url", "error", "said"),
     [
         ("sqlite:///shop.db?tenant=acme", UnsupportedStoreURL, "?tenant= needs {tenant}"),
-        (f"{SHOP}?tenant=acme", UnsupportedStoreURL, "side by side in one database are not"),
+        (f"{SHOP}?tenant=acme", UnsupportedStoreURL, "or tenancy=shared, which holds every tenant"),
         ("sqlite:///t/{tenant}.db", UnsupportedStoreURL, "say which tenant with ?tenant="),
         ("sqlite:///t/{tenant}.db?tenant=a&tenant=b", UnsupportedStoreURL, "given twice"),
         ("sqlite:///t/{tenant}.db?tenant=", InvalidTenant, "is empty"),

@@ -1,0 +1,93 @@
+"""A side-by-side tenant's store on PostgreSQL: `AsyncPostgresBackend` on the tenant's
+views (`side_by_side_layout.py`), but for what a tenant's part of the tables does
+differently: how it is opened, its high-water mark (its head, read from its row), and the
+snapshot's conflict key. Every other statement is the plain store's, run on the views.
+
+The sync `SideBySideBackend` is generated from this module (`scripts/async_to_sync.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import psycopg
+
+from ..errors import UnsupportedStoreURL
+from ..log_status import LogStatus
+from ..snapshot import PreparedSnapshot, beyond_the_stream
+from . import privileges
+from . import side_by_side_layout as layout
+from . import statements as sql
+from .async_backend import AsyncPostgresBackend
+from .async_connections import AsyncConnectionPool
+from .side_by_side import SideBySide, side_by_side
+
+Conn = psycopg.AsyncConnection[Any]
+
+
+class AsyncSideBySideBackend(AsyncPostgresBackend):
+    """One tenant's part of the tables that hold tenants side by side."""
+
+    if True:  # ASYNC
+
+        @classmethod
+        async def open(cls, url: str, *, group_commit: bool = True) -> AsyncSideBySideBackend:
+            shared = tenant_of(url)
+            # The layout and the tenant's row are made by the sync code, in a thread.
+            notify = await asyncio.to_thread(layout.prepare, shared)
+            pool = AsyncConnectionPool(shared.target)
+            return cls(shared.target, pool, notify, group_commit=group_commit)
+
+    else:
+
+        @classmethod
+        def from_url(cls, url: str, *, group_commit: bool = True) -> AsyncSideBySideBackend:
+            shared = tenant_of(url)
+            notify = layout.prepare(shared)
+            # Not the plain backend's __init__, which makes a plain store's tables.
+            backend = cls.__new__(cls)
+            backend._opened(AsyncConnectionPool(shared.target), notify, group_commit, None)
+            return backend
+
+    async def _head_on(self, conn: Conn, after: int) -> int:
+        """The high-water mark above `after`: the tenant's head, every position at or below
+        it committed (`side_by_side_layout.py`)."""
+        cursor = await conn.execute(layout.HEAD, (after,))
+        row = await cursor.fetchone()
+        return int(row[0]) if row else after
+
+    async def log_status(self) -> LogStatus:
+        # Nothing holds a tenant's log back: its head is its high-water mark.
+        head = await self._safe_head(0)
+        return LogStatus(head=head, high_water_mark=head, held=None)
+
+    async def save_snapshot(self, snapshot: PreparedSnapshot) -> None:
+        params = sql.snapshot_params(
+            snapshot.stream_id,
+            snapshot.version,
+            snapshot.type,
+            snapshot.schema_version,
+            snapshot.data,
+        )
+
+        async def save(conn: Conn) -> int:
+            cursor = await conn.execute(layout.SAVE_SNAPSHOT, params)
+            row = await cursor.fetchone()
+            return int(row[0]) if row else 0
+
+        actual = await self._with_connection(save, privileges.SNAPSHOTTING)
+        if snapshot.version > actual:
+            raise beyond_the_stream(snapshot.stream_id, snapshot.version, actual)
+
+
+def tenant_of(url: str) -> SideBySide:
+    """The side-by-side place of the tenant `url` names; `UnsupportedStoreURL` for a URL of
+    no tenant (every tenant's: a store is one tenant's)."""
+    shared = side_by_side(url)
+    if shared is None or shared.tenant is None:
+        raise UnsupportedStoreURL(
+            "tenancy=shared holds every tenant side by side: say which tenant's store to "
+            "open with ?tenant=NAME, or give the URL to Tenants to open any of them"
+        )
+    return shared
