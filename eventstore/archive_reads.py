@@ -262,6 +262,10 @@ class Chunks(Generic[C]):
         """The chunk's events above `mark`, None if none is."""
         raise NotImplementedError
 
+    def first(self, chunk: C, count: int) -> C:
+        """The chunk's first `count` events."""
+        raise NotImplementedError
+
     def whole(self, chunk: C, after: int) -> bool:
         """The chunk's positions run on from `after` without a gap: it misses no event."""
         count = self.count(chunk)
@@ -292,6 +296,9 @@ class _Listed(Chunks[list[Any]]):
     def last(self, chunk: list[Any]) -> int:
         position: int = chunk[-1].position
         return position
+
+    def first(self, chunk: list[Any], count: int) -> list[Any]:
+        return chunk[:count]
 
     def above(self, chunk: list[Any], mark: int) -> list[Any] | None:
         kept = chunk[bisect_right(chunk, mark, key=lambda event: event.position) :]
@@ -324,11 +331,14 @@ class _Lines(Chunks[JsonLines]):
     def last(self, chunk: JsonLines) -> int:
         return chunk.last_position
 
+    def first(self, chunk: JsonLines, count: int) -> JsonLines:
+        lines = _lines(chunk)[:count]
+        return JsonLines("".join(lines), len(lines), _position(lines[-1]))
+
     def above(self, chunk: JsonLines, mark: int) -> JsonLines | None:
         if chunk.last_position <= mark:
             return None
-        lines = chunk.text.split("\n")[:-1]  # each line ends at a newline, and only there
-        kept = [line + "\n" for line in lines if _position(line) > mark]
+        kept = [line for line in _lines(chunk) if _position(line) > mark]
         return JsonLines("".join(kept), len(kept), chunk.last_position)
 
     def archived(
@@ -343,6 +353,11 @@ class _Lines(Chunks[JsonLines]):
     ) -> Iterator[JsonLines]:
         for table in _tables(archive, mark, after, upto, categories=categories):
             yield from chunks_of(_records(table))
+
+
+def _lines(chunk: JsonLines) -> list[str]:
+    """The chunk's lines, each with its newline: a line ends there and only there."""
+    return [line + "\n" for line in chunk.text.split("\n")[:-1]]
 
 
 def _position(line: str) -> int:

@@ -448,7 +448,8 @@ class EventStore:
                             kept = chunks.above(chunk, mark)
                             if kept is None or left == 0:
                                 break
-                            chunk = kept
+                            # Read before the archive took its share of the limit.
+                            chunk = kept if left is None else chunks.first(kept, left)
                     yield chunk
                     position = chunks.last(chunk)
                     if left is not None:
@@ -815,7 +816,11 @@ _each = iter
 
 def _lists(items: Iterator[T], size: int) -> Iterator[list[T]]:
     """`items` in lists of `size` (the last one shorter), each taken in C."""
-    return iter(functools.partial(list, itertools.islice(items, size)), [])
+    return iter(functools.partial(_taken, items, size), [])
+
+
+def _taken(items: Iterator[T], size: int) -> list[T]:
+    return list(itertools.islice(items, size))
 
 
 def _flat(chunks: Iterator[list[T]]) -> Iterator[T]:
