@@ -332,10 +332,9 @@ def _copied_lines(
         if seals is None or TEXT_MARK not in text:
             yield text.encode()
             continue
-        yield "".join(
-            seals.line(line) if TEXT_MARK in line else line
-            for line in text.splitlines(keepends=True)
-            if line
+        # A line ends at a newline only: JSON keeps U+2028 raw, where splitlines would cut.
+        yield "\n".join(
+            seals.line(line) if TEXT_MARK in line else line for line in text.split("\n")
         ).encode()
 
 
@@ -411,7 +410,7 @@ class _Reseal:
             return line
         where = f"event {document.get('id')} of {document.get('stream_id')!r}"
         document["data"] = self.data(data, where)
-        return orjson.dumps(document, option=orjson.OPT_SORT_KEYS).decode() + "\n"
+        return orjson.dumps(document, option=orjson.OPT_SORT_KEYS).decode()
 
     def data(self, data: dict[str, Any], where: str) -> dict[str, Any]:
         entries = data[MARK]
