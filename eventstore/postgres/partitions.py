@@ -103,6 +103,19 @@ END
 $$"""
 
 
+REFUSE_DELETE = "eventcraft_refuse_delete"
+"""The trigger function that refuses a DELETE of events outside a retention run, which
+retention's first run makes (`retention.py`): until then a row trigger refuses it."""
+_GUARDS = [
+    # Statement triggers fire for the table a statement names, not for its partitions: a
+    # TRUNCATE or DELETE sent to a partition is refused by the partition's own.
+    f"CREATE TRIGGER {EVENTS}_no_truncate BEFORE TRUNCATE ON {{name}} "
+    "FOR EACH STATEMENT EXECUTE FUNCTION eventcraft_refuse_change()",
+    f"CREATE TRIGGER {EVENTS}_no_delete BEFORE DELETE ON {{name}} "
+    f"FOR EACH STATEMENT EXECUTE FUNCTION {REFUSE_DELETE}()",
+]
+
+
 def _make_partitions(size: int) -> str:
     return f"""
 CREATE OR REPLACE FUNCTION eventcraft_make_partitions(p_from bigint, p_to bigint, p_wait boolean)
@@ -128,6 +141,11 @@ BEGIN
             EXECUTE format(
                 'ALTER TABLE {EVENTS} ATTACH PARTITION %I FOR VALUES FROM (%s) TO (%s)',
                 name, k * {size}, (k + 1) * {size});
+            -- Its own refusals: the events table's statement triggers are not a partition's.
+            EXECUTE format('{_GUARDS[0].format(name="%I")}', name);
+            IF to_regprocedure('{REFUSE_DELETE}()') IS NOT NULL THEN
+                EXECUTE format('{_GUARDS[1].format(name="%I")}', name);
+            END IF;
         END;
     END LOOP;
 END
@@ -251,71 +269,45 @@ def prepare(target: PostgresTarget) -> None:
         pool.close()
 
 
-COMPACTED = "eventcraft: compacted by retention"
-"""The comment on a partition retention has compacted (`compact`)."""
-SWAP_LOCK_TIMEOUT = "2s"
-"""The longest `compact` waits for the events table's ACCESS EXCLUSIVE lock a partition's
-swap takes (behind a long reader, say): then it leaves that partition for the next run."""
+def guard_partition(conn: psycopg.Connection[Any], name: str) -> None:
+    """Give the partition `name` the triggers it lacks of those every partition has: no
+    TRUNCATE, and no DELETE but a retention run's once retention made its function."""
+    have = {
+        str(row[0])
+        for row in conn.execute(
+            "SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass(%s)", (name,)
+        ).fetchall()
+    }
+    made = conn.execute("SELECT to_regprocedure(%s) IS NOT NULL", (f"{REFUSE_DELETE}()",))
+    row = made.fetchone()
+    guards = _GUARDS if row and row[0] else _GUARDS[:1]
+    for guard in guards:
+        if guard.split()[2] not in have:
+            conn.execute(guard.format(name=psycopg.sql.Identifier(name).as_string(conn)).encode())
 
 
-def compact(conn: psycopg.Connection[Any], up_to: int) -> list[int]:
-    """In a retention run's transaction, after its deletes: each partition of a partitioned
-    store wholly at or below `up_to` and not compacted yet is swapped for a table of the
-    rows the run left it (the transaction sees its own deletes), and dropped with its dead
-    rows, so that the events table keeps no bloat below the mark. The numbers of the
-    partitions swapped; none for a store not partitioned.
+def guard(conn: psycopg.Connection[Any]) -> None:
+    """Give every partition of the store the triggers it lacks (`guard_partition`), under
+    the partition lock, so that none is made meanwhile without them; a look in the
+    catalog, and nothing more, when none lacks any. Not in a run's transaction: the
+    partition lock is held until its transaction ends, and appends may wait for it."""
+    lacking = _unguarded(conn)
+    if not lacking:
+        return
+    with conn.transaction():
+        conn.execute(f"SELECT pg_advisory_xact_lock({_PARTITION_LOCK_KEY})")
+        for name in _unguarded(conn):
+            guard_partition(conn, name)
 
-    The swap (DETACH, ATTACH, DROP, RENAME) takes ACCESS EXCLUSIVE on the events table
-    until the run commits, a few statements later: readers and appends wait that long. If
-    the lock is not had within `SWAP_LOCK_TIMEOUT`, the partition is left as it is (its
-    rows deleted, as on a store not partitioned) for the next run to compact.
-    """
-    size = size_of(conn)
-    if size is None:
-        return []
+
+def _unguarded(conn: psycopg.Connection[Any]) -> list[str]:
+    row = conn.execute("SELECT to_regprocedure(%s) IS NOT NULL", (f"{REFUSE_DELETE}()",))
+    made = row.fetchone()
+    wanted = [f"{EVENTS}_no_truncate"] + ([f"{EVENTS}_no_delete"] if made and made[0] else [])
     rows = conn.execute(
         "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
-        "WHERE i.inhparent = to_regclass(%s) AND obj_description(c.oid, 'pg_class') "
-        "IS DISTINCT FROM %s",
-        (EVENTS, COMPACTED),
+        "WHERE i.inhparent = to_regclass(%s) AND (SELECT count(*) FROM pg_trigger t "
+        "WHERE t.tgrelid = c.oid AND t.tgname = ANY(%s)) < %s",
+        (EVENTS, wanted, len(wanted)),
     ).fetchall()
-    whole = []
-    for (name,) in rows:
-        number = str(name).removeprefix(PARTITION)
-        if number.isdigit() and (int(number) + 1) * size - 1 <= up_to:
-            whole.append(int(number))
-    waited = conn.execute("SELECT current_setting('lock_timeout')").fetchone()
-    restore = psycopg.sql.SQL("SELECT set_config('lock_timeout', {}, true)").format(
-        psycopg.sql.Literal(waited[0] if waited else "0")
-    )
-    swapped = []
-    for k in sorted(whole):
-        name, kept = f"{PARTITION}{k}", f"{PARTITION}{k}_kept"
-        identifiers = {
-            "events": psycopg.sql.Identifier(EVENTS),
-            "name": psycopg.sql.Identifier(name),
-            "kept": psycopg.sql.Identifier(kept),
-            "low": psycopg.sql.Literal(k * size),
-            "high": psycopg.sql.Literal((k + 1) * size),
-            "comment": psycopg.sql.Literal(COMPACTED),
-        }
-        try:
-            with conn.transaction():  # a savepoint: a lock not had leaves the run whole
-                conn.execute(f"SET LOCAL lock_timeout = '{SWAP_LOCK_TIMEOUT}'")
-                for statement in (
-                    "CREATE TABLE {kept} (LIKE {events} INCLUDING DEFAULTS)",
-                    "INSERT INTO {kept} SELECT * FROM {name}",
-                    "ALTER TABLE {events} DETACH PARTITION {name}",
-                    "ALTER TABLE {events} ATTACH PARTITION {kept} "
-                    "FOR VALUES FROM ({low}) TO ({high})",
-                    "DROP TABLE {name}",
-                    "ALTER TABLE {kept} RENAME TO {name}",
-                    "COMMENT ON TABLE {name} IS {comment}",
-                ):
-                    conn.execute(psycopg.sql.SQL(statement).format(**identifiers))
-        except psycopg.errors.LockNotAvailable:
-            continue
-        finally:
-            conn.execute(restore)
-        swapped.append(k)
-    return swapped
+    return [str(name) for (name,) in rows]

@@ -45,9 +45,11 @@ from ..retention import (
 )
 from ..sql.deletion import DELETED_STREAMS
 from ..sql.schema import APPEND_ONLY_SQLSTATE, EVENTS, SNAPSHOTS, TAGS
-from . import partitions
+from . import partition_retention, partitions
 from .connections import ConnectionPool
 from .keyed_indexes import matches
+from .partition_retention import Rule
+from .partitions import KEYS
 from .target import PostgresTarget, session_target
 
 RUNS = "eventcraft_retention_runs"
@@ -88,30 +90,43 @@ $$""",
     finished_at timestamptz NOT NULL)""",
 ]
 
-_NOT_NEWEST = f"e.version < (SELECT max(s.version) FROM {EVENTS} s WHERE s.stream_id = e.stream_id)"
-_BY_POLICY = (
-    f"FROM {EVENTS} AS e WHERE {matches('e.category', '%s')} "
-    "AND e.position > %s AND e.position <= %s "
-    f"AND {_NOT_NEWEST} AND ("
-    "e.recorded_at < %s::timestamptz OR e.version <= "
-    f"(SELECT max(s.version) FROM {EVENTS} s WHERE s.stream_id = e.stream_id) - %s::bigint)"
-)
-_BY_TRUNCATION = (
-    f"FROM {EVENTS} AS e WHERE e.stream_id = %s AND e.version < %s AND e.position <= %s "
-    f"AND {_NOT_NEWEST}"
-)
 
-# A deleted stream's events up to its deletion, but its newest (deletion.py).
-_BY_DELETION = (
-    f"FROM {EVENTS} AS e JOIN {DELETED_STREAMS} AS d ON d.stream_id = e.stream_id "
-    f"WHERE e.version <= d.version AND e.position <= %s AND {_NOT_NEWEST}"
-)
+def _newest(table: str) -> str:
+    """A stream's newest version, read from `table`: the events, or a partitioned store's
+    key table (one probe of its unique index, not one a partition)."""
+    return f"(SELECT max(s.version) FROM {table} s WHERE s.stream_id = e.stream_id)"
+
+
+def _policy_rule(policy: RetentionPolicy, now: datetime, newest: str) -> Rule:
+    cutoff = now - policy.max_age if policy.max_age is not None else None
+    return Rule(
+        f"{matches('e.category', '%s')} AND e.version < {newest} AND ("
+        f"e.recorded_at < %s::timestamptz OR e.version <= {newest} - %s::bigint)",
+        (policy.category, policy.category, cutoff, policy.max_count),
+    )
+
+
+def _truncation_rule(cut: Truncation, newest: str) -> Rule:
+    return Rule(
+        f"e.stream_id = %s AND e.version < %s AND e.version < {newest}",
+        (cut.stream_id, cut.before_version),
+    )
+
+
+def _deletion_rule(newest: str) -> Rule:
+    """A deleted stream's events up to its deletion, but its newest (deletion.py)."""
+    return Rule(
+        f"e.version < {newest} AND EXISTS (SELECT FROM {DELETED_STREAMS} d "
+        "WHERE d.stream_id = e.stream_id AND e.version <= d.version)",
+        (),
+    )
+
 
 # The tag rows (postgres/tag_functions.py) of the events a run removed, whichever rule removed them,
 # in the run's transaction: a query or an append condition must not find an event the log
 # no longer holds. One pass over the tag rows up to the mark, each probing the events' key.
 _UNTAG = (
-    f"DELETE FROM {TAGS} WHERE position <= %s AND NOT EXISTS "
+    f"DELETE FROM {TAGS} WHERE position > %s AND position <= %s AND NOT EXISTS "
     f"(SELECT 1 FROM {EVENTS} AS e WHERE e.position = {TAGS}.position)"
 )
 
@@ -126,13 +141,6 @@ _UNSNAPSHOT = (
 
 WINDOW = 100_000
 """Positions a paced run removes per statement, resting between them."""
-
-
-def _policy_parameters(
-    policy: RetentionPolicy, after: int, up_to: int, now: datetime
-) -> tuple[Any, ...]:
-    cutoff = now - policy.max_age if policy.max_age is not None else None
-    return (policy.category, policy.category, after, up_to, cutoff, policy.max_count)
 
 
 class PostgresRetention(Retention):
@@ -184,17 +192,17 @@ class PostgresRetention(Retention):
         now: datetime,
     ) -> list[int]:
         def work(conn: psycopg.Connection[Any]) -> list[int]:
+            newest = _newest(KEYS if partitions.size_of(conn) else EVENTS)
+            rules = [_policy_rule(policy, now, newest) for policy in policies]
+            rules += [_truncation_rule(cut, newest) for cut in truncations]
             counts = []
-            for policy in policies:
-                parameters = _policy_parameters(policy, 0, up_to, now)
-                row = conn.execute(f"SELECT count(*) {_BY_POLICY}", parameters).fetchone()
+            for rule in [*rules, _deletion_rule(newest)]:
+                row = conn.execute(
+                    f"SELECT count(*) FROM {EVENTS} AS e WHERE e.position <= %s "
+                    f"AND {rule.condition}",
+                    (up_to, *rule.parameters),
+                ).fetchone()
                 counts.append(int(row[0]) if row else 0)
-            for cut in truncations:
-                parameters = (cut.stream_id, cut.before_version, up_to)
-                row = conn.execute(f"SELECT count(*) {_BY_TRUNCATION}", parameters).fetchone()
-                counts.append(int(row[0]) if row else 0)
-            row = conn.execute(f"SELECT count(*) {_BY_DELETION}", (up_to,)).fetchone()
-            counts.append(int(row[0]) if row else 0)
             return counts
 
         return self._run(work)
@@ -221,48 +229,37 @@ class PostgresRetention(Retention):
                     if not _installed(conn):
                         for statement in _INSTALL:
                             conn.execute(statement.encode())
+            size = partitions.size_of(conn)
+            if size is not None:
+                partitions.guard(conn)  # DELETE refused on each partition too, not only on all
+            newest = _newest(KEYS if size else EVENTS)
+            rules = [_policy_rule(policy, now, newest) for policy in policies]
+            rules += [_truncation_rule(cut, newest) for cut in truncations]
+            deleted = _deletion_rule(newest)
             with conn.transaction():
                 conn.execute(f"SET LOCAL {SETTING} = 'apply'")
-                removed = 0
-                # Whole at full pace; paced, a window of positions a statement, resting
-                # between them so that appends keep the machine (the transaction is one).
-                step = up_to if pace >= 1 else WINDOW
-                for policy in policies:
-                    for after in range(0, up_to, max(step, 1)):
-                        started = time.perf_counter()
-                        parameters = _policy_parameters(
-                            policy, after, min(after + step, up_to), now
-                        )
-                        deleted = conn.execute(
-                            f"DELETE FROM {EVENTS} WHERE position IN "
-                            f"(SELECT e.position {_BY_POLICY})",
-                            parameters,
-                        )
-                        removed += deleted.rowcount
-                        rest(started, pace)
-                for cut in truncations:
-                    deleted = conn.execute(
-                        f"DELETE FROM {EVENTS} WHERE position IN "
-                        f"(SELECT e.position {_BY_TRUNCATION})",
-                        (cut.stream_id, cut.before_version, up_to),
-                    )
-                    removed += deleted.rowcount
-                of_deleted = conn.execute(
-                    f"DELETE FROM {EVENTS} WHERE position IN (SELECT e.position {_BY_DELETION})",
-                    (up_to,),
-                ).rowcount
-                removed += of_deleted
-                conn.execute(_UNTAG, (up_to,))
+                # A partitioned store: the partitions wholly at or below the mark are
+                # replaced by their kept rows at the end (partition_retention.py); rows
+                # are deleted only above them, in the partition the mark straddles.
+                through = 0 if size is None else partition_retention.whole_through(size, up_to)
+                removed, of_deleted = _delete(
+                    conn, rules, deleted, max(through, 0), up_to, size, pace
+                )
                 conn.execute(_UNSNAPSHOT)
-                # A partitioned store: its partitions below the mark swapped for their rows
-                # kept, so that no dead row stays behind (partitions.compact).
-                partitions.compact(conn, up_to)
-                rules = rules_text(policies, truncations, of_deleted)
+                if size is not None and through > 0:
+                    replaced = partition_retention.replace(conn, size, up_to, rules, deleted, pace)
+                    if replaced is None:  # the events table not locked in time: rows deleted
+                        more, more_deleted = _delete(conn, rules, deleted, 0, through, size, pace)
+                    else:
+                        more, more_deleted = replaced.removed, replaced.of_deleted
+                    removed += more
+                    of_deleted += more_deleted
+                rules_run = rules_text(policies, truncations, of_deleted)
                 row = conn.execute(
                     f"INSERT INTO {RUNS} (up_to, removed, archive, rules, finished_at) "
                     f"SELECT greatest(%s, coalesce(max(up_to), 0)), %s, %s, %s, %s FROM {RUNS} "
                     "RETURNING run, up_to, removed, archive, rules, finished_at",
-                    (up_to, removed, archive, rules, now),
+                    (up_to, removed, archive, rules_run, now),
                 ).fetchone()
             assert row is not None
             return RetentionRun(*row)
@@ -303,6 +300,59 @@ class PostgresRetention(Retention):
 
     def close(self) -> None:
         self._pool.close()
+
+
+def _delete(
+    conn: psycopg.Connection[Any],
+    rules: Sequence[Rule],
+    deleted: Rule,
+    after: int,
+    up_to: int,
+    size: int | None,
+    pace: float,
+) -> tuple[int, int]:
+    """Delete the events in (`after`, `up_to`] that `rules`, then `deleted` (the deleted
+    streams' rule), name, and their tag rows; on a partitioned store (`size`) their key
+    rows too, and each partition rows were deleted from marked `PENDING`. The events
+    removed, and of those by `deleted`'s rule alone. Whole at full pace; paced, a window
+    of positions a statement, resting between them so that appends keep the machine."""
+    step = up_to if pace >= 1 else WINDOW
+    removed = of_deleted = 0
+    touched: set[int] = set()
+    for rule in [*rules, deleted]:
+        for low in range(after, up_to, max(step, 1)):
+            started = time.perf_counter()
+            parameters = (low, min(low + step, up_to), *rule.parameters)
+            chosen = (
+                f"SELECT e.position FROM {EVENTS} AS e WHERE e.position > %s "
+                f"AND e.position <= %s AND {rule.condition}"
+            )
+            if size is None:
+                count = conn.execute(
+                    f"DELETE FROM {EVENTS} WHERE position IN ({chosen})", parameters
+                ).rowcount
+            else:
+                # The key rows go with the events, as an unpartitioned store's index
+                # entries go with its rows: their ids and versions are free again.
+                row = conn.execute(
+                    f"WITH gone AS (DELETE FROM {EVENTS} WHERE position IN ({chosen}) "
+                    "RETURNING id, position), "
+                    f"keys AS (DELETE FROM {KEYS} k USING gone WHERE k.id = gone.id) "
+                    "SELECT count(*), coalesce(array_agg(DISTINCT gone.position / %s), '{}') "
+                    "FROM gone",
+                    (*parameters, size),
+                ).fetchone()
+                assert row is not None
+                count = int(row[0])
+                touched.update(int(number) for number in row[1])
+            removed += count
+            if rule is deleted:
+                of_deleted += count
+            rest(started, pace)
+    conn.execute(_UNTAG, (after, up_to))
+    if size is not None:
+        partition_retention.mark_pending(conn, size, sorted(touched))
+    return removed, of_deleted
 
 
 def _installed(conn: psycopg.Connection[Any]) -> bool:

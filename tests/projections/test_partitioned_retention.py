@@ -1,7 +1,7 @@
 """Retention on a PostgreSQL store whose events are partitioned by position (partitions
 of 10, `eventstore/postgres/partitions.py`): a run archives the log up to its mark and
-removes what its rules name, and swaps each partition wholly below the mark for a table
-of the rows it kept, so that no dead row stays behind (`partitions.compact`). Nothing
+replaces each partition wholly below the mark by a table of the rows it keeps, instead
+of deleting rows, so that no dead row stays behind (`postgres/partition_retention.py`). Nothing
 below the mark is lost: the archive up to it followed by the store after it is the whole
 log, and a projection rebuilt after the run reads it so."""
 
@@ -95,8 +95,8 @@ def test_a_reader_holding_the_events_table_leaves_partitions_whole_and_the_run_g
     pg_url: str, tmp_path: Path
 ) -> None:
     """A swap waits at most `SWAP_LOCK_TIMEOUT` for its lock: behind a reader's open
-    transaction the run removes rows as on any store and leaves the partitions for the
-    next run, which compacts them."""
+    transaction the run deletes rows as on any store and leaves the partitions for the
+    next run, which replaces them (dropping one that keeps nothing)."""
     old = datetime.now(UTC) - timedelta(days=40)
     rule = [RetentionPolicy("order", max_age=timedelta(days=30))]
     with EventStore.open(f"{pg_url}&partition_events=10") as store:
@@ -119,7 +119,9 @@ def test_a_reader_holding_the_events_table_leaves_partitions_whole_and_the_run_g
         }
         assert [e.version for e in store.read_all()] == [10, 10, 10]  # rows removed
         store.append("order-9", [NewEvent("Placed", {}) for _ in range(10)])
-        retention.apply(store, rule, [], str(tmp_path / "a"))  # nothing to remove, compacts
+        retention.apply(store, rule, [], str(tmp_path / "a"))  # nothing to remove, replaces
         compacted = _sizes(pg_url)
-        assert all(compacted[k][0] != sizes[k][0] for k in range(3))
+        # [0, 10) held only removed events: dropped; the next two replaced by their kept rows.
+        assert 0 not in compacted
+        assert all(compacted[k][0] != sizes[k][0] for k in (1, 2))
         assert [e.version for e in store.read_all()][:3] == [10, 10, 10]
