@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import IO
 
+from .archive_reads import ArchiveOption
 from .json_lines import with_placed
 from .store import EventStore
 
@@ -28,9 +29,10 @@ _store: EventStore | None = None
 """The worker process's store, opened once by `_open`."""
 
 
-def _open(url: str) -> None:
+def _open(url: str, archive: ArchiveOption) -> None:
     global _store
-    _store = EventStore.open(url)
+    # As the caller's store reads: with `archive=`, a range below the mark from the archive.
+    _store = EventStore.open(url, archive=archive)
 
 
 Done = tuple[bytes, int, int, int | None]
@@ -60,6 +62,7 @@ def export_ranges(
     jobs: int,
     progress: Callable[[int], None],
     span: int | None = None,
+    archive: ArchiveOption = False,
 ) -> tuple[int, int, int | None]:
     """Write the lines of the events after `after` up to `until` (and of their streams'
     deletions) to `out`, made by `jobs` worker processes; the number of events and of
@@ -79,7 +82,9 @@ def export_ranges(
         progress(end - after)
 
     context = multiprocessing.get_context("spawn")  # no fork of a caller's threads and sockets
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_open, initargs=(url,)) as pool:
+    with ProcessPoolExecutor(
+        jobs, mp_context=context, initializer=_open, initargs=(url, archive)
+    ) as pool:
         for start, end in _ranges(after, until, span or SPAN):
             pending.append((end, pool.submit(_export_range, start, end, categories)))
             # In order; at most two ranges a worker wait in memory.

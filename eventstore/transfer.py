@@ -6,7 +6,9 @@ tags (a file exported before events had tags imports as events without);
 positions are the target's own, given in the order of the file, so the
 copy's global log keeps the original order. An export of a store retention
 has removed events from starts those streams part-way, and cannot be imported
-as a copy: a stream cannot begin above version 1.
+as a copy (a stream cannot begin above version 1), unless the store was opened
+with `archive=`: then its reads, and so its export, hold the events the
+archive keeps below the low-water mark, and the export is the whole log.
 
 The lines are the store's `read_all_json`: every field, keys sorted, `data`
 and `metadata` as stored (`json_lines.py`), and after the event at the
@@ -157,8 +159,11 @@ def export_log(
 
     `progress` is told how many positions past `after` are done, now and then.
     With `jobs` above 1, that many worker processes, each with a store of its
-    own opened from `store.url`, make the lines, and the file is the same
-    (`InvalidEvent` for a memory store, which no other process reaches).
+    own opened from `store.url` (and `store.archive`), make the lines, and the file
+    is the same (`InvalidEvent` for a memory store, which no other process reaches).
+
+    A store opened with `archive=` exports the whole log: below the low-water mark,
+    the events the archive holds (retention's), so the export imports as a copy.
 
     The line of each stream's deletion follows the stream's event at the version deleted,
     if the export holds it (`placed_deletions`: one query, however many streams); those
@@ -200,6 +205,7 @@ def export_log(
             categories=categories,
             jobs=jobs,
             progress=progress,
+            archive=store.archive,
         )
         out.flush()
         return ExportReport(events=count, last_position=last, deletions=deletions)
