@@ -60,9 +60,10 @@ test: $(VENV)/.installed-test services lint typecheck
 	$(BIN)/pytest $(PARALLEL)
 
 # The suite without the tests that need Spark, RabbitMQ or NATS, or Chromium (marked
-# spark, broker and browser: see tests/conftest.py), without those marked slow (seconds
-# each: processes killed mid-batch, hypothesis models over real databases, and the store's
-# whole conformance suite run again through a replica, a pooler and a partitioned table),
+# spark, broker and browser: see tests/conftest.py), without those marked slow (a second
+# or more each, measured: processes killed mid-batch, servers started, hypothesis models
+# over real databases, and the store's whole conformance suite run again through tenants'
+# stores, a replica, a pooler and a partitioned table),
 # and without the lint and the type check: what to run while working. It needs
 # PostgreSQL (and PgBouncer, installed beside it) only; `make test` runs it all.
 test-fast: $(VENV)/.installed-test

@@ -113,6 +113,7 @@ def check_envelope(record: dict[str, Any], benchmark: str, path: Path) -> None:
     assert {"python", "sqlite", "eventcraft", "psycopg", "postgresql"} <= set(record["versions"])
 
 
+@pytest.mark.slow
 def test_the_scale_benchmark_writes_every_figure_of_its_tables(records: dict[str, Path]) -> None:
     record = json.loads(records["scale"].read_text())
     check_envelope(record, "scale", records["scale"])
@@ -162,6 +163,7 @@ def test_the_group_commit_benchmark_writes_every_figure_of_its_tables(
     ]
 
 
+@pytest.mark.slow
 def test_the_charts_are_pngs_and_the_same_records_give_the_same_bytes(
     records: dict[str, Path], tmp_path: Path
 ) -> None:

@@ -12,6 +12,7 @@ from examples import courses, demo
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 def test_the_demo_runs_end_to_end_on_sqlite(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

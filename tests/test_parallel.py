@@ -13,6 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 CONFTEST = """
 import pytest
 
@@ -39,6 +41,7 @@ def test_anywhere(n):
 """
 
 
+@pytest.mark.slow
 def test_tests_grouped_at_collection_run_on_one_worker(tmp_path: Path) -> None:
     (tmp_path / "pytest.ini").write_text("[pytest]\n")  # a root of its own: none of our settings
     (tmp_path / "conftest.py").write_text(textwrap.dedent(CONFTEST))

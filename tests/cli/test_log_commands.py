@@ -247,6 +247,7 @@ def test_the_store_url_may_come_from_the_environment(
     assert json.loads(run("stats", "--json").out)["events"] == 6
 
 
+@pytest.mark.slow
 def test_the_installed_command_prints_ndjson_and_one_line_errors(known_url: str) -> None:
     def eventcraft(*arguments: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

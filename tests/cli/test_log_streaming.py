@@ -77,6 +77,7 @@ def _peak_memory(url: str, to_terminal: bool, tmp_path: Path) -> int:
 
 
 @pytest.mark.parametrize("to_terminal", [False, True], ids=["pipe", "terminal"])
+@pytest.mark.slow
 def test_the_memory_a_table_takes_does_not_grow_with_the_log(
     shared_store_url: str, tmp_path: Path, to_terminal: bool
 ) -> None:

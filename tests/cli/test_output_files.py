@@ -169,6 +169,7 @@ def test_an_export_with_force_from_a_missing_store_leaves_the_file(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["backup.ndjson"]
 
 
+@pytest.mark.slow
 def test_an_export_to_dev_stdout_writes_the_file_the_shell_opened_but_never_the_stores(
     in_store_folder: Path,
 ) -> None:

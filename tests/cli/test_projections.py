@@ -289,6 +289,7 @@ def test_the_app_is_required_and_may_name_the_store(
     assert [s["name"] for s in found] == ["orders", "order-notes"]
 
 
+@pytest.mark.slow
 def test_the_installed_command_prints_json_and_one_line_errors(shop_url: str) -> None:
     def eventcraft(*arguments: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

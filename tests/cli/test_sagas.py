@@ -240,6 +240,7 @@ def test_each_usage_error_is_one_line_and_exit_2(
     assert outcome.err.count("\n") == 1 and outcome.out == ""
 
 
+@pytest.mark.slow
 def test_the_installed_command_prints_json_and_one_line_errors(sagas_url: str) -> None:
     def eventcraft(*arguments: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

@@ -81,6 +81,7 @@ def test_export_and_import_refuse_unusable_files(run: Run, known_url: str, tmp_p
     assert no_out.code == 2 and "--out" in no_out.err
 
 
+@pytest.mark.slow
 def test_export_piped_into_import_through_the_real_entry_point(
     known_url: str, tmp_path: Path
 ) -> None:
@@ -106,6 +107,7 @@ def test_export_piped_into_import_through_the_real_entry_point(
         assert without_positions(exported(copy)) == without_positions(exported(source))
 
 
+@pytest.mark.slow
 def test_an_export_shared_among_worker_processes_is_the_same_file(
     known_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

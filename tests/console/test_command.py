@@ -37,6 +37,7 @@ def test_the_console_serves_the_store_read_only_on_loopback(shop_url: str) -> No
     assert "warning" not in log
 
 
+@pytest.mark.slow
 def test_the_console_warns_when_it_binds_beyond_loopback_and_needs_its_token(
     shop_url: str,
 ) -> None:
@@ -57,6 +58,7 @@ def test_the_console_without_an_app_shows_the_log_and_no_projections(shop_url: s
         assert _get(served.url + "/log")[0] == 200
 
 
+@pytest.mark.slow
 def test_a_port_in_use_or_no_store_is_one_line(run: Run, shop_url: str) -> None:
     with serving("--store", shop_url) as served:
         port = served.url.rsplit(":", 1)[1]

@@ -24,6 +24,7 @@ from .conftest import APP, ROOT, serving
     "where",
     [("--host", "0.0.0.0"), ("--host", "192.0.2.7"), ("--allow-host", "ops.example.com")],
 )
+@pytest.mark.slow
 def test_actions_beyond_loopback_without_a_token_are_refused_in_one_line(
     shop_url: str, where: tuple[str, str]
 ) -> None:
@@ -47,6 +48,7 @@ def test_actions_beyond_loopback_without_a_token_are_refused_in_one_line(
     assert "--token" in line and "--insecure-no-token" in line
 
 
+@pytest.mark.slow
 def test_actions_beyond_loopback_run_with_a_token_or_when_insecurity_is_typed_out(
     shop_url: str,
 ) -> None:

@@ -9,6 +9,7 @@ import re
 import urllib.error
 import urllib.request
 
+import pytest
 from eventcraft.eventstore import EventStore
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -76,6 +77,7 @@ def _get(url: str, host: str) -> int:
         return error.code
 
 
+@pytest.mark.slow
 def test_the_console_command_answers_its_loopback_names_and_the_names_it_is_given(
     shop_url: str,
 ) -> None:

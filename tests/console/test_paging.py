@@ -93,6 +93,7 @@ def _walk(client: Client, url: str, rows: str, section: tuple[str, str | None]) 
     return seen
 
 
+@pytest.mark.slow
 def test_a_trace_larger_than_a_page_walks_page_by_page(client: Client, crowded: EventStore) -> None:
     seen = _walk(
         client, f"/trace?correlation=bulk&limit={MOST}", r"@(\d+) Bulked", ('id="trace"', None)
@@ -101,6 +102,7 @@ def test_a_trace_larger_than_a_page_walks_page_by_page(client: Client, crowded: 
     assert seen == expected
 
 
+@pytest.mark.slow
 def test_a_projections_parked_events_walk_page_by_page_read_with_a_limit(
     client: Client, crowded: EventStore
 ) -> None:
@@ -117,6 +119,7 @@ def test_a_projections_parked_events_walk_page_by_page_read_with_a_limit(
     assert seen == [str(p) for p in expected]
 
 
+@pytest.mark.slow
 def test_saga_instances_walk_page_by_page(client: Client, crowded: EventStore) -> None:
     seen = _walk(client, f"/sagas?limit={MOST}", r'data-stream="([^"]+)"', ('id="instances"', None))
     expected = [s.stream_id for s in crowded.list_streams(category="saga")]

@@ -87,6 +87,7 @@ def test_the_picker_lists_the_tenants_and_links_to_their_pages(two: str) -> None
         assert globex.status_code == 200 and SECRET in globex.text
 
 
+@pytest.mark.slow
 def test_no_page_of_acme_shows_globex(two: str) -> None:
     """Every page reachable from acme's overview, by every link its pages hold: each link
     stays under /t/acme/ (or leads to the picker), and no page names globex or its data."""

@@ -54,6 +54,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield folder
 
 
+@pytest.mark.slow
 def test_the_site_builds_strictly_with_a_page_for_each_section(site: Path) -> None:
     assert (site / "index.html").is_file()
     for page in ("reference/index.html", "reference/cli.html", "ARCHITECTURE.html"):
@@ -121,6 +122,7 @@ def test_the_check_finds_a_page_that_loads_from_the_network() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_no_page_loads_a_font_script_or_stylesheet_from_the_network(site: Path) -> None:
     loads = {
         str(page.relative_to(site)): found

@@ -247,6 +247,7 @@ def stored_under(draw: st.DrawFn, shape: dict[str, tuple[str, bool]]) -> dict[st
 
 @settings(max_examples=300, deadline=None)
 @given(old=shapes, new=shapes, data=st.data())
+@pytest.mark.slow
 def test_when_the_check_finds_no_problem_every_stored_event_reads(
     old: dict[str, tuple[str, bool]], new: dict[str, tuple[str, bool]], data: st.DataObject
 ) -> None:

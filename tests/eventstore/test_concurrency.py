@@ -45,6 +45,7 @@ def test_racing_writers_with_the_same_expected_version_have_one_winner(
         assert len(set(e.id for e in stored)) == len(stored)
 
 
+@pytest.mark.slow
 def test_a_tailing_reader_sees_every_committed_event_once_in_order(
     shared_store_url: str, api: str
 ) -> None:

@@ -150,6 +150,7 @@ def _check(store: EventStore, callers: list[Caller], seen: list[uuid.UUID]) -> N
 @given(plan=plans)
 @pytest.mark.parametrize("api", ["sync", "async"])
 @pytest.mark.parametrize("backend", ["memory", "sqlite", "postgres"])
+@pytest.mark.slow
 def test_concurrent_decisions_agree_with_a_sequential_model(
     plan: list[list[tuple[Any, ...]]],
     backend: str,

@@ -176,6 +176,7 @@ def backend(request: pytest.FixtureRequest) -> str:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(plan=plans)
+@pytest.mark.slow
 def test_concurrent_callers_agree_with_a_sequential_model(
     plan: list[list[tuple[Any, ...]]],
     backend: str,

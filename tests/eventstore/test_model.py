@@ -100,6 +100,7 @@ def machine_on(new_url: Callable[[], str]) -> type[RuleBasedStateMachine]:
 
 
 @pytest.mark.parametrize("backend", ["memory", "sqlite", "postgres"])
+@pytest.mark.slow
 def test_the_store_behaves_like_its_model(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

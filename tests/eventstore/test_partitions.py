@@ -99,6 +99,7 @@ def test_a_partition_size_out_of_range_is_refused_naming_the_option(given: str) 
         PostgresTarget.from_url(f"postgresql://app@db/shop?partition_events={given}")
 
 
+@pytest.mark.slow
 def test_appenders_in_processes_crossing_partition_bounds_never_miss_a_partition(
     url: str, api: str, catalog: psycopg.Connection[tuple[object, ...]]
 ) -> None:
@@ -129,6 +130,7 @@ def test_appenders_in_processes_crossing_partition_bounds_never_miss_a_partition
 
 
 @pytest.mark.parametrize(("size", "rounds"), [(1, 12), (7, 8)], ids=["one", "crossing"])
+@pytest.mark.slow
 def test_racing_writers_in_processes_at_one_version_have_one_winner_across_partitions(
     url: str, api: str, size: int, rounds: int
 ) -> None:

@@ -87,6 +87,7 @@ def test_through_a_transaction_pooler_the_schema_holds_for_every_pooled_connecti
 
 
 @pytest.mark.parametrize("api", ["sync", "async"])
+@pytest.mark.slow
 def test_a_reader_tailing_through_pgbouncer_sees_every_event_writer_processes_commit(
     pgbouncer_url: str, api: str
 ) -> None:

@@ -243,6 +243,7 @@ def test_a_waiter_past_an_append_in_flight_wakes_for_what_it_can_read(
     assert woken["at"] - appended_at < 1.0, "the waiter slept though it could read"
 
 
+@pytest.mark.slow
 def test_the_store_behaves_like_its_model_while_another_database_runs_long_transactions(
     pg_url: str,
 ) -> None:
@@ -250,6 +251,7 @@ def test_the_store_behaves_like_its_model_while_another_database_runs_long_trans
         _runs_like_its_model()
 
 
+@pytest.mark.slow
 def test_the_store_behaves_like_its_model_with_short_walks_past_a_long_transaction(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

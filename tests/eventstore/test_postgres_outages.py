@@ -52,6 +52,7 @@ def _waiting_for_the_lock(url: str) -> bool:
     return bool(row and row[0])
 
 
+@pytest.mark.slow
 def test_an_append_cut_off_after_it_was_sent_says_its_outcome_is_unknown(
     server: PostgresServer, open_store: Callable[[str], EventStore]
 ) -> None:
@@ -90,6 +91,7 @@ def test_an_append_cut_off_after_it_was_sent_says_its_outcome_is_unknown(
         assert [e.id for e in store.read_stream("order-1")] == [event.id]
 
 
+@pytest.mark.slow
 def test_an_append_to_a_server_that_is_down_is_unavailable_and_wrote_nothing(
     server: PostgresServer, open_store: Callable[[str], EventStore]
 ) -> None:

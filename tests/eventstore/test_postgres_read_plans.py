@@ -114,6 +114,7 @@ def _buffers(plan: dict[str, Any]) -> int:
         (None, ["Seen", "Gone"], "eventcraft_events_type_key"),
     ],
 )
+@pytest.mark.slow
 def test_a_rare_category_or_type_is_read_through_its_index(
     big_log: str, categories: list[str] | None, types: list[str] | None, index: str
 ) -> None:

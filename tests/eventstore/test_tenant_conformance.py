@@ -21,6 +21,11 @@ from eventcraft.eventstore.testing import EventStoreConformance
 
 from ..conftest import PG_URL, _need_postgres
 
+# The store's whole conformance suite again, through each placement a tenant's store can
+# have: as the reruns through a replica, a pooler and partitions, `make test` runs it, and
+# `make test-fast`, which runs the suite once per backend, leaves it out.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(params=["memory", "sqlite", "postgres", "side-by-side"])
 def tenant_template(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:

@@ -97,6 +97,7 @@ def _named(kind: str, prefix: str) -> list[str]:
 
 
 @pytest.mark.parametrize("kind", ["schema", "database"])
+@pytest.mark.slow
 def test_dropping_a_tenant_on_postgres_leaves_nothing_of_it(
     kind: str, prefix: str, tmp_path: Path
 ) -> None:

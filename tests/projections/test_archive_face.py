@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 LOOKED_AT = """
 import sys
 import eventcraft.projections as projections
@@ -15,6 +17,7 @@ print(before, "pyarrow" in sys.modules, files.__module__)
 """
 
 
+@pytest.mark.slow
 def test_archive_files_import_pyarrow_only_when_first_used() -> None:
     done = subprocess.run(
         [sys.executable, "-c", LOOKED_AT], capture_output=True, text=True, timeout=120

@@ -42,6 +42,7 @@ def appliers(runner: ProjectionRunner) -> tuple[Counter[int], set[int]]:
 
 
 @pytest.mark.parametrize("traps", [(7, 23, 61)])
+@pytest.mark.slow
 def test_projectors_killed_mid_batch_leave_a_read_model_equal_to_a_rebuild(
     shared_store_url: str, tmp_path: Path, traps: tuple[int, ...]
 ) -> None:
@@ -76,6 +77,7 @@ def test_projectors_killed_mid_batch_leave_a_read_model_equal_to_a_rebuild(
 
 
 @pytest.mark.parametrize("lease_ttl", [None, 0.5], ids=["no-lease", "lease"])
+@pytest.mark.slow
 def test_two_projector_processes_never_both_apply_an_event(
     shared_store_url: str, tmp_path: Path, lease_ttl: float | None
 ) -> None:

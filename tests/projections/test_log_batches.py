@@ -41,6 +41,7 @@ _events = st.builds(
 
 @settings(deadline=None)  # the first call also loads pyarrow's compute kernels
 @given(st.lists(_events, max_size=8))
+@pytest.mark.slow
 def test_a_batch_gives_back_its_events(events: list[RecordedEvent]) -> None:
     read = list(events_of(to_batch(events)))
     assert read == events
@@ -82,6 +83,7 @@ def test_encoded_batches_read_as_the_same_events() -> None:
         )
 
 
+@pytest.mark.slow
 def test_a_batch_is_made_into_events_in_one_go_and_the_collector_left_on() -> None:
     now = datetime.now(UTC)
     events = [

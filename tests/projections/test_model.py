@@ -65,6 +65,7 @@ def fresh_store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(history=events, slices=runs)
+@pytest.mark.slow
 def test_incremental_with_restarts_equals_rebuild_equals_the_fold(
     fresh_store: Any, history: list[tuple[str, str, int]], slices: list[tuple[int, int]]
 ) -> None:

@@ -24,6 +24,7 @@ def _tries(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.name == "eventcraft.projections"]
 
 
+@pytest.mark.slow
 def test_a_runner_says_an_outage_once_backs_off_and_says_when_it_is_over(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import psycopg
+import pytest
 from eventcraft.eventstore import EventStore, NewEvent
 from eventcraft.eventstore.retention import RetentionPolicy
 from eventcraft.projections import ArchiveFiles, ProjectionRunner
@@ -91,6 +92,7 @@ def _sizes(pg_url: str) -> dict[int, tuple[int, int]]:
     return {int(str(name).rsplit("_p", 1)[1]): (int(oid), int(size)) for name, oid, size in rows}
 
 
+@pytest.mark.slow
 def test_a_reader_holding_the_events_table_leaves_partitions_whole_and_the_run_goes_on(
     pg_url: str, tmp_path: Path
 ) -> None:

@@ -165,6 +165,7 @@ def test_a_batch_that_outlasts_the_lease_is_delivered_by_one_process(
     assert twice(logs) == {}
 
 
+@pytest.mark.slow
 def test_a_member_whose_batch_outlasts_its_leases_stays_a_member(sqlite_url: str) -> None:
     """Members count each other by their leases: the only member, busy with a long
     batch, is never counted gone."""

@@ -197,6 +197,7 @@ def test_a_query_narrowed_to_the_types_a_definition_reads() -> None:
         Subscription("bad", print, query=QueryItem(tags=["t"]))  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_a_query_subscription_misses_nothing_while_processes_write(shared_store_url: str) -> None:
     processes, count = 4, 60
     received: list[RecordedEvent] = []

@@ -50,6 +50,7 @@ def test_a_rebuild_gives_what_catching_up_gave_in_a_new_generation(store: EventS
         assert [s.generation for s in runner.status()] == [2, 2]
 
 
+@pytest.mark.slow
 def test_a_rebuild_hands_over_to_the_live_projector_without_gap_or_repeat(
     shared_store_url: str,
 ) -> None:

@@ -20,6 +20,7 @@ from ..processes import PROCESSES
 ORDERS = [RetentionPolicy("order", max_count=1)]
 
 
+@pytest.mark.slow
 def test_a_run_into_another_folder_while_one_runs_on_the_store_is_refused(
     shared_store_url: str, tmp_path: Path
 ) -> None:
@@ -56,6 +57,7 @@ def test_a_run_into_another_folder_while_one_runs_on_the_store_is_refused(
         assert retention.apply(store, ORDERS, [], str(first_folder)).run.up_to == 16
 
 
+@pytest.mark.slow
 def test_a_run_whose_lock_session_ended_removes_nothing(pg_url: str, tmp_path: Path) -> None:
     """The session holding the store's lock ends mid-run (a restart, a cut connection):
     another run could take the lock then, so this one must not remove beside it."""

@@ -136,6 +136,7 @@ def handed_over(store: EventStore, database: Database, owner: str, beside: Besid
     return after
 
 
+@pytest.mark.slow
 def test_a_handler_that_outlasts_the_lease_keeps_another_process_from_delivering(
     shared_store_url: str, tmp_path: Path
 ) -> None:
@@ -165,6 +166,7 @@ def test_a_handler_that_outlasts_the_lease_keeps_another_process_from_delivering
         assert runner.fenced() == {NAME: 0}
 
 
+@pytest.mark.slow
 def test_an_awaited_handler_that_outlasts_the_lease_keeps_it_too(
     shared_store_url: str, tmp_path: Path
 ) -> None:
@@ -247,6 +249,7 @@ def test_a_lease_taken_during_a_delivery_ends_the_batch_when_the_handler_returns
         assert sent == [first, first, second, third]
 
 
+@pytest.mark.slow
 def test_a_partition_whose_handler_outlasts_the_lease_keeps_its_member_alive(
     store: EventStore,
 ) -> None:

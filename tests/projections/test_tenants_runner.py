@@ -127,6 +127,7 @@ def _need_proc() -> None:
         missing("this test counts open files and sockets in /proc/self/fd (Linux)")
 
 
+@pytest.mark.slow
 def test_fifty_tenants_are_kept_current_by_two_threads_and_four_open_stores(
     tmp_path: Path,
 ) -> None:
@@ -184,6 +185,7 @@ def server_connections(port: int) -> int:
     return found
 
 
+@pytest.mark.slow
 def test_tenants_in_schemas_hold_no_more_connections_than_the_bound(pg_url: str) -> None:
     _need_proc()
     template = pg_url + "_{tenant}"  # ?schema=t_<hex>_{tenant}: a schema per tenant
@@ -219,6 +221,7 @@ def test_tenants_in_schemas_hold_no_more_connections_than_the_bound(pg_url: str)
     assert 2 <= most <= bound < len(names)  # observed; no connection per tenant
 
 
+@pytest.mark.slow
 def test_one_busy_tenant_waits_its_turn_behind_the_others(tmp_path: Path) -> None:
     applied: list[tuple[str, int]] = []
 
@@ -311,6 +314,7 @@ def read_model_of(runner: TenantsRunner, tenant: str) -> list[tuple[int, str, in
 
 @pytest.mark.parametrize("leases", [None, 0.5], ids=["no-lease", "lease"])
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.slow
 def test_writer_processes_and_two_runners_apply_each_event_once_in_its_tenant(
     tmp_path: Path, request: pytest.FixtureRequest, backend: str, leases: float | None
 ) -> None:

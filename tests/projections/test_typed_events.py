@@ -110,6 +110,7 @@ def test_a_rebuild_reads_typed_events_and_gives_what_catching_up_gave(store: Eve
             assert rows(connection, typed_balances_table) == EXPECTED_BALANCES
 
 
+@pytest.mark.slow
 def test_the_async_runner_hands_typed_events_to_projections_and_coroutine_handlers(
     store_url: str,
 ) -> None:

@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from eventcraft.eventstore import EventStore
 from eventcraft.sagas import Orchestrator
 
@@ -16,6 +17,7 @@ from .workers import orchestrate_until_settled
 SAGAS = 100
 
 
+@pytest.mark.slow
 def test_two_orchestrators_settle_100_sagas_and_run_no_step_twice(
     shared_store_url: str, tmp_path: Path
 ) -> None:

@@ -40,6 +40,7 @@ def _next_status(statuses: Any, deadline: float) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("outage", ["kill", "immediate"])
+@pytest.mark.slow
 def test_a_running_orchestrator_waits_out_a_database_restart_and_finishes_every_saga(
     tmp_path: Path, outage: str
 ) -> None:

@@ -91,6 +91,7 @@ def _start(orchestrator: Orchestrator, saga: Saga = ONBOARDING) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_forgotten_subjects_saga_data_and_results_are_neither_in_the_database_nor_the_archive(
     shared_store_url: str, tmp_path: Path
 ) -> None:
@@ -123,6 +124,7 @@ def test_a_forgotten_subjects_saga_data_and_results_are_neither_in_the_database_
         assert text.encode() not in archived, f"{text!r} is in the archive"
 
 
+@pytest.mark.slow
 def test_a_saga_whose_subject_is_forgotten_while_it_runs_carries_on_with_the_fields_forgotten(
     store: EventStore,
 ) -> None:
@@ -398,6 +400,7 @@ SHIPPING = Saga(
 BILLING = Saga("billing", [Step("hold", _done, _done), Step("bill", _owes)])
 
 
+@pytest.mark.slow
 def test_a_forgotten_subjects_name_quoted_by_a_failure_is_neither_in_the_database_nor_the_archive(
     shared_store_url: str, tmp_path: Path
 ) -> None:

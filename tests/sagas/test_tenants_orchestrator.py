@@ -19,6 +19,7 @@ from .tenant_services import (
 )
 
 
+@pytest.mark.slow
 def test_each_tenants_saga_steps_see_its_own_data_and_take_effect_once(tmp_path: Path) -> None:
     warehouse = Warehouse(tmp_path / "warehouse.db")
     fulfilment, managers = fulfilment_of(warehouse)

@@ -3,7 +3,6 @@ global providers and put back to none afterwards (`tests/otel_globals.py`)."""
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -56,9 +55,6 @@ def telemetry() -> Iterator[Telemetry]:
     tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])
-    # Orchestrators of earlier tests, held only by reference cycles, would still show in
-    # the gauge of unfinished sagas (it reports those of every live orchestrator).
-    gc.collect()
     reset()
     trace.set_tracer_provider(tracer_provider)
     metrics.set_meter_provider(meter_provider)

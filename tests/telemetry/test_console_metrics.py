@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from eventcraft.eventstore import EventStore, NewEvent
 from starlette.testclient import TestClient
 
@@ -27,6 +28,7 @@ def sample(text: str, name: str, **labels: str) -> float:
     raise AssertionError(f"no sample {name} {labels} in:\n{text}")
 
 
+@pytest.mark.slow
 def test_the_console_serves_projection_lag_and_appends_to_prometheus(
     no_provider: None, store: EventStore
 ) -> None:

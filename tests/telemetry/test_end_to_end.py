@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from eventcraft.domain import Repository, command_context
 from eventcraft.eventstore import EventStore, RecordedEvent
@@ -45,6 +46,7 @@ def reserve(data: dict[str, Any], context: StepContext) -> dict[str, str]:
 fulfil = Saga("fulfil", [Step("reserve", reserve)])
 
 
+@pytest.mark.slow
 def test_one_trace_from_a_command_to_its_projection_and_saga_step(
     telemetry: Telemetry, shared_store_url: str
 ) -> None:

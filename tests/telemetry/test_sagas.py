@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 from eventcraft.eventstore import EventStore
@@ -81,6 +82,9 @@ def ours(telemetry: Telemetry) -> list[Any]:
 def test_unfinished_instances_are_a_gauge_by_saga_and_status(
     telemetry: Telemetry, sqlite_url: str
 ) -> None:
+    # Orchestrators of earlier tests, held only by reference cycles, would still show in
+    # the gauge (it reports those of every live orchestrator).
+    gc.collect()
     waiting = Saga("payment", [wait_for("pay", "PaymentReceived")])
     with EventStore.open(sqlite_url) as store:
         orchestrator = Orchestrator(store, [waiting, checkout])

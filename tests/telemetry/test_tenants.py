@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,7 @@ def test_a_tenants_saga_steps_and_instances_carry_its_tenant(
         return None
 
     booking = Saga("booking", [Step("book", book), wait_for("arrival", "GuestArrived")])
+    gc.collect()  # as in test_sagas.py: an earlier test's orchestrators out of the gauge
     with (
         Tenants(f"sqlite:///{tmp_path}/{{tenant}}.db", most_open=2) as tenants,
         TenantsOrchestrator(tenants, [booking], discover=None) as service,

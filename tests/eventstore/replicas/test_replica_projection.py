@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from concurrent.futures import ProcessPoolExecutor
 
+import pytest
 import sqlalchemy as sa
 from eventcraft.eventstore import EventStore, RecordedEvent
 from eventcraft.projections import Projection, ProjectionRunner, ReadModel
@@ -40,6 +41,7 @@ def _applied(runner: ProjectionRunner) -> list[tuple[int, str]]:
     return sorted((int(p), str(i)) for p, i in rows)
 
 
+@pytest.mark.slow
 def test_a_projection_reading_the_standby_applies_each_event_once(pair: Pair) -> None:
     writers, appends = 3, 300
     with (

@@ -17,6 +17,7 @@ from ...replica_server import caught_up, pause_replay, resume_replay
 from .conftest import Pair
 
 
+@pytest.mark.slow
 def test_stats_and_the_overview_show_the_replicas_lag(
     pair: Pair, capsys: pytest.CaptureFixture[str]
 ) -> None:

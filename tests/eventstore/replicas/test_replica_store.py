@@ -53,6 +53,7 @@ def _types(store: EventStore, after: int = 0) -> list[str]:
     return [event.type for event in store.read_all(after=after)]
 
 
+@pytest.mark.slow
 def test_reads_come_from_the_standby_and_appends_go_to_the_primary(pair: Pair) -> None:
     with EventStore.open(pair.primary_url) as writer, EventStore.open(_with_replica(pair)) as store:
         writer.append("order-1", [NewEvent("Placed", {})])
@@ -72,6 +73,7 @@ def test_reads_come_from_the_standby_and_appends_go_to_the_primary(pair: Pair) -
         assert _types(store) == ["Placed", "Paid", "Shipped"]
 
 
+@pytest.mark.slow
 def test_a_caller_reads_its_own_append_at_once(pair: Pair) -> None:
     with EventStore.open(_with_replica(pair)) as store:
         for n in range(1, 21):
