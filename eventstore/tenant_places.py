@@ -255,6 +255,8 @@ def tenant_place(url: str) -> TenantPlace | None:
     url = _braces(url)
     base, tenant = _without_tenant_option(url)
     shared = _shared(base)
+    if shared:
+        _side_by_side(base)  # its options checked first
     if tenant is None:
         if TENANT in url or shared:
             how = "with {tenant}" if TENANT in url else "side by side (tenancy=shared)"

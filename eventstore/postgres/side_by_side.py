@@ -110,6 +110,11 @@ def side_by_side(url: str) -> SideBySide | None:
             "connect straight to PostgreSQL, to a primary, with an events table not partitioned"
         )
     schema = query.get("schema")
+    if "{tenant}" in url or "%7BTENANT%7D" in url.upper():
+        raise UnsupportedStoreURL(
+            "tenancy=shared places every tenant side by side in one schema: it takes no "
+            "{tenant} (a place per tenant is the other placement)"
+        )
     if schema is None:
         raise UnsupportedStoreURL(
             "tenancy=shared needs schema=NAME: the schema where every tenant's views are "

@@ -269,10 +269,8 @@ HEAD = f"SELECT greatest(head, %s) FROM {TENANTS}"
 
 
 def ddl(schema: str, rows: str) -> list[str]:
-    """Every statement that makes the layout, in order."""
+    """Every statement that makes the layout in the two schemas, there, in order."""
     return [
-        f'CREATE SCHEMA IF NOT EXISTS "{schema}"',
-        f'CREATE SCHEMA IF NOT EXISTS "{rows}"',
         *_tables(rows),
         *_security(rows),
         *_views(schema, rows),
@@ -302,6 +300,11 @@ def _prepare(conn: psycopg.Connection[Any], shared: SideBySide) -> None:
             found = _layout(conn, shared.schema)
             if found is None:
                 _refuse_taken(conn, shared)
+                for name in (shared.schema, shared.rows):
+                    # Not IF NOT EXISTS alone: that asks for CREATE on the database even
+                    # where the schema is there, which its owner need not have.
+                    if not conn.execute(_SCHEMA, (name,)).fetchone():
+                        conn.execute(f'CREATE SCHEMA "{name}"')
                 conn.execute(";\n".join(ddl(shared.schema, shared.rows)).encode(), prepare=False)
             elif found != LAYOUT:
                 raise _taken(shared, f"its comment says {found!r}")
@@ -310,6 +313,9 @@ def _prepare(conn: psycopg.Connection[Any], shared: SideBySide) -> None:
             f'INSERT INTO "{shared.schema}".{TENANTS} (tenant) VALUES (%s) ON CONFLICT DO NOTHING',
             (shared.tenant,),
         )
+
+
+_SCHEMA = "SELECT 1 FROM pg_namespace WHERE nspname = %s"
 
 
 def _layout(conn: psycopg.Connection[Any], schema: str) -> str | None:

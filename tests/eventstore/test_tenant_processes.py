@@ -1,6 +1,7 @@
 """Real processes, a tenant each and one tenant shared, claiming the same stream at the
 same moment: each process wins every claim in its own tenant, and the two share the
-claims of the shared tenant, one winner a round, on SQLite files and PostgreSQL schemas."""
+claims of the shared tenant, one winner a round, on SQLite files, PostgreSQL schemas and
+tenants side by side in one schema's tables."""
 
 from __future__ import annotations
 
@@ -20,21 +21,25 @@ from . import tenant_workers
 ROUNDS = 20
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "side-by-side"])
 def template(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path}/{{tenant}}.db"
         return
     _need_postgres()
     prefix = f"p_{uuid.uuid4().hex[:10]}"
-    yield f"{PG_URL}?schema={prefix}_{{tenant}}"
+    if request.param == "side-by-side":
+        yield f"{PG_URL}?schema={prefix}&tenancy=shared"
+    else:
+        yield f"{PG_URL}?schema={prefix}_{{tenant}}"
     with psycopg.connect(PG_URL, autocommit=True) as conn:
         for (schema,) in conn.execute(
-            "SELECT nspname FROM pg_namespace WHERE nspname LIKE %s", (f"{prefix}\\_%",)
+            "SELECT nspname FROM pg_namespace WHERE nspname LIKE %s", (f"{prefix}%",)
         ).fetchall():
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
+@pytest.mark.slow
 def test_two_processes_claiming_in_two_tenants_never_meet(template: str) -> None:
     own = ["acme", "globex"]
     with Tenants(template) as tenants:  # the places made before the race
