@@ -147,8 +147,11 @@ def _read_ranges(
 
     Sealed: personal fields stay in their envelopes, as the JDBC source reads
     them, so that an archive never holds them in the clear (`personal.py`).
+    With `archive=True`: a retention run that committed after the driver read the
+    low-water mark may have removed events of these ranges, which the store's read
+    then takes from the archive (`eventstore/archive_reads.py`), never skips.
     """
-    with EventStore.open(url, sealed=True) as store:
+    with EventStore.open(url, sealed=True, archive=True) as store:
         for plan in plans:
             for index in plan.column("id").to_pylist():
                 lo, hi = bounds[index]
