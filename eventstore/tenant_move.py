@@ -230,7 +230,8 @@ def move_tenant_log(
             assert new.stream_version("order-1") == 0  # nothing was written
     """
     named_source, named_destination = _log_of(source), _log_of(destination)
-    if named_source == named_destination:
+    tenants = {source.tenant, destination.tenant}
+    if _place_of(source) == _place_of(destination) and (len(tenants) == 1 or None in tenants):
         raise InvalidTenant(
             f"{redacted(source.url)!r} and {redacted(destination.url)!r} are one place: a "
             "move goes from one place to another"
@@ -456,9 +457,15 @@ class _BytesOf(io.RawIOBase):
 
 
 def _log_of(store: EventStore) -> str:
-    """Where `store`'s log is, as a name two openings of one place share: the server,
-    database and schema, or the file's absolute path (case folded); a memory store is its
-    own."""
+    """Which log `store` holds, as a name two openings of it share: the place (the server,
+    database and schema, or the file's absolute path, case folded; a memory store is its
+    own) and the tenant, whose log it is (two tenants side by side in one database keep
+    two logs)."""
+    tenant = f"#tenant={store.tenant}" if store.tenant is not None else ""
+    return _place_of(store) + tenant
+
+
+def _place_of(store: EventStore) -> str:
     url = store.url
     kind = scheme_of(url)
     if kind == "memory":

@@ -281,9 +281,11 @@ def test_one_place_under_both_resolvers_is_refused(tmp_path: Path) -> None:
         move_tenant("acme", template, f"sqlite:///{tmp_path}/t/../t/{{tenant}}.db")
     with (
         EventStore.open(f"sqlite:///{tmp_path}/t/acme.db") as store,
-        pytest.raises(InvalidTenant, match="one place"),
+        Tenants(template) as tenants,
     ):
-        move_tenant_log(store, store)
+        for source, destination in [(store, store), (tenants.for_tenant("acme"), store)]:
+            with pytest.raises(InvalidTenant, match="one place"):
+                move_tenant_log(source, destination)
 
 
 def test_a_tenant_without_a_store_is_refused_and_no_place_is_made(tmp_path: Path) -> None:
