@@ -243,7 +243,8 @@ class AsyncEventStore:
     ) -> AsyncIterator[RecordedEvent]:
         """The events of one stream, from `from_version` (inclusive) on, or back from it.
 
-        The arguments are checked at the call, before anything is read."""
+        With `archive=` (see `open`), versions retention removed come from the archive,
+        in their place. The arguments are checked at the call, before anything is read."""
         stream_id, from_version, limit = arguments.read_stream_call(stream_id, from_version, limit)
         telemetry.count_read("stream", self.tenant)
         events = self._backend.read_stream(
@@ -282,6 +283,8 @@ class AsyncEventStore:
         Stops at the high-water mark: a reader that tails this, passing the
         last position it saw, sees every committed event once, in order.
         `categories` and `types` narrow it to some streams or event types.
+        Below the low-water mark, the events retention left in the table; with
+        `archive=` (see `open`), every event, from the archive.
         """
         call = arguments.read_all_call(after, limit, categories, types)
         telemetry.count_read("all", self.tenant)
@@ -386,7 +389,8 @@ class AsyncEventStore:
         event as an `EncodedRecord`: its fields as stored, nothing decoded.
 
         For readers that write events out again (an export, a download): it
-        costs a fraction of `read_all`.
+        costs a fraction of `read_all`. With `archive=`, the archive's below the
+        low-water mark, as `read_all`.
         """
         call = arguments.read_all_call(after, None, categories, types)
         last = arguments.until_call(until)
@@ -420,7 +424,8 @@ class AsyncEventStore:
 
         What an export writes: on PostgreSQL the lines are made straight from
         the copied rows, at a fraction of the cost of anything that builds an
-        object per event.
+        object per event. With `archive=`, the archive's below the low-water mark,
+        as `read_all`.
         """
         call = arguments.read_all_call(after, None, categories, None)
         last = arguments.until_call(until)
@@ -772,7 +777,8 @@ class AsyncEventStore:
     async def low_water_mark(self) -> int:
         """Where the log in the store begins to be whole: 0 until retention removed events.
         Every event at or below it is in the archive the last run names
-        (`retention.runs()`), and only some are in the store; above it, all are."""
+        (`retention.runs()`), and only some are in the store; above it, all are. A store
+        opened with `archive=` reads them there."""
         if True:  # ASYNC
             return await asyncio.to_thread(self.retention.low_water_mark)
         else:
