@@ -36,12 +36,14 @@ TENANT = "{tenant}"
 """Where a template puts the tenant's name."""
 _TENANT_OPTION = "tenant"
 _TEMPLATE = re.compile(r"\{tenant\}|(?i:%7btenant%7d)")  # as the store reads it
+_SIDE_BY_SIDE = re.compile(r"[?&]tenancy=")  # every tenant in one schema's tables
 
 
 def is_template(url: str) -> bool:
     """Whether `url` names a store per tenant, with `{tenant}` (as written, or
-    percent-encoded as some tools write it: the store reads both)."""
-    return _TEMPLATE.search(url) is not None
+    percent-encoded as some tools write it: the store reads both), or holds every tenant
+    side by side (`?tenancy=shared`: the store checks its value)."""
+    return _TEMPLATE.search(url) is not None or _SIDE_BY_SIDE.search(url) is not None
 
 
 def tenant_option(url: str) -> str | None:

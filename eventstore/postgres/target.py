@@ -115,6 +115,12 @@ class PostgresTarget:
         # A read replica is the store's, not a connection's: `replicas.split_url` reads it,
         # and the target of a URL that names one is the primary.
         query.pop("replica", None)
+        if "tenancy" in query:  # side_by_side.py reads it; here a URL is one database's
+            raise UnsupportedStoreURL(
+                "a tenant side by side (tenancy=shared) has no database or schema of its "
+                "own: give what keeps tables of its own (a projection's read models, "
+                "database=) a URL of another place"
+            )
         query.setdefault("application_name", "eventcraft")  # tells operators whose connection it is
         if pooler is not None and pooler not in POOLERS:
             raise UnsupportedStoreURL(

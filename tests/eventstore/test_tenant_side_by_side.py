@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 import psycopg
 import pytest
+from eventcraft.cli import main
 from eventcraft.eventstore import (
     NO_STREAM,
     EventStore,
@@ -322,3 +323,20 @@ def test_writer_processes_of_two_tenants_never_show_a_reader_a_gap(shared: str) 
             log = list(after.for_tenant(tenant).read_all())
             assert [e.position for e in log] == list(range(1, expected[tenant] + 1))
             assert {e.data["tenant"] for e in log} == {tenant}
+
+
+def test_the_command_line_lists_and_drops_tenants_side_by_side(
+    shared: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with Tenants(shared) as tenants:
+        for tenant in ["acme", "globex"]:
+            tenants.for_tenant(tenant).append("order-1", [placed(tenant)])
+    capsys.readouterr()
+    assert main(["--store", shared, "tenant", "list"]) == 0
+    listed = capsys.readouterr().out.splitlines()[1:]
+    assert [line.split("\t")[:2] for line in listed] == [["acme", "shared"], ["globex", "shared"]]
+    assert main(["--store", shared, "tenant", "drop", "globex"]) == 2  # without --yes
+    assert main(["--store", shared, "tenant", "drop", "globex", "--yes"]) == 0
+    with Tenants(shared) as tenants:
+        assert tenants.known() == ["acme"]
+        assert [e.data["tenant"] for e in tenants.for_tenant("acme").read_all()] == ["acme"]
