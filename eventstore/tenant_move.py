@@ -48,7 +48,6 @@ from .import_file import Progress
 from .personal.envelope import MARK, TEXT_MARK, opened, seal
 from .personal.fields import FORGOTTEN, PersonalField
 from .personal.keys import KeyStore
-from .postgres.target import PostgresTarget
 from .sqlite.options import PREFIX as SQLITE_PREFIX
 from .store import EventStore
 from .tenant_places import Resolver, TenantPlaces, exists
@@ -474,11 +473,13 @@ def _place_of(store: EventStore) -> str:
         path = url[len(SQLITE_PREFIX) :].partition("?")[0]
         return "sqlite:" + os.path.normcase(os.path.abspath(path)).casefold()
     if kind == "postgresql":
-        target = PostgresTarget.from_url(url)
-        parts = urlsplit(target.conninfo)
+        # Read here, not by PostgresTarget: a place of tenants side by side has no schema of
+        # a tenant's own to give, and is named by its schema and `tenancy` all the same.
+        parts = urlsplit(url)
+        options = dict(parse_qsl(parts.query))
         return (
-            f"postgresql://{parts.hostname or ''}:{parts.port or ''}{parts.path}"
-            f"?schema={target.schema or ''}"
+            f"postgresql://{parts.hostname or ''}:{parts.port or 5432}{parts.path}"
+            f"?schema={options.get('schema', '')}&tenancy={options.get('tenancy', '')}"
         )
     parts = urlsplit(url)
     options = sorted(parse_qsl(parts.query))

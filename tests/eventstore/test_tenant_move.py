@@ -177,6 +177,36 @@ def test_a_moved_tenant_reads_as_it_did_with_positions_renumbered_and_mapped(
         assert len(list(acme.read_all())) == 7 and old.known() == ["acme", "globex"]
 
 
+def test_a_tenant_moves_in_and_out_of_the_side_by_side_placement(
+    tmp_path: Path, prefix: str
+) -> None:
+    files = _template("sqlite", tmp_path, prefix, "o")
+    shared = f"{PG_URL}?schema={prefix}_shared&tenancy=shared"
+    schemas = _template("schema", tmp_path, prefix, "n")
+    try:
+        with Tenants(files) as tenants:
+            fill(tenants.for_tenant("acme"))
+        with Tenants(shared) as tenants:
+            tenants.for_tenant("globex").append("order-0", [NewEvent("Placed", {"n": -1})])
+        inward = move_tenant("acme", files, shared)
+        assert [new for _, new in inward.positions.pairs()] == list(range(1, 8))  # its own
+        outward = move_tenant("acme", shared, schemas)
+        # Bob, forgotten before, holds no sealed field after the first move: Ada's two.
+        assert (inward.events, outward.events, outward.resealed) == (7, 7, 2)
+        with Tenants(files) as old, Tenants(shared) as side, Tenants(schemas) as new:
+            _same_tenant(old.for_tenant("acme"), side.for_tenant("acme"))
+            _same_tenant(old.for_tenant("acme"), new.for_tenant("acme"))
+            globex = side.for_tenant("globex")  # its neighbour's log as it was
+            assert [e.data for e in globex.read_all()] == [{"n": -1}]
+            with pytest.raises(InvalidTenant, match="not the source's"):
+                move_tenant_log(globex, side.for_tenant("acme"))
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(
+                f'DROP SCHEMA IF EXISTS "{prefix}_shared", "{prefix}_shared__rows" CASCADE'
+            )
+
+
 def test_personal_fields_are_sealed_again_with_the_destinations_keys(
     tmp_path: Path, prefix: str
 ) -> None:
