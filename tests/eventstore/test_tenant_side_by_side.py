@@ -18,7 +18,6 @@ from typing import Annotated, Any
 
 import psycopg
 import pytest
-from eventcraft.cli import main
 from eventcraft.eventstore import (
     NO_STREAM,
     EventStore,
@@ -33,6 +32,8 @@ from eventcraft.eventstore.postgres import statements
 from eventcraft.eventstore.postgres.side_by_side import side_by_side
 from psycopg import sql
 from pydantic import BaseModel
+
+from eventcraft.cli import main
 
 from ..conftest import PG_URL, _need_postgres
 from ..processes import PROCESSES
