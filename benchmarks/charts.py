@@ -2,14 +2,17 @@
 
     python -m benchmarks.charts docs/benchmarks/data/*.json --out docs/benchmarks
 
-Each record (`--json PATH` of `benchmarks.scale`, `benchmarks.group_commit` and
-`benchmarks.spark`; its shape in `benchmarks/record.py`) becomes PNGs named after it:
+Each record (`--json PATH` of `benchmarks.scale`, `benchmarks.group_commit`,
+`benchmarks.spark` and `benchmarks.floors`; its shape in `benchmarks/record.py`) becomes
+PNGs named after it:
 
 - `scale-postgresql.png`, `scale-sqlite.png`: the store beside the plain table as the log
   grows (single append p50, batches of 100, global pages) and the ratios;
 - `group-commit.png`: events/s by concurrent callers, grouped, ungrouped, async and raw;
 - `spark.png`: replay events/s by cores for each source and fold, the in-process rebuild
-  as a line.
+  as a line;
+- `floors.png`: each measure's ratio to its floor (`benchmarks.floors`), the rounds and
+  their median beside the goal.
 
 The same record gives the same bytes: no date or version is written into a PNG, and
 the style is matplotlib's default whatever the local `matplotlibrc` says. A file that is
@@ -34,6 +37,7 @@ import matplotlib.pyplot as plt
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from .record import FORMAT
@@ -229,10 +233,57 @@ def spark_figures(record: dict[str, Any]) -> dict[str, Figure]:
     return {"spark.png": figure}
 
 
+MET, MISSED = "#2ca02c", "#d62728"
+
+
+def floors_figures(record: dict[str, Any]) -> dict[str, Figure]:
+    """Each measure's ratio to its floor: every round, their median (green where it meets
+    the goal, red where not), the spread, and the goal as a bar; one row a measure."""
+    measures = record["results"]["measures"]
+    figure, ax = plt.subplots(figsize=(10, 0.42 * len(measures) + 1.6))
+    figure.suptitle("eventcraft against floors measured in the same run: the ratio and its goal")
+    rows = list(range(len(measures)))[::-1]  # the first measure at the top
+    for row, measure in zip(rows, measures, strict=True):
+        rounds = [r["ratio"] for r in measure["rounds"]]
+        spread = measure["spread"]
+        colour = MET if measure["met"] else MISSED
+        ax.plot([spread["min"], spread["max"]], [row, row], "-", color=colour, linewidth=1.5)
+        ax.plot(rounds, [row] * len(rounds), "o", color=PLAIN, markersize=3.5)
+        ax.plot([measure["ratio"]], [row], "o", color=colour, markersize=8)
+        ax.plot([measure["goal"]], [row], "|", color="black", markersize=16, markeredgewidth=2)
+    ax.axvline(1, color="black", linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}x"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    low = min([m["spread"]["min"] for m in measures] + [m["goal"] for m in measures])
+    high = max([m["spread"]["max"] for m in measures] + [m["goal"] for m in measures])
+    ax.set_xlim(low / 1.3, high * 1.3)
+    labels = [
+        f"{m['measure']} ({'>=' if m['better'] == 'higher' else '<='} {m['goal']:g}x)"
+        for m in measures
+    ]
+    ax.set_yticks(rows, labels)
+    ax.set_ylim(-0.7, len(measures) - 0.3)
+    ax.grid(axis="y", visible=False)
+    ax.set_xlabel(
+        "eventcraft's figure over the floor's (log scale; time and bytes: lower is better)"
+    )
+    legend = [
+        Line2D([], [], marker="o", color=MET, linestyle="", label="median of the rounds, goal met"),
+        Line2D([], [], marker="o", color=MISSED, linestyle="", label="median, goal missed"),
+        Line2D([], [], marker="o", color=PLAIN, markersize=3.5, linestyle="", label="a round"),
+        Line2D([], [], marker="|", color="black", markersize=12, linestyle="", label="the goal"),
+    ]
+    ax.legend(handles=legend, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4)
+    figure.tight_layout(rect=(0, 0.04, 1, 1))
+    return {"floors.png": figure}
+
+
 DRAWERS: dict[str, Callable[[dict[str, Any]], dict[str, Figure]]] = {
     "scale": scale_figures,
     "group_commit": group_commit_figures,
     "spark": spark_figures,
+    "floors": floors_figures,
 }
 
 
