@@ -481,6 +481,5 @@ def _place_of(store: EventStore) -> str:
             f"postgresql://{parts.hostname or ''}:{parts.port or 5432}{parts.path}"
             f"?schema={options.get('schema', '')}&tenancy={options.get('tenancy', '')}"
         )
-    parts = urlsplit(url)
-    options = sorted(parse_qsl(parts.query))
-    return f"{kind}://{parts.hostname or ''}{parts.path}?{options}"
+    other = urlsplit(url)  # another backend's: its place, its options sorted
+    return f"{kind}://{other.hostname or ''}{other.path}?{sorted(parse_qsl(other.query))}"
