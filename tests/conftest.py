@@ -160,17 +160,18 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def drop_schema(schema: str) -> None:
-    """Drop a test's `schema` (a name the suite made) with everything in it."""
+    """Drop a test's `schema` (a name the suite made) with everything in it, and the
+    tables' schema of tenants side by side in it (`{schema}__rows`), if it has one."""
     if _dropping and _dropping[0].closed:
         _dropping.clear()
     if not _dropping:
         _dropping.append(psycopg.connect(PG_URL, autocommit=True))
     try:
-        _dropping[0].execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        _dropping[0].execute(f"DROP SCHEMA IF EXISTS {schema}, {schema}__rows CASCADE")
     except psycopg.OperationalError:  # the connection was lost: once more, on a new one
         _dropping.pop().close()
         with psycopg.connect(PG_URL, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema}, {schema}__rows CASCADE")
 
 
 @pytest.fixture
