@@ -69,6 +69,10 @@ from .scale_contenders import PAGE, STREAM_LENGTH, PlainSQLite, batch, stream_na
 from .scale_contenders import Ours as OursSide
 
 ROOT = Path(__file__).resolve().parent.parent
+CALLERS = 16
+"""Concurrent callers of group commit, and writers of the DCB measures."""
+
+
 NO_DISK = ("synchronous_commit=off", "full_page_writes=off", "max_connections=100")
 """The own server's settings beside `fsync=off`, which every server of the tests has."""
 
@@ -161,10 +165,8 @@ class Sizes:
     """Decisions by one writer."""
     contended: int
     """Decisions by 16 writers on one tag (each retried until it goes in)."""
-    callers: int
-    """Concurrent callers of group commit."""
     appends: int
-    """Single-event appends by the group commit callers, together."""
+    """Single-event appends by the 16 callers of group commit, together."""
     batches: int
     """50-event batches by 4 threads (SQLite)."""
     sqlite_events: int
@@ -175,9 +177,9 @@ class Sizes:
     """100-event appends whose WAL bytes are counted, on each side."""
 
 
-FULL = Sizes(1000, 4, 250, 1000, 300, 200, 16, 3000, 400, 100_000, 50, 20)
+FULL = Sizes(1000, 4, 250, 1000, 300, 200, 3000, 400, 100_000, 50, 20)
 """About ten minutes on a 2-core machine with others at work on it."""
-QUICK = Sizes(300, 4, 100, 300, 100, 48, 16, 1500, 100, 10_000, 20, 10)
+QUICK = Sizes(300, 4, 100, 300, 100, 48, 1500, 100, 10_000, 20, 10)
 """`--quick`: under a minute."""
 
 
@@ -263,9 +265,9 @@ def decisions(round_: int, prefix: str, sizes: Sizes) -> dict[str, Pair]:
         return dcb_eventcraft(url, callers, total, contending)[0].rate
 
     shapes = [
-        (MEASURES[2].name, 16, sizes.decisions, False, dcb_raw_floor),
+        (MEASURES[2].name, CALLERS, sizes.decisions, False, dcb_raw_floor),
         (MEASURES[3].name, 1, sizes.lone_decisions, False, dcb_raw_floor),
-        (MEASURES[4].name, 16, sizes.contended, True, dcb_library),
+        (MEASURES[4].name, CALLERS, sizes.contended, True, dcb_library),
     ]
     found = {}
     for name, callers, total, contending, floor in shapes:
@@ -286,27 +288,27 @@ def decisions(round_: int, prefix: str, sizes: Sizes) -> dict[str, Pair]:
 # Group commit: 16 callers, on the disk and without it.
 
 
-def grouped(round_: int, prefix: str, callers: int, appends: int, disk: bool) -> dict[str, Pair]:
+def grouped(round_: int, prefix: str, appends: int, disk: bool) -> dict[str, Pair]:
     """Threads and tasks appending through grouped stores beside raw inserts from as many
     connections, on the server `contenders.PG` names now."""
-    where = "disk" if disk else "no disk"
     rates = _turned(
         [
             (
                 "threads",
-                lambda: store_appends(fresh_postgres(f"{prefix}_gc"), True, callers, appends).rate,
+                lambda: store_appends(fresh_postgres(f"{prefix}_gc"), True, CALLERS, appends).rate,
             ),
             (
                 "tasks",
-                lambda: task_appends(fresh_postgres(f"{prefix}_gc"), True, callers, appends).rate,
+                lambda: task_appends(fresh_postgres(f"{prefix}_gc"), True, CALLERS, appends).rate,
             ),
-            ("floor", lambda: _raw_inserts(f"{prefix}_gc_raw", callers, appends).rate),
+            ("floor", lambda: _raw_inserts(f"{prefix}_gc_raw", CALLERS, appends).rate),
         ],
         round_,
     )
+    threads, tasks = MEASURES[5:7] if disk else MEASURES[7:9]
     return {
-        f"group commit: {callers} threads, {where}": Pair(rates["threads"], rates["floor"]),
-        f"group commit: {callers} tasks, {where}": Pair(rates["tasks"], rates["floor"]),
+        threads.name: Pair(rates["threads"], rates["floor"]),
+        tasks.name: Pair(rates["tasks"], rates["floor"]),
     }
 
 
@@ -487,9 +489,9 @@ def run(rounds: int, sizes: Sizes, prefix: str, folder: Path) -> Results:
                 results.add(singles.singles(round_, sizes.single))
                 results.add(singles.writers(round_, pool, manager, sizes))
                 results.add(decisions(round_, prefix, sizes))
-                results.add(grouped(round_, prefix, sizes.callers, sizes.appends, disk=True))
+                results.add(grouped(round_, prefix, sizes.appends, disk=True))
                 with on_server(no_disk):
-                    results.add(grouped(round_, prefix, sizes.callers, sizes.appends, disk=False))
+                    results.add(grouped(round_, prefix, sizes.appends, disk=False))
                 results.add(sqlite_batches(round_, folder, sizes.batches))
                 results.add(logs.wal(round_, sizes.wal_appends))
                 results.add(logs.pages(round_, sizes.pages, rng))
