@@ -8,7 +8,8 @@ caller (`eventcraft.operations.retention`) first extends the Parquet
 archive with the whole log up to `up_to`, removed events and kept ones, so
 that the archive up to the store's `low_water_mark()` followed by the store
 after it is the whole log: rebuilds and replays read it that way and give
-what they gave before. Every run also removes the events of deleted streams
+what they gave before, and so do the reads of a store opened with `archive=`
+(`archive_reads.py`). Every run also removes the events of deleted streams
 (`deletion.py`, soft or tombstoned) up to `up_to`: the rule `DELETED_RULE`.
 
 The global log's rules hold across it. Positions are never reused: a
@@ -175,7 +176,8 @@ class RetentionRun:
     removed: int
     """Events it removed from the store."""
     archive: str
-    """Where the archive is: what rebuilds read below the mark."""
+    """Where the archive is: what rebuilds, and a store opened with `archive=True`, read
+    below the mark."""
     rules: str
     """Its policies and truncations, as text."""
     finished_at: datetime
