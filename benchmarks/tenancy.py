@@ -20,6 +20,21 @@ a round slowed by another user of the machine slows both sides of it), what open
 tenant's store costs (its schema made, then opened again), and the most connections the
 server saw of each side (`pg_stat_activity`, by application name, sampled throughout)
 beside the bound `most_connections`. `--json PATH` writes the record (`record.py`).
+
+`--side-by-side [--sizes 1,100,10000 --total 1000000]` measures tenants side by side
+(`tenancy=shared`) instead: for each size, that many tenants in one schema's tables
+holding `--total` events between them, beside an untenanted store holding the same
+events (both filled by SQL, the same rows but for the tenant column), interleaved round
+by round:
+
+- appends, `--threads` threads appending single events: to the untenanted store, and to
+  `--active` tenants (or all of them, if fewer) drawn anew each round, their stores open;
+- catch-up: a tenant's whole log read by `read_all` (`--total` / size events; at least
+  the first 20,000 of it), against as many events of the untenanted log from a random
+  place in it.
+
+Prints events/s (medians) and each ratio side by side / untenanted (the median of the
+rounds' ratios).
 """
 
 from __future__ import annotations
@@ -39,7 +54,7 @@ from pathlib import Path
 import psycopg
 from eventcraft.eventstore import EventStore, NewEvent, Tenants
 
-from .contenders import PG, payload
+from .contenders import NOTE, PG, payload
 from .record import Record
 
 BASE = "bench-tenancy-base"
@@ -150,6 +165,147 @@ def _cases(
     ]
 
 
+CATCH_UP_MOST = 20_000
+"""The most events a catch-up case reads (of one tenant's log, or of the untenanted)."""
+
+
+def _fill(conn: psycopg.Connection[object], table: str, per: int, tenants: list[str]) -> None:
+    """Rows of `per` events for each of `tenants` (none: the untenanted store's, one log of
+    them all) in the events table `table` (schema-qualified), 100 a stream, the data the
+    appends' `payload`; and each stream's row in its streams table."""
+    schema = table.rpartition(".")[0]
+    data = f"jsonb_build_object('amount_cents', p, 'currency', 'EUR', 'note', '{NOTE}')"
+    if tenants:
+        conn.execute(
+            f"INSERT INTO {schema}.eventcraft_tenants (tenant, head) "
+            "SELECT t, %s FROM unnest(%s::text[]) AS t "
+            "ON CONFLICT (tenant) DO UPDATE SET head = excluded.head",
+            (per, tenants),
+        )
+        conn.execute(
+            f"INSERT INTO {table} (tenant, position, recorded_at, id, version, stream_id, type, "
+            f"category, data, metadata) SELECT t, p, now(), gen_random_uuid(), mod(p - 1, 100) + 1, "
+            f"'order-' || ((p - 1) / 100), 'Deposited', 'order', {data}, '{{}}' "
+            "FROM unnest(%s::text[]) AS t, generate_series(1, %s) AS p",
+            (tenants, per),
+        )
+        conn.execute(
+            f"INSERT INTO {schema}.eventcraft_streams (tenant, stream_id, category) "
+            "SELECT DISTINCT tenant, stream_id, 'order' FROM " + table
+        )
+    else:
+        conn.execute(
+            f"INSERT INTO {table} (position, recorded_at, id, version, stream_id, type, "
+            f"category, data, metadata) SELECT p, now(), gen_random_uuid(), mod(p - 1, 100) + 1, "
+            f"'order-' || ((p - 1) / 100), 'Deposited', 'order', {data}, '{{}}' "
+            "FROM generate_series(1, %s) AS p",
+            (per,),
+        )
+        conn.execute(
+            f"INSERT INTO {schema}.eventcraft_streams (stream_id, category) "
+            "SELECT DISTINCT stream_id, 'order' FROM " + table
+        )
+        conn.execute(f"SELECT setval('{schema}.eventcraft_position_seq', %s)", (per,))
+    conn.execute(f"ANALYZE {table}")
+
+
+def _side_cases(
+    options: argparse.Namespace,
+    base: EventStore,
+    shown: list[EventStore],
+    reader: EventStore,
+    start: int,
+    read: int,
+) -> list[tuple[str, Callable[[], float]]]:
+    """One round's side-by-side cases: each a name and what it runs, giving events/s."""
+    threads, count = options.threads, options.appends
+
+    def tenant(n: int) -> EventStore:
+        return shown[n]
+
+    def untenanted(_: int) -> EventStore:
+        return base
+
+    every = list(range(len(shown)))
+    return [
+        ("appends, untenanted", lambda: timed(threads, appends(untenanted, [0], count), [])),
+        ("appends, side by side", lambda: timed(threads, appends(tenant, every, count), shown)),
+        ("catch-up, untenanted", lambda: reads(base, start, read)),
+        ("catch-up, side by side", lambda: reads(reader, 0, read)),
+    ]
+
+
+def side_by_side(options: argparse.Namespace) -> None:
+    """The side-by-side measure (`--side-by-side`): see the module's docstring."""
+    record = Record("tenancy-side-by-side", options, postgres=PG)
+    separator = "&" if "?" in PG else "?"
+    sizes = [int(size) for size in options.sizes.split(",")]
+    results: dict[str, dict[str, object]] = {}
+    for size in sizes:
+        prefix = f"bs_{uuid.uuid4().hex[:8]}"
+        base_url = f"{PG}{separator}schema={prefix}_base&application_name={BASE}"
+        shared = f"{PG}{separator}schema={prefix}&tenancy=shared&application_name={TENANTS}"
+        names = [f"t{n:05d}" for n in range(size)]
+        per = options.total // size
+        rates: dict[str, list[float]] = defaultdict(list)
+        try:
+            with (
+                EventStore.open(base_url) as base,
+                Tenants(shared, most_open=max(options.active, 2), pool_size=2) as tenants,
+            ):
+                tenants.for_tenant("made").high_water_mark()  # the tables made
+                started = time.perf_counter()
+                with psycopg.connect(PG, autocommit=True) as conn:
+                    _fill(conn, f"{prefix}_base.eventcraft_events", per * size, [])
+                    _fill(conn, f'"{prefix}__rows".eventcraft_events', per, names)
+                filled = time.perf_counter() - started
+                head = base.high_water_mark()
+                read = min(per, CATCH_UP_MOST)
+                for round_ in range(options.rounds):
+                    draw = random.Random(round_)
+                    active = draw.sample(range(size), min(options.active, size))
+                    shown = [tenants.for_tenant(names[n]) for n in active]
+                    reader = tenants.for_tenant(names[draw.choice(active)])
+                    start = draw.randrange(max(head - read, 1))
+                    cases = _side_cases(options, base, shown, reader, start, read)
+                    for case, run in cases if round_ % 2 == 0 else cases[::-1]:
+                        rates[case].append(run())
+                    print(
+                        f"{size} tenants, round {round_ + 1}: "
+                        + ", ".join(f"{case} {rates[case][-1]:,.0f}/s" for case, _ in cases)
+                    )
+        finally:
+            with psycopg.connect(PG, autocommit=True) as conn:
+                for schema in (prefix, f"{prefix}__rows", f"{prefix}_base"):
+                    conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+        def ratio(ours: str, reference: str, rates: dict[str, list[float]] = rates) -> float:
+            pairs = zip(rates[ours], rates[reference], strict=True)
+            return statistics.median(a / b for a, b in pairs)
+
+        results[str(size)] = {
+            "events a tenant": per,
+            "filled s": filled,
+            "rates": {case: statistics.median(values) for case, values in rates.items()},
+            "ratios": {
+                "appends": ratio("appends, side by side", "appends, untenanted"),
+                "catch-up": ratio("catch-up, side by side", "catch-up, untenanted"),
+            },
+        }
+    print(f"\ntenants side by side; {options.total:,} events in all; {options.threads} threads")
+    for size, result in results.items():
+        rates = result["rates"]
+        ratios = result["ratios"]
+        assert isinstance(rates, dict) and isinstance(ratios, dict)
+        print(f"  {size} tenants ({result['events a tenant']:,} events each):")
+        for case, rate in rates.items():
+            print(f"    {case:<28} {rate:>10,.0f} events/s")
+        for name, value in ratios.items():
+            print(f"    {name + ', side by side / untenanted':<44} {value:5.2f}")
+    if options.json is not None:
+        record.write(options.json, results)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tenants", type=int, default=100)
@@ -161,7 +317,13 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1000, help="events in each tenant's log")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--side-by-side", action="store_true", help="tenancy=shared instead")
+    parser.add_argument("--sizes", default="1,100,10000", help="side by side: tenants, each")
+    parser.add_argument("--total", type=int, default=1_000_000, help="side by side: events")
     options = parser.parse_args()
+    if options.side_by_side:
+        side_by_side(options)
+        return
     record = Record("tenancy", options, postgres=PG)
     prefix = f"bt_{uuid.uuid4().hex[:8]}"  # 11 characters: a tenant id of 48 still fits
     separator = "&" if "?" in PG else "?"
