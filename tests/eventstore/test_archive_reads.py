@@ -354,3 +354,33 @@ def test_a_subscription_from_0_is_given_the_archived_events_then_the_tables_then
 
     seen = asyncio.run(subscribed())
     assert seen[:-1] == whole
+
+
+def test_an_async_reader_mid_way_when_a_run_moves_the_mark_reads_what_it_removed(
+    shared_store_url: str, tmp_path: Path
+) -> None:
+    url = shared_store_url
+    with EventStore.open(url) as store:
+        for n in range(40):
+            store.append(f"order-{n}", [NewEvent("Paid", {"k": k}) for k in range(100)])
+        whole = [e.id for e in store.read_all()]
+
+    async def read_across_a_run() -> list[Any]:
+        async with await AsyncEventStore.open(url, archive=True) as store:
+            reading = store.read_all()
+            seen = [(await anext(reading)).id for _ in range(1500)]
+            run = PROCESSES.Process(target=run_once, args=(url, str(tmp_path / "archive")))
+            run.start()
+            await asyncio.to_thread(run.join, 120)
+            assert run.exitcode == 0
+            assert await store.low_water_mark() == 4000
+            return seen + [event.id async for event in reading]
+
+    assert asyncio.run(read_across_a_run()) == whole
+
+
+def test_a_memory_store_with_archive_reads_as_without(opener: Opener) -> None:
+    store = opener("memory://", archive=True)
+    store.append("order-1", [NewEvent("Paid", {}), NewEvent("Paid", {})])
+    assert [e.position for e in store.read_all(types=["Paid"])] == [1, 2]
+    assert [e.version for e in store.read_stream("order-1", backwards=True)] == [2, 1]
