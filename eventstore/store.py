@@ -750,9 +750,9 @@ class EventStore:
         if self._tenancy is None:
             raise InvalidTenant(
                 f"this store has no tenants: open it with tenants= naming where each "
-                f"tenant's store is (a URL with {{tenant}}, or a function), or open one "
-                f"tenant's store with ?tenant= (for_tenant({tenant!r}) was asked); tenants "
-                "side by side in this store's database are not built yet"
+                f"tenant's store is (a URL with {{tenant}}, tenancy=shared for tenants side "
+                f"by side, or a function), or open one tenant's store with ?tenant= "
+                f"(for_tenant({tenant!r}) was asked)"
             )
         return self._tenancy.for_tenant(tenant)
 
