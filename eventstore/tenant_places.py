@@ -130,6 +130,13 @@ class TenantPlace:
         parts = urlsplit(target.conninfo)
         return ("postgresql", parts.hostname or "", str(parts.port or ""), parts.path, self.name)
 
+    def remove(self) -> TenantDrop:
+        """Remove this place whole, whatever it holds: its schema, database or file (a
+        tenant's read-model database, say, which is no store). Nothing may be connected to
+        it. A tenant's store is dropped with `EventStore.drop_tenant`, which removes its
+        archive too."""
+        return drop(self, ())
+
 
 @dataclass(frozen=True)
 class TenantDrop:

@@ -56,7 +56,9 @@ def list_tenants(as_json: bool) -> None:
 def drop(tenant_id: str, yes: bool, as_json: bool) -> None:
     """Drop TENANT whole: its schema, database, file or folder with everything in it
     (events, snapshots, keys, read models kept there) and the archive its retention runs
-    wrote. Stop what serves the tenant first. Refused without --yes."""
+    wrote; with --app keeping read models in a database of their own (App.database with
+    {tenant}), the tenant's place there too. Stop what serves the tenant first. Refused
+    without --yes."""
     found = shell()
     if found.tenant is not None and found.tenant != tenant_id:
         raise InputError(
@@ -65,15 +67,33 @@ def drop(tenant_id: str, yes: bool, as_json: bool) -> None:
         )
     template = found.template()
     planned = operations.plan_drop(template, tenant_id)
+    app = found.app() if found.app_reference else None
+    models = operations.read_models_place(app, tenant_id)
+    if models is not None and models.where == planned.where:
+        models = None  # its read models are in its store's place
     if not yes:  # never asked at a prompt: a tenant is dropped only when --yes says so
+        also = "" if models is None else f" and its read models' {models.kind} {models.name}"
         raise InputError(
-            f"dropping tenant {tenant_id!r} removes its {planned.kind} {planned.name} and "
-            "everything in it, for ever: pass --yes to drop it"
+            f"dropping tenant {tenant_id!r} removes its {planned.kind} {planned.name}{also} "
+            "and everything in it, for ever: pass --yes to drop it"
         )
+    # The read models first: a drop stopped between the two is run again while the
+    # tenant's store is still there to be found.
+    dropped_models = operations.drop_read_models(app, tenant_id, planned)
     done = operations.drop_tenant(template, tenant_id)
     if as_json:
-        emit_json(_dropped(done))
+        emit_json(
+            {
+                **_dropped(done),
+                "read_models": None if dropped_models is None else _dropped(dropped_models),
+            }
+        )
         return
+    if dropped_models is not None:
+        console().print(
+            f"removed its read models' {dropped_models.place.kind} {dropped_models.place.name}"
+            + ("" if dropped_models.existed else " (it was gone already)")
+        )
     console().print(
         f"dropped tenant {tenant_id!r}: removed its {done.place.kind} {done.place.name}"
         + (" and everything in it" if done.existed else " (it was gone already)")

@@ -126,6 +126,28 @@ def drop_tenant(template: str, tenant: str) -> TenantDrop:
         raise
 
 
+def read_models_place(app: App | None, tenant: str) -> TenantPlace | None:
+    """Where `app` keeps `tenant`'s read models when that is a place of their own
+    (`App.database` with `{tenant}`), which dropping the tenant's store does not remove;
+    None when they are in the tenant's store (or there is no app)."""
+    if app is None or not app.database:
+        return None
+    app_for_tenant(app, tenant)  # InputError for a database every tenant would share
+    place = place_of(app.database, tenant)
+    if place.kind not in ("schema", "database", "file"):
+        return None  # in this process's memory: gone with it
+    return place
+
+
+def drop_read_models(app: App | None, tenant: str, store: TenantPlace) -> TenantDrop | None:
+    """Remove `tenant`'s read-model database of its own (`read_models_place`), unless it
+    is the tenant's store place `store` (dropped with the store)."""
+    place = read_models_place(app, tenant)
+    if place is None or place.where == store.where:
+        return None
+    return place.remove()
+
+
 def app_for_tenant(app: App, tenant: str) -> App:
     """`app` as it serves `tenant`: its read models' database (`App.database`), if it has
     one, the tenant's own, filled in from the `{tenant}` it must hold. `InputError` for a

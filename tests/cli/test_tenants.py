@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -253,6 +254,7 @@ def test_tenant_drop_refuses_without_yes_then_removes_the_tenant_whole(
         "place": operations.place_of(two, "globex").name,
         "existed": True,
         "archives": [str(tmp_path / "globex-archive")],
+        "read_models": None,  # no --app: they are in its store, dropped with it
     }
     assert operations.list_tenants(two) == []
 
@@ -335,3 +337,44 @@ def test_an_app_database_with_tenant_is_each_tenants_own(
         status = run("--store", two, "--tenant", tenant, *app, "projections", "status", "--json")
         assert status.code == 0, status.err
         assert {state["position"] for state in orjson.loads(status.out)} == {position}
+
+
+READS_APART = replace(PER_TENANT, database="sqlite:///reads/{tenant}.db")
+"""An App keeping each tenant's read models in a file of its own, in a folder of their own."""
+
+
+def test_tenant_drop_with_the_app_removes_the_tenants_read_model_database_too(
+    two: str, run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read models kept in a database of the tenant's own (App.database with {tenant})
+    are the tenant's data too: dropping the tenant leaves nothing of them."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "reads").mkdir()  # not beside the tenants' files: those are its tenants
+    app = ("--app", f"{__name__}:READS_APART")
+    for tenant in ["acme", "globex"]:
+        caught_up = run("--store", two, "--tenant", tenant, *app, "projections", "catch-up")
+        assert caught_up.code == 0, caught_up.err
+    acme_models, globex_models = tmp_path / "reads/acme.db", tmp_path / "reads/globex.db"
+    assert acme_models.is_file() and globex_models.is_file()
+    globex_status = ("--store", two, "--tenant", "globex", *app, "projections", "status", "--json")
+    before = orjson.loads(run(*globex_status).out)
+    assert {state["position"] for state in before} != {0}
+
+    refused = _one_line_error(run("--store", two, *app, "tenant", "drop", "acme"), 2, "--yes")
+    assert "its read models' file reads/acme.db" in refused
+    dropped = run("--store", two, *app, "tenant", "drop", "acme", "--yes", "--json")
+    assert dropped.code == 0, dropped.err
+    assert orjson.loads(dropped.out)["read_models"] == {
+        "tenant": "acme",
+        "kind": "file",
+        "place": "reads/acme.db",
+        "existed": True,
+        "archives": [],
+    }
+    assert not acme_models.exists() and operations.list_tenants(two) == ["globex"]
+    assert orjson.loads(run(*globex_status).out) == before  # globex's are untouched
+
+    as_text = run("--store", two, *app, "tenant", "drop", "globex", "--yes")
+    assert as_text.code == 0, as_text.err
+    assert "removed its read models' file reads/globex.db" in as_text.out
+    assert not globex_models.exists()
