@@ -184,9 +184,9 @@ def _fill(conn: psycopg.Connection[object], table: str, per: int, tenants: list[
         )
         conn.execute(
             f"INSERT INTO {table} (tenant, position, recorded_at, id, version, stream_id, type, "
-            f"category, data, metadata) SELECT t, p, now(), gen_random_uuid(), mod(p - 1, 100) + 1, "
-            f"'order-' || ((p - 1) / 100), 'Deposited', 'order', {data}, '{{}}' "
-            "FROM unnest(%s::text[]) AS t, generate_series(1, %s) AS p",
+            f"category, data, metadata) SELECT t, p, now(), gen_random_uuid(), "
+            f"mod(p - 1, 100) + 1, 'order-' || ((p - 1) / 100), 'Deposited', 'order', {data}, "
+            "'{}' FROM unnest(%s::text[]) AS t, generate_series(1, %s) AS p",
             (tenants, per),
         )
         conn.execute(
@@ -196,9 +196,9 @@ def _fill(conn: psycopg.Connection[object], table: str, per: int, tenants: list[
     else:
         conn.execute(
             f"INSERT INTO {table} (position, recorded_at, id, version, stream_id, type, "
-            f"category, data, metadata) SELECT p, now(), gen_random_uuid(), mod(p - 1, 100) + 1, "
-            f"'order-' || ((p - 1) / 100), 'Deposited', 'order', {data}, '{{}}' "
-            "FROM generate_series(1, %s) AS p",
+            f"category, data, metadata) SELECT p, now(), gen_random_uuid(), "
+            f"mod(p - 1, 100) + 1, 'order-' || ((p - 1) / 100), 'Deposited', 'order', {data}, "
+            "'{}' FROM generate_series(1, %s) AS p",
             (per,),
         )
         conn.execute(
@@ -293,12 +293,11 @@ def side_by_side(options: argparse.Namespace) -> None:
             },
         }
     print(f"\ntenants side by side; {options.total:,} events in all; {options.threads} threads")
-    for size, result in results.items():
-        rates = result["rates"]
-        ratios = result["ratios"]
-        assert isinstance(rates, dict) and isinstance(ratios, dict)
-        print(f"  {size} tenants ({result['events a tenant']:,} events each):")
-        for case, rate in rates.items():
+    for tenants_side_by_side, result in results.items():
+        medians, ratios = result["rates"], result["ratios"]
+        assert isinstance(medians, dict) and isinstance(ratios, dict)
+        print(f"  {tenants_side_by_side} tenants ({result['events a tenant']:,} events each):")
+        for case, rate in medians.items():
             print(f"    {case:<28} {rate:>10,.0f} events/s")
         for name, value in ratios.items():
             print(f"    {name + ', side by side / untenanted':<44} {value:5.2f}")
