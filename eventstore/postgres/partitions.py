@@ -48,7 +48,7 @@ from ..sql.schema import (
     EVENTS,
     events,
 )
-from . import append_functions
+from . import append_functions, delete_refusal
 from . import schema as postgres_schema
 from .connections import ConnectionPool
 from .target import PostgresTarget
@@ -103,17 +103,22 @@ END
 $$"""
 
 
-REFUSE_DELETE = "eventcraft_refuse_delete"
-"""The trigger function that refuses a DELETE of events outside a retention run, which
-retention's first run makes (`retention.py`): until then a row trigger refuses it."""
 _GUARDS = [
     # Statement triggers fire for the table a statement names, not for its partitions: a
     # TRUNCATE or DELETE sent to a partition is refused by the partition's own.
     f"CREATE TRIGGER {EVENTS}_no_truncate BEFORE TRUNCATE ON {{name}} "
     "FOR EACH STATEMENT EXECUTE FUNCTION eventcraft_refuse_change()",
     f"CREATE TRIGGER {EVENTS}_no_delete BEFORE DELETE ON {{name}} "
-    f"FOR EACH STATEMENT EXECUTE FUNCTION {REFUSE_DELETE}()",
+    "FOR EACH STATEMENT EXECUTE FUNCTION eventcraft_refuse_delete()",
 ]
+
+
+def guard_partition(conn: psycopg.Connection[Any], name: str) -> None:
+    """Give the new table `name`, a partition's replacement, the triggers every partition
+    has: no TRUNCATE, and no DELETE but a retention run's (`delete_refusal.py`)."""
+    table = psycopg.sql.Identifier(name).as_string(conn)
+    for guard in _GUARDS:
+        conn.execute(guard.format(name=table).encode())
 
 
 def _make_partitions(size: int) -> str:
@@ -143,9 +148,7 @@ BEGIN
                 name, k * {size}, (k + 1) * {size});
             -- Its own refusals: the events table's statement triggers are not a partition's.
             EXECUTE format('{_GUARDS[0].format(name="%I")}', name);
-            IF to_regprocedure('{REFUSE_DELETE}()') IS NOT NULL THEN
-                EXECUTE format('{_GUARDS[1].format(name="%I")}', name);
-            END IF;
+            EXECUTE format('{_GUARDS[1].format(name="%I")}', name);
         END;
     END LOOP;
 END
@@ -197,6 +200,7 @@ def functions(size: int) -> list[str]:
     others' (an upgrade of a later release too)."""
     return [
         _STREAM_VERSION,
+        delete_refusal.FUNCTION,  # each partition's guard refers to it
         _make_partitions(size),
         _partitions_for(size),
         insert_events(),
@@ -267,47 +271,3 @@ def prepare(target: PostgresTarget) -> None:
         pool.run(lambda conn: create(conn, target.schema, size))
     finally:
         pool.close()
-
-
-def guard_partition(conn: psycopg.Connection[Any], name: str) -> None:
-    """Give the partition `name` the triggers it lacks of those every partition has: no
-    TRUNCATE, and no DELETE but a retention run's once retention made its function."""
-    have = {
-        str(row[0])
-        for row in conn.execute(
-            "SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass(%s)", (name,)
-        ).fetchall()
-    }
-    made = conn.execute("SELECT to_regprocedure(%s) IS NOT NULL", (f"{REFUSE_DELETE}()",))
-    row = made.fetchone()
-    guards = _GUARDS if row and row[0] else _GUARDS[:1]
-    for guard in guards:
-        if guard.split()[2] not in have:
-            conn.execute(guard.format(name=psycopg.sql.Identifier(name).as_string(conn)).encode())
-
-
-def guard(conn: psycopg.Connection[Any]) -> None:
-    """Give every partition of the store the triggers it lacks (`guard_partition`), under
-    the partition lock, so that none is made meanwhile without them; a look in the
-    catalog, and nothing more, when none lacks any. Not in a run's transaction: the
-    partition lock is held until its transaction ends, and appends may wait for it."""
-    lacking = _unguarded(conn)
-    if not lacking:
-        return
-    with conn.transaction():
-        conn.execute(f"SELECT pg_advisory_xact_lock({_PARTITION_LOCK_KEY})")
-        for name in _unguarded(conn):
-            guard_partition(conn, name)
-
-
-def _unguarded(conn: psycopg.Connection[Any]) -> list[str]:
-    row = conn.execute("SELECT to_regprocedure(%s) IS NOT NULL", (f"{REFUSE_DELETE}()",))
-    made = row.fetchone()
-    wanted = [f"{EVENTS}_no_truncate"] + ([f"{EVENTS}_no_delete"] if made and made[0] else [])
-    rows = conn.execute(
-        "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
-        "WHERE i.inhparent = to_regclass(%s) AND (SELECT count(*) FROM pg_trigger t "
-        "WHERE t.tgrelid = c.oid AND t.tgname = ANY(%s)) < %s",
-        (EVENTS, wanted, len(wanted)),
-    ).fetchall()
-    return [str(name) for (name,) in rows]

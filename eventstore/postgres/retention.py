@@ -4,8 +4,14 @@ The store's row trigger refuses UPDATE and DELETE of events; the first run
 splits it (in one transaction, under the schema's advisory lock): UPDATE
 stays refused by the same row trigger, and DELETE by a statement trigger
 that lets a statement through only in a transaction that set
-`eventcraft.retention` to `apply`, which only a run does (`SET LOCAL`). A
-statement trigger checks once per statement, not once per removed row.
+`eventcraft.retention` to `apply`, which only a run does (`SET LOCAL`,
+`delete_refusal.py`). A statement trigger checks once per statement, not once
+per removed row. A partitioned store's partitions each carry one too.
+
+On a partitioned store the partitions wholly at or below a run's mark are
+replaced by tables of their kept rows (`partition_retention.py`); rows are
+deleted only in the partition the mark straddles, and the removed events' key
+rows go with them.
 
 A run takes no lock that appends take (not the append lock, not the
 streams'): appends go on while it deletes, and readers past its `up_to`
@@ -44,8 +50,8 @@ from ..retention import (
     rules_text,
 )
 from ..sql.deletion import DELETED_STREAMS
-from ..sql.schema import APPEND_ONLY_SQLSTATE, EVENTS, SNAPSHOTS, TAGS
-from . import partition_retention, partitions
+from ..sql.schema import EVENTS, SNAPSHOTS, TAGS
+from . import delete_refusal, partition_retention, partitions
 from .connections import ConnectionPool
 from .keyed_indexes import matches
 from .partition_retention import Rule
@@ -53,7 +59,7 @@ from .partitions import KEYS
 from .target import PostgresTarget, session_target
 
 RUNS = "eventcraft_retention_runs"
-SETTING = "eventcraft.retention"
+SETTING = delete_refusal.SETTING
 RUN_LOCK_TAG = 0x6572
 """The high 32 bits of the retention lock's key ("er"); the low 32 are the events table's
 oid, as in the append lock's (`schema.LOG_LOCK_KEY`), whose tag differs."""
@@ -69,17 +75,13 @@ AND l.classid = {RUN_LOCK_TAG} AND l.objid = '{EVENTS}'::regclass::oid"""
 T = TypeVar("T")
 
 _INSTALL = [
-    f"""CREATE OR REPLACE FUNCTION eventcraft_refuse_delete() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF current_setting('{SETTING}', true) = 'apply' THEN
-        RETURN NULL;
-    END IF;
-    RAISE EXCEPTION USING
-        ERRCODE = '{APPEND_ONLY_SQLSTATE}',
-        MESSAGE = format('%s is append-only: %s refused', TG_TABLE_NAME, TG_OP);
-END
-$$""",
+    # The events table first, then its partitions, as every reader and writer locks them:
+    # DROP TRIGGER alone would lock each partition before it upgrades its lock on the table
+    # (to drop their copies of the row trigger), and deadlock with a reader between the two.
+    # And before the function: a partitioned store's appends lock it (the trigger on a
+    # partition they make refers to it) while they hold the table.
+    f"LOCK TABLE {EVENTS} IN ACCESS EXCLUSIVE MODE",
+    delete_refusal.FUNCTION,
     f"DROP TRIGGER IF EXISTS {EVENTS}_append_only ON {EVENTS}",
     f"""CREATE TRIGGER {EVENTS}_append_only BEFORE UPDATE ON {EVENTS}
     FOR EACH ROW EXECUTE FUNCTION eventcraft_refuse_change()""",
@@ -230,8 +232,6 @@ class PostgresRetention(Retention):
                         for statement in _INSTALL:
                             conn.execute(statement.encode())
             size = partitions.size_of(conn)
-            if size is not None:
-                partitions.guard(conn)  # DELETE refused on each partition too, not only on all
             newest = _newest(KEYS if size else EVENTS)
             rules = [_policy_rule(policy, now, newest) for policy in policies]
             rules += [_truncation_rule(cut, newest) for cut in truncations]
