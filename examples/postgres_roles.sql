@@ -28,6 +28,24 @@ GRANT INSERT, UPDATE ON :"schema".eventcraft_snapshots, :"schema".eventcraft_del
 -- Personal data: sealing adds a subject's key (INSERT); reading opens it (SELECT, above).
 -- No UPDATE: a forget rewrites the key table, which only its owner, the migration role, may.
 GRANT INSERT ON :"schema".eventcraft_keys TO :"writer";
+-- A partitioned store (?partition_events=N) keeps each event's id and stream version unique in
+-- eventcraft_event_keys, which an append writes (INSERT); a store made without the option has
+-- no such table, so the grant is made only where it is. psql does not put variables into the
+-- block's text: it reads them from two settings of this session.
+SET eventcraft.roles_schema = :"schema";
+SET eventcraft.roles_writer = :"writer";
+DO $$
+DECLARE
+    store text := current_setting('eventcraft.roles_schema');
+BEGIN
+    IF to_regclass(format('%I.eventcraft_event_keys', store)) IS NOT NULL THEN
+        EXECUTE format('GRANT INSERT ON %I.eventcraft_event_keys TO %I',
+            store, current_setting('eventcraft.roles_writer'));
+    END IF;
+END
+$$;
+RESET eventcraft.roles_schema;
+RESET eventcraft.roles_writer;
 -- The reader has no more: the console and the command line's read commands (log, show,
 -- event, streams, stats, trace, export, verify) work with it, and an append is refused
 -- as StorePermissionDenied naming the privilege it lacks. Its SELECT on eventcraft_keys

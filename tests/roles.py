@@ -63,7 +63,24 @@ def roles_sql(roles: StoreRoles, part: int) -> list[str]:
         line for line in (before, after)[part - 1].splitlines() if not line.startswith("--")
     )
     text = _VARIABLE.sub(lambda m: sql.Identifier(names[m.group(1)]).as_string(), text)
-    return [statement.strip() for statement in text.split(";") if statement.strip()]
+    return _statements(text)
+
+
+def _statements(text: str) -> list[str]:
+    """The statements of `text`, split at each `;` outside a `$$`-quoted body (a DO block's)."""
+    statements: list[str] = []
+    current = ""
+    for index, part in enumerate(text.split("$$")):
+        if index % 2:
+            current += f"$${part}$$"
+            continue
+        first, *rest = part.split(";")
+        current += first
+        for piece in rest:
+            statements.append(current)
+            current = piece
+    statements.append(current)
+    return [statement.strip() for statement in statements if statement.strip()]
 
 
 @contextmanager

@@ -28,6 +28,7 @@ from ..errors import EventStoreError, StorePermissionDenied
 from ..sql.deletion import DELETED_STREAMS
 from ..sql.schema import EVENTS, POSITION_SEQUENCE, SNAPSHOTS, STREAMS, TABLES, TAGS
 from .connections import ConnectionPool
+from .partitions import KEYS
 from .statements import store_error
 from .target import PostgresTarget
 
@@ -59,7 +60,10 @@ APPENDING = Use(
     "an append",
     _on("table", (EVENTS, STREAMS, DELETED_STREAMS), "SELECT")
     + _on("table", (EVENTS, TAGS, STREAMS), "INSERT")
-    + _on("sequence", (POSITION_SEQUENCE,), "USAGE"),
+    + _on("sequence", (POSITION_SEQUENCE,), "USAGE")
+    # A partitioned store's key table (partitions.py); a store without one has no such
+    # table, and what it does not have it cannot lack (`_LACKING` passes it by).
+    + _on("table", (KEYS,), "SELECT", "INSERT"),
 )
 SNAPSHOTTING = Use(
     "saving a snapshot",
@@ -107,10 +111,11 @@ def translated_alone(target: PostgresTarget, error: psycopg.Error, use: Use) -> 
         pool.close()
 
 
+# A table the store does not have (a key table of a store not partitioned) is not lacked.
 _LACKING = """
 SELECT n.kind, n.name, n.privilege, current_user, current_schema()
 FROM unnest(%s::text[], %s::text[], %s::text[]) AS n(kind, name, privilege)
-WHERE NOT CASE n.kind
+WHERE to_regclass(n.name) IS NOT NULL AND NOT CASE n.kind
     WHEN 'table' THEN has_table_privilege(to_regclass(n.name), n.privilege)
     ELSE has_sequence_privilege(to_regclass(n.name), n.privilege) END
 """

@@ -18,12 +18,14 @@ from eventcraft.eventstore import (
     EventStore,
     NewEvent,
     PostgresTarget,
+    StorePermissionDenied,
     UnsupportedStoreURL,
 )
 from eventcraft.eventstore.postgres import append_functions, partitions
 
 from ..conftest import PG_URL
 from ..processes import PROCESSES
+from ..roles import roles_sql, store_roles
 from . import partition_workers, workers
 from .tailing import tail_until_written
 
@@ -230,3 +232,30 @@ def test_a_partitioned_store_holds_the_function_its_parts_make(
     ).fetchone()
     assert row is not None
     assert f"AS $${row[0]}$$" in partitions.insert_events()
+
+
+def test_the_roles_script_grants_a_partitioned_stores_writer_its_keys_and_a_lack_is_named(
+    pg_url: str,
+) -> None:
+    """`examples/postgres_roles.sql` on a partitioned store: the application's role appends
+    (INSERT on the key table, granted where the table is); without that grant its append
+    is refused naming it, as any privilege an append lacks is."""
+    schema = _schema(pg_url)
+    with store_roles(schema, granted=False) as roles:
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            for statement in roles_sql(roles, 1):
+                conn.execute(statement.encode())
+            EventStore.open(f"{roles.url(roles.migrator)}&partition_events={SIZE}").close()
+            for statement in roles_sql(roles, 2):
+                conn.execute(statement.encode())
+        with EventStore.open(roles.url(roles.writer)) as store:
+            store.append("order-1", [NewEvent("Placed", {"i": i}) for i in range(12)])
+            assert store.stream_version("order-1") == 12
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(f'REVOKE INSERT ON {schema}.eventcraft_event_keys FROM "{roles.writer}"')
+        with EventStore.open(roles.url(roles.writer)) as store:
+            with pytest.raises(StorePermissionDenied) as refused:
+                store.append("order-2", [NewEvent("Placed", {})])
+            assert store.high_water_mark() == 12
+    assert f"lacks INSERT on table {schema}.eventcraft_event_keys" in str(refused.value)
+    assert "an append needs it" in str(refused.value)
