@@ -41,6 +41,7 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -177,8 +178,9 @@ class Sizes:
     """100-event appends whose WAL bytes are counted, on each side."""
 
 
-FULL = Sizes(1000, 4, 250, 1000, 300, 200, 3000, 400, 100_000, 50, 20)
-"""About ten minutes on a 2-core machine with others at work on it."""
+FULL = Sizes(5000, 4, 1000, 3000, 1000, 400, 16000, 2000, 200_000, 200, 50)
+"""About ten minutes on this 2-core machine while others load it (load average 6 to 8):
+a round takes 2.5 minutes there."""
 QUICK = Sizes(300, 4, 100, 300, 100, 48, 1500, 100, 10_000, 20, 10)
 """`--quick`: under a minute."""
 
@@ -288,9 +290,16 @@ def decisions(round_: int, prefix: str, sizes: Sizes) -> dict[str, Pair]:
 # Group commit: 16 callers, on the disk and without it.
 
 
-def grouped(round_: int, prefix: str, appends: int, disk: bool) -> dict[str, Pair]:
+def grouped(
+    round_: int, prefix: str, appends: int, disk: bool, server: str = ""
+) -> dict[str, Pair]:
     """Threads and tasks appending through grouped stores beside raw inserts from as many
-    connections, on the server `contenders.PG` names now."""
+    connections, on the shared server, or on `server` (the one without a disk)."""
+    with on_server(server or contenders.PG):
+        return _grouped(round_, prefix, appends, disk)
+
+
+def _grouped(round_: int, prefix: str, appends: int, disk: bool) -> dict[str, Pair]:
     rates = _turned(
         [
             (
@@ -486,16 +495,21 @@ def run(rounds: int, sizes: Sizes, prefix: str, folder: Path) -> Results:
             for round_ in range(rounds):
                 results.load.append(list(os.getloadavg()))
                 print(f"round {round_ + 1} of {rounds}, load {_load()}", flush=True)
-                results.add(singles.singles(round_, sizes.single))
-                results.add(singles.writers(round_, pool, manager, sizes))
-                results.add(decisions(round_, prefix, sizes))
-                results.add(grouped(round_, prefix, sizes.appends, disk=True))
-                with on_server(no_disk):
-                    results.add(grouped(round_, prefix, sizes.appends, disk=False))
-                results.add(sqlite_batches(round_, folder, sizes.batches))
-                results.add(logs.wal(round_, sizes.wal_appends))
-                results.add(logs.pages(round_, sizes.pages, rng))
-                _print_round(results, round_)
+                parts: list[Callable[[], dict[str, Pair]]] = [
+                    partial(singles.singles, round_, sizes.single),
+                    partial(singles.writers, round_, pool, manager, sizes),
+                    partial(decisions, round_, prefix, sizes),
+                    partial(grouped, round_, prefix, sizes.appends, disk=True),
+                    partial(grouped, round_, prefix, sizes.appends, disk=False, server=no_disk),
+                    partial(sqlite_batches, round_, folder, sizes.batches),
+                    partial(logs.wal, round_, sizes.wal_appends),
+                    partial(logs.pages, round_, sizes.pages, rng),
+                ]
+                for part in parts:
+                    began = time.perf_counter()
+                    found = part()
+                    results.add(found)
+                    _print_part(found, time.perf_counter() - began)
     finally:
         singles.close()
         logs.close()
@@ -513,11 +527,12 @@ def _load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def _print_round(results: Results, round_: int) -> None:
-    for measure in MEASURES:
-        pair = results.pairs[measure.name][round_]
+def _print_part(found: dict[str, Pair], seconds: float) -> None:
+    """A part's figures as it ends: eventcraft's, the floor's, the ratio; its seconds."""
+    for n, (name, pair) in enumerate(found.items()):
+        took = f"({seconds:.1f} s)" if n == 0 else ""
         print(
-            f"  {measure.name:42} {pair.eventcraft:>12,.1f} {pair.floor:>12,.1f} {pair.ratio:6.2f}",
+            f"  {name:42} {pair.eventcraft:>12,.1f} {pair.floor:>12,.1f} {pair.ratio:6.2f} {took}",
             flush=True,
         )
 
