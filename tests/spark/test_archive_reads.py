@@ -92,3 +92,40 @@ def test_an_executors_range_planned_before_a_run_reads_what_it_removed_from_the_
     plans = [pa.RecordBatch.from_pydict({"id": list(range(len(bounds)))})]
     batches = list(_read_ranges(url, bounds, None, None, iter(plans)))
     assert [i for batch in batches for i in batch.column("id").to_pylist()] == whole
+
+
+def test_a_replay_planned_before_a_run_removed_what_it_reads_folds_every_event(
+    spark: Any, sqlite_url: str, tmp_path: Path, monkeypatch: Any
+) -> None:
+    import importlib
+
+    from eventcraft.projections import ProjectionRunner
+    from eventcraft.projections.spark import replay
+
+    from examples.read_models import account_balances
+
+    from .histories import append, balance_rows
+
+    replays = importlib.import_module("eventcraft.projections.spark.replay")
+    history = [[(n % 7, kind, 100 + n)] for n, kind in enumerate(["open", "deposit"] * 15)]
+    with (
+        EventStore.open(sqlite_url) as store,
+        ProjectionRunner(store, [account_balances]) as runner,
+    ):
+        append(store, history)
+        runner.catch_up()
+        before = balance_rows(runner)
+        planned = replays.read_whole_log
+
+        def then_a_run(*args: Any, **kwargs: Any) -> Any:
+            # The job is planned with the mark at 0; the run removes what it will read.
+            whole = planned(*args, **kwargs)
+            policy = [RetentionPolicy("account", max_count=1)]
+            retention.apply(store, policy, [], str(tmp_path / "archive"))
+            return whole
+
+        monkeypatch.setattr(replays, "read_whole_log", then_a_run)
+        report = replay(account_balances, sqlite_url, spark=spark)
+        assert store.low_water_mark() == 30 and report.read_path == "python"
+        assert report.events == 30
+        assert balance_rows(runner) == before
