@@ -384,3 +384,32 @@ def test_a_memory_store_with_archive_reads_as_without(opener: Opener) -> None:
     store.append("order-1", [NewEvent("Paid", {}), NewEvent("Paid", {})])
     assert [e.position for e in store.read_all(types=["Paid"])] == [1, 2]
     assert [e.version for e in store.read_stream("order-1", backwards=True)] == [2, 1]
+
+
+def test_personal_fields_archived_sealed_read_opened_and_forgotten_through_the_archive(
+    sqlite_url: str, tmp_path: Path, opener: Opener
+) -> None:
+    from typing import Annotated
+
+    from eventcraft.eventstore import FORGOTTEN, Personal
+    from pydantic import BaseModel
+
+    class Registered(BaseModel):
+        customer_id: str
+        name: Annotated[str, Personal(subject="customer_id")]
+
+    with EventStore.open(sqlite_url) as store:
+        for _ in range(3):
+            store.append(
+                "order-1", [NewEvent("Registered", Registered(customer_id="c7", name="Ann"))]
+            )
+        assert retention.apply(store, ORDERS, [], str(tmp_path / "archive")).run.removed == 2
+    parquet = b"".join(p.read_bytes() for p in (tmp_path / "archive").rglob("*.parquet"))
+    assert b"Ann" not in parquet  # sealed in the archive
+
+    store = opener(sqlite_url, archive=True)
+    assert [e.data["name"] for e in store.read_stream("order-1")] == ["Ann"] * 3
+    sealed = opener(sqlite_url, archive=True, sealed=True)
+    assert all("Ann" not in json.dumps(e.data) for e in sealed.read_all())
+    store.forget("c7")
+    assert [e.data["name"] for e in store.read_all()][:3] == [FORGOTTEN] * 3
