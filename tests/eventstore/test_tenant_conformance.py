@@ -2,7 +2,9 @@
 the store's conformance suite on every backend: whatever is built on a store works on a
 tenant's unchanged. On memory and SQLite another tenant's store holds events the whole
 time, which no test of the suite may see, and so do another tenant's rows in the tables of
-tenants side by side (`tenancy=shared`), the other tenant appending first."""
+tenants side by side (`tenancy=shared`), the other tenant appending first: made and used
+by a superuser, and by a role that row-level security holds (the tables' owner, forced),
+whose statements PostgreSQL plans under the policies."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
@@ -27,19 +30,29 @@ from ..conftest import PG_URL, _need_postgres
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres", "side-by-side"])
+@pytest.fixture(params=["memory", "sqlite", "postgres", "side-by-side", "side-by-side-role"])
 def tenant_template(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """Where each tenant's store is, new for each test, on each backend in turn."""
     if request.param == "memory":
         yield "memory://"
     elif request.param == "sqlite":
         yield f"sqlite:///{tmp_path}/{{tenant}}.db"
-    elif request.param == "side-by-side":
+    elif request.param.startswith("side-by-side"):
         _need_postgres()
         schema = f"t_{uuid.uuid4().hex[:10]}"
-        yield f"{PG_URL}?schema={schema}&tenancy=shared"
+        if request.param == "side-by-side":
+            yield f"{PG_URL}?schema={schema}&tenancy=shared"
+        else:
+            with psycopg.connect(PG_URL, autocommit=True) as conn:
+                conn.execute(f"CREATE ROLE {schema} LOGIN")  # no superuser: RLS holds it
+                for name in (schema, f"{schema}__rows"):
+                    conn.execute(f'CREATE SCHEMA "{name}" AUTHORIZATION {schema}')
+            parts = urlsplit(PG_URL)
+            host = parts.netloc.rpartition("@")[2]
+            yield f"postgresql://{schema}@{host}{parts.path}?schema={schema}&tenancy=shared"
         with psycopg.connect(PG_URL, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}", "{schema}__rows" CASCADE')
+            conn.execute(f"DROP ROLE IF EXISTS {schema}")
     else:
         _need_postgres()
         prefix = f"t_{uuid.uuid4().hex[:10]}"

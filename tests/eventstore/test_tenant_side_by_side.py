@@ -341,3 +341,55 @@ def test_the_command_line_lists_and_drops_tenants_side_by_side(
     with Tenants(shared) as tenants:
         assert tenants.known() == ["acme"]
         assert [e.data["tenant"] for e in tenants.for_tenant("acme").read_all()] == ["acme"]
+
+
+def test_under_row_level_security_every_read_can_walk_an_index(schema: str) -> None:
+    """Planned under the policies (the tables' owner no superuser, security forced), each
+    read of the store walks an index that begins with the tenant: PostgreSQL walks one
+    only by leakproof operators there, and the hash a store of its own keys its type and
+    category indexes by is not one (a read by type scanned every tenant's rows)."""
+    rows = f"{schema}__rows"
+    with store_roles(schema, granted=False) as roles:
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            for name in (schema, rows):
+                conn.execute(
+                    sql.SQL("CREATE SCHEMA {} AUTHORIZATION {}").format(
+                        sql.Identifier(name), sql.Identifier(roles.migrator)
+                    )
+                )
+        url = roles.url(roles.migrator) + "&tenancy=shared"
+        event_id = uuid.uuid4()
+        for tenant in ["acme", "globex"]:
+            with EventStore.open(f"{url}&tenant={tenant}") as store:
+                for n in range(20):
+                    store.append(f"order-{n}", [placed(tenant, i) for i in range(50)])
+                store.append("rare-1", [NewEvent("Rare", {"tenant": tenant}, id=event_id)])
+        # Each read, and what its index walk is bounded by besides the tenant.
+        reads = [
+            (*statements.read_all_query(None, None), '"position" >'),
+            (*statements.read_all_query(["rare"], None), "category = 'rare'"),
+            (*statements.read_all_query(None, ["Rare"]), "type = 'Rare'"),
+            (statements.READ_STREAM_FORWARDS, {"stream": "order-3"}, "stream_id = 'order-3'"),
+            (statements.EVENT_BY_ID, {}, "id = "),
+            (statements.STREAM_VERSION, {}, "stream_id = "),
+        ]
+        params: dict[str, Any] = {"start": 0, "count": 10, "last": 10**6}
+        with psycopg.connect(roles.url(roles.migrator).partition("?")[0], autocommit=True) as conn:
+            conn.execute(f'ANALYZE "{rows}".eventcraft_events')
+            conn.execute(f"SET search_path = {schema}")
+            conn.execute("SET eventcraft.tenant = 'acme'")
+            conn.execute("SET enable_seqscan = off")  # a scan now: no index could serve
+            for query, given, bound in reads:
+                if query == statements.EVENT_BY_ID:
+                    explained = conn.execute(f"EXPLAIN {query}", (event_id,))
+                elif query == statements.STREAM_VERSION:
+                    explained = conn.execute(f"EXPLAIN {query}", ("order-3",))
+                else:
+                    explained = conn.execute(f"EXPLAIN {query}", {**params, **given})
+                plan = "\n".join(row[0] for row in explained.fetchall())
+                assert "Seq Scan" not in plan, (query, plan)
+                walks = [line for line in plan.splitlines() if "Index Cond: ((tenant = " in line]
+                assert walks and all(bound in line for line in walks), (query, plan)
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            for name in (schema, rows):
+                conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
