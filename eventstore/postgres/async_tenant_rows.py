@@ -72,7 +72,7 @@ class AsyncSideBySideBackend(AsyncPostgresBackend):
         )
 
         async def save(conn: Conn) -> int:
-            cursor = await conn.execute(layout.SAVE_SNAPSHOT, params)
+            cursor = await conn.execute(layout.save_snapshot(), params)
             row = await cursor.fetchone()
             return int(row[0]) if row else 0
 

@@ -50,6 +50,8 @@ UPDATE`), which holds off every append of the tenant as the append lock did.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from dataclasses import replace
 from typing import Any
 
@@ -194,7 +196,7 @@ def _views(schema: str, rows: str) -> list[str]:
 
 
 TAKE_POSITIONS = f"""
-CREATE FUNCTION eventcraft_take_positions(p_count integer) RETURNS bigint[]
+CREATE OR REPLACE FUNCTION eventcraft_take_positions(p_count integer) RETURNS bigint[]
 LANGUAGE plpgsql AS $$
 -- The next p_count positions of the session's tenant: its row locked until the
 -- transaction ends (why: eventstore/postgres/side_by_side_layout.py).
@@ -225,45 +227,62 @@ def _replaced(text: str, *changes: tuple[str, str]) -> str:
 
 
 _NEXTVAL = f"nextval('{POSITION_SEQUENCE}')"
+_MANY_NEXTVAL = f"ARRAY(SELECT {_NEXTVAL} FROM generate_series(1, n))"
 _SHARED_LOCK = f"PERFORM pg_advisory_xact_lock_shared({LOG_LOCK_KEY});"
 _EXCLUSIVE_LOCK = f"PERFORM pg_advisory_xact_lock({LOG_LOCK_KEY});"
 _NO_SHARED_LOCK = "-- Positions come from the tenant's row: no append lock to take."
 
-FUNCTIONS = [
-    append_functions.STREAM_VERSION,
-    TAKE_POSITIONS,
-    _replaced(
-        append_functions.INSERT_EVENTS,
-        (f"ARRAY(SELECT {_NEXTVAL} FROM generate_series(1, n))", "eventcraft_take_positions(n)"),
-        (_NEXTVAL, "(eventcraft_take_positions(1))[1]"),
-        ("ON CONFLICT (stream_id) DO NOTHING", "ON CONFLICT DO NOTHING"),
-    ),
-    _replaced(append_functions.APPEND, (_SHARED_LOCK, _NO_SHARED_LOCK)),
-    tag_functions.QUERY_POSITIONS,
-    tag_functions.FIRST_MATCH,
-    _replaced(tag_functions.LOCK_FOR, (_EXCLUSIVE_LOCK, f"{_LOCK_TENANT};")),
-    tag_functions.READ_LOCKED,
-    _replaced(append_functions.APPEND_GROUP_FUNCTION, (_SHARED_LOCK, _NO_SHARED_LOCK)),
-    *[
-        _replaced(
-            text,
-            (_EXCLUSIVE_LOCK, f"{_LOCK_TENANT};"),
-            ("ON CONFLICT (stream_id) DO UPDATE", "ON CONFLICT (tenant, stream_id) DO UPDATE"),
-        )
-        if "eventcraft_delete_stream" in text
-        else text
-        for text in deletion.ddl()[1:]  # the functions; the table is above
-    ],
-]
-"""The store's functions, made in the views' schema, where they read and write the views.
-Each is the one a store of its own has but for what `_replaced` changes: positions from
-the tenant's row, the tenant's row for the exclusive append lock, and ON CONFLICT keys."""
 
-SAVE_SNAPSHOT = _replaced(
-    statements.SAVE_SNAPSHOT,
-    ("ON CONFLICT (stream_id)", "ON CONFLICT (tenant, stream_id)"),
-)
-"""`statements.SAVE_SNAPSHOT`, its conflict on the view's key (the tenant, the stream)."""
+@functools.cache
+def functions() -> tuple[str, ...]:
+    """The store's functions, made in the views' schema, where they read and write the
+    views. Each is the one a store of its own has but for what `_replaced` changes:
+    positions from the tenant's row, the tenant's row for the exclusive append lock, and
+    ON CONFLICT keys. Made when first asked (a tenant's open), so that a change upstream
+    that `_replaced` no longer finds fails side by side alone, loudly."""
+    return (
+        append_functions.STREAM_VERSION,
+        TAKE_POSITIONS,
+        _replaced(
+            append_functions.INSERT_EVENTS,
+            (_MANY_NEXTVAL, "eventcraft_take_positions(n)"),
+            (_NEXTVAL, "(eventcraft_take_positions(1))[1]"),
+            ("ON CONFLICT (stream_id) DO NOTHING", "ON CONFLICT DO NOTHING"),
+        ),
+        _replaced(append_functions.APPEND, (_SHARED_LOCK, _NO_SHARED_LOCK)),
+        tag_functions.QUERY_POSITIONS,
+        tag_functions.FIRST_MATCH,
+        _replaced(tag_functions.LOCK_FOR, (_EXCLUSIVE_LOCK, f"{_LOCK_TENANT};")),
+        tag_functions.READ_LOCKED,
+        _replaced(append_functions.APPEND_GROUP_FUNCTION, (_SHARED_LOCK, _NO_SHARED_LOCK)),
+        *[
+            _replaced(
+                text,
+                (_EXCLUSIVE_LOCK, f"{_LOCK_TENANT};"),
+                ("ON CONFLICT (stream_id) DO UPDATE", "ON CONFLICT (tenant, stream_id) DO UPDATE"),
+            )
+            if "eventcraft_delete_stream" in text
+            else text
+            for text in deletion.ddl()[1:]  # the functions; the table is above
+        ],
+    )
+
+
+def layout_mark() -> str:
+    """The comment on the views' schema: `LAYOUT` and a digest of `functions()`, so that an
+    open after a release that changed them replaces them."""
+    digest = hashlib.sha256("\n".join(functions()).encode()).hexdigest()[:16]
+    return f"{LAYOUT}; functions {digest}"
+
+
+@functools.cache
+def save_snapshot() -> str:
+    """`statements.SAVE_SNAPSHOT`, its conflict on the view's key (the tenant, the stream)."""
+    return _replaced(
+        statements.SAVE_SNAPSHOT,
+        ("ON CONFLICT (stream_id)", "ON CONFLICT (tenant, stream_id)"),
+    )
+
 
 HEAD = f"SELECT greatest(head, %s) FROM {TENANTS}"
 """The high-water mark above a position: the tenant's head (why: the module's docstring)."""
@@ -276,8 +295,8 @@ def ddl(schema: str, rows: str) -> list[str]:
         *_security(rows),
         *_views(schema, rows),
         f'SET LOCAL search_path TO "{schema}"',
-        *FUNCTIONS,
-        f"COMMENT ON SCHEMA \"{schema}\" IS '{LAYOUT}'",
+        *functions(),
+        f"COMMENT ON SCHEMA \"{schema}\" IS '{layout_mark()}'",
     ]
 
 
@@ -293,7 +312,7 @@ def prepare(shared: SideBySide) -> bytes:
 
 
 def _prepare(conn: psycopg.Connection[Any], shared: SideBySide) -> None:
-    if _layout(conn, shared.schema) != LAYOUT:
+    if _layout(conn, shared.schema) != layout_mark():
         with conn.transaction():
             conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"eventcraft:{shared.schema}",)
@@ -307,7 +326,15 @@ def _prepare(conn: psycopg.Connection[Any], shared: SideBySide) -> None:
                     if not conn.execute(_SCHEMA, (name,)).fetchone():
                         conn.execute(f'CREATE SCHEMA "{name}"')
                 conn.execute(";\n".join(ddl(shared.schema, shared.rows)).encode(), prepare=False)
-            elif found != LAYOUT:
+            elif _made(found) and found != layout_mark():
+                # Made by another release: this release's functions replace its own.
+                replaced = [
+                    f'SET LOCAL search_path TO "{shared.schema}"',
+                    *functions(),
+                    f"COMMENT ON SCHEMA \"{shared.schema}\" IS '{layout_mark()}'",
+                ]
+                conn.execute(";\n".join(replaced).encode(), prepare=False)
+            elif not _made(found):
                 raise _taken(shared, f"its comment says {found!r}")
     if shared.tenant is not None:
         conn.execute(
@@ -317,6 +344,11 @@ def _prepare(conn: psycopg.Connection[Any], shared: SideBySide) -> None:
 
 
 _SCHEMA = "SELECT 1 FROM pg_namespace WHERE nspname = %s"
+
+
+def _made(comment: str | None) -> bool:
+    """Whether a schema's comment says the layout is there (of this release or another)."""
+    return comment is not None and (comment == LAYOUT or comment.startswith(f"{LAYOUT}; "))
 
 
 def _layout(conn: psycopg.Connection[Any], schema: str) -> str | None:
@@ -352,7 +384,7 @@ def tenant_exists(shared: SideBySide, tenant: str) -> bool:
     """Whether `tenant` has a row (a store) side by side at `shared`."""
     target = _as_tenant(shared, tenant)
     with psycopg.connect(target.conninfo, **target.connect_arguments(), autocommit=True) as conn:
-        if _layout(conn, shared.schema) != LAYOUT:
+        if not _made(_layout(conn, shared.schema)):
             return False
         row = conn.execute(f'SELECT count(*) FROM "{shared.schema}".{TENANTS}').fetchone()
         return bool(row and row[0])
@@ -363,7 +395,7 @@ def known(shared: SideBySide) -> list[str]:
     (the role that made the store sees them all; another, none but its setting's)."""
     target = shared.target
     with psycopg.connect(target.conninfo, **target.connect_arguments(), autocommit=True) as conn:
-        if _layout(conn, shared.schema) != LAYOUT:
+        if not _made(_layout(conn, shared.schema)):
             return []
         rows = conn.execute(f'SELECT tenant FROM "{shared.rows}".{TENANTS} ORDER BY tenant')
         return [str(row[0]) for row in rows.fetchall()]
@@ -374,7 +406,7 @@ def drop_tenant(shared: SideBySide, tenant: str) -> bool:
     keys, its row of tenants) in one transaction; whether it had a row."""
     target = _as_tenant(shared, tenant)
     with psycopg.connect(target.conninfo, **target.connect_arguments()) as conn:
-        if _layout(conn, shared.schema) != LAYOUT:
+        if not _made(_layout(conn, shared.schema)):
             return False
         r = f'"{shared.rows}"'
         conn.execute("SELECT set_config(%s, %s, true)", (DROPPING, tenant))

@@ -59,7 +59,7 @@ class SideBySideBackend(PostgresBackend):
         )
 
         def save(conn: Conn) -> int:
-            cursor = conn.execute(layout.SAVE_SNAPSHOT, params)
+            cursor = conn.execute(layout.save_snapshot(), params)
             row = cursor.fetchone()
             return int(row[0]) if row else 0
 

@@ -24,6 +24,7 @@ from eventcraft.eventstore import (
     InvalidTenant,
     NewEvent,
     Personal,
+    StoreUnavailable,
     Tenants,
     UnsupportedStoreURL,
     WrongExpectedVersion,
@@ -393,3 +394,24 @@ def test_under_row_level_security_every_read_can_walk_an_index(schema: str) -> N
         with psycopg.connect(PG_URL, autocommit=True) as conn:
             for name in (schema, rows):
                 conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
+
+
+def test_an_open_replaces_the_functions_another_release_made(shared: str, schema: str) -> None:
+    with EventStore.open(f"{shared}&tenant=acme") as acme:
+        acme.append("order-1", [placed("acme")])
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        # As a release with other functions left them: one that hands out nothing.
+        conn.execute(
+            f'CREATE OR REPLACE FUNCTION "{schema}".eventcraft_take_positions(p_count integer) '
+            "RETURNS bigint[] LANGUAGE sql AS $$ SELECT NULL::bigint[] $$"
+        )
+        conn.execute(
+            f'COMMENT ON SCHEMA "{schema}" IS \'eventcraft tenants side by side, layout 1; '
+            "functions 0123456789abcdef'"
+        )
+    with EventStore.open(f"{shared}&tenant=acme") as acme:
+        assert acme.append("order-1", [placed("acme")]).positions == (2,)
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f"COMMENT ON SCHEMA \"{schema}\" IS 'some other layout'")
+    with pytest.raises(StoreUnavailable, match="its comment says 'some other layout'"):
+        EventStore.open(f"{shared}&tenant=acme")
