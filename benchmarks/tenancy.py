@@ -34,7 +34,9 @@ by round:
   place in it.
 
 Prints events/s (medians) and each ratio side by side / untenanted (the median of the
-rounds' ratios).
+rounds' ratios). `--as-role` makes and uses the side-by-side tables as a role of the
+benchmark's own, no superuser, so that row-level security holds its statements (a
+superuser, and so a layout a superuser owns, passes every policy).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from eventcraft.eventstore import EventStore, NewEvent, Tenants
@@ -245,6 +248,15 @@ def side_by_side(options: argparse.Namespace) -> None:
         prefix = f"bs_{uuid.uuid4().hex[:8]}"
         base_url = f"{PG}{separator}schema={prefix}_base&application_name={BASE}"
         shared = f"{PG}{separator}schema={prefix}&tenancy=shared&application_name={TENANTS}"
+        if options.as_role:
+            with psycopg.connect(PG, autocommit=True) as conn:
+                conn.execute(f"CREATE ROLE {prefix} LOGIN")
+                for schema in (prefix, f"{prefix}__rows"):
+                    conn.execute(f'CREATE SCHEMA "{schema}" AUTHORIZATION {prefix}')
+            parts = urlsplit(shared)
+            shared = urlunsplit(
+                parts._replace(netloc=f"{prefix}@{parts.netloc.rpartition('@')[2]}")
+            )
         names = [f"t{n:05d}" for n in range(size)]
         per = options.total // size
         rates: dict[str, list[float]] = defaultdict(list)
@@ -278,6 +290,7 @@ def side_by_side(options: argparse.Namespace) -> None:
             with psycopg.connect(PG, autocommit=True) as conn:
                 for schema in (prefix, f"{prefix}__rows", f"{prefix}_base"):
                     conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+                conn.execute(f"DROP ROLE IF EXISTS {prefix}")
 
         def ratio(ours: str, reference: str, rates: dict[str, list[float]] = rates) -> float:
             pairs = zip(rates[ours], rates[reference], strict=True)
@@ -292,7 +305,11 @@ def side_by_side(options: argparse.Namespace) -> None:
                 "catch-up": ratio("catch-up, side by side", "catch-up, untenanted"),
             },
         }
-    print(f"\ntenants side by side; {options.total:,} events in all; {options.threads} threads")
+    held = "as a role row-level security holds" if options.as_role else "as the server's user"
+    print(
+        f"\ntenants side by side, {held}; {options.total:,} events in all; "
+        f"{options.threads} threads"
+    )
     for tenants_side_by_side, result in results.items():
         medians, ratios = result["rates"], result["ratios"]
         assert isinstance(medians, dict) and isinstance(ratios, dict)
@@ -319,6 +336,7 @@ def main() -> None:
     parser.add_argument("--side-by-side", action="store_true", help="tenancy=shared instead")
     parser.add_argument("--sizes", default="1,100,10000", help="side by side: tenants, each")
     parser.add_argument("--total", type=int, default=1_000_000, help="side by side: events")
+    parser.add_argument("--as-role", action="store_true", help="side by side: under RLS")
     options = parser.parse_args()
     if options.side_by_side:
         side_by_side(options)
