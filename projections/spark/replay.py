@@ -42,6 +42,7 @@ from ..swap import new_generation, swap_in
 from .aggregate import aggregated, write
 from .archive import Archive, ArchiveError
 from .folding import KEYED_DDL, WRITTEN_DDL, FoldTask, fold_and_write, keyed
+from .jdbc import JDBC
 from .personal import opened
 from .progress import stage_progress
 from .rows import EVENT_DDL
@@ -49,6 +50,14 @@ from .source import check_readable
 from .whole_log import read_whole_log
 
 _SWAP_BATCH = 10_000
+_ATTEMPTS = 3
+"""Replays begun before one gives up on retention runs that keep moving the mark."""
+
+
+class ReplayOutrun(ProjectionError):
+    """A retention run moved the low-water mark while the JDBC source read the store: the
+    job may have missed what it removed; nothing was swapped in, and `replay` tries again
+    (the next job reads those events from the archive)."""
 
 
 @dataclass(frozen=True)
@@ -159,9 +168,15 @@ def replay(
         raise DefinitionError(f"source is an Archive or None (the store), not {source!r}")
     with telemetry.spark_run("replay", fold.name) as run:
         keys_url = check_readable(keys) if keys is not None else store_url
-        report = _replay(
-            fold, store_url, database_url, keys_url, spark, source, partitions, progress
-        )
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                report = _replay(
+                    fold, store_url, database_url, keys_url, spark, source, partitions, progress
+                )
+                break
+            except ReplayOutrun:
+                if attempt == _ATTEMPTS:
+                    raise
         run.finished(
             read_path=report.read_path,
             events=report.events,
@@ -197,7 +212,7 @@ def _replay(
             # reducer fold's aggregation would shuffle anyway).
             python_fold = not isinstance(fold, ReducerFold)
             key = fold.key if python_fold and isinstance(fold.key, StreamKey) else None
-            events, path, by_key = read_whole_log(
+            whole = read_whole_log(
                 spark,
                 store_url,
                 upto=upto,
@@ -206,6 +221,7 @@ def _replay(
                 partitions=partitions,
                 key=key,
             )
+            events, path, by_key = whole.events, whole.path, whole.by_key
         else:
             upto = source.last_position(spark)
             if upto > head:
@@ -240,6 +256,17 @@ def _replay(
             except (CapturedException, Py4JJavaError) as error:
                 # Failed in the JVM: a SQL aggregation (an overflowing Sum), a JDBC write.
                 raise ReplayFailed.of_jvm(fold.name, error) from error
+        if source is None and path.endswith(JDBC) and whole.mark < upto:
+            # The JDBC source read the store above the mark the driver read: a retention
+            # run that committed meanwhile removed rows it may have read as missing, which
+            # (unlike the Python workers' reads) it cannot take from the archive.
+            moved = store.low_water_mark()
+            if moved > whole.mark:
+                raise ReplayOutrun(
+                    f"replay of {fold.name!r}: a retention run moved the low-water mark from "
+                    f"{whole.mark} to {moved} while the JDBC source read the store: nothing "
+                    "was swapped in"
+                )
         position, caught_up = swap_in(
             store, runner.database, fold, generation, upto, batch_size=_SWAP_BATCH
         )

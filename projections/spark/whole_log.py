@@ -2,7 +2,11 @@
 low-water mark, then the store after it (`projections/log_start.py` does the same for
 the in-process runner). Below the mark the store has holes; the archive has none. The
 archive is checked by the in-process readers' own check (`log_start.archive_below`), so
-one that is missing or ends below the mark raises the same `ArchiveBroken` here."""
+one that is missing or ends below the mark raises the same `ArchiveBroken` here.
+
+A run that commits while the job reads removes rows the driver's mark said were in the
+store. Python workers read with `archive=True` and take those from the archive; the JDBC
+source cannot, so a replay checks the mark after its job (`replay.py`)."""
 
 from __future__ import annotations
 
@@ -26,6 +30,8 @@ class WholeLog(NamedTuple):
     """How it was read: "jdbc" or "python", "archive+" before it when the archive was too."""
     by_key: bool
     """Each partition holds every event of its keys (`read_jdbc_by_key`)."""
+    mark: int = 0
+    """The low-water mark the store was read above (the archive read up to it)."""
 
 
 def read_whole_log(
@@ -69,11 +75,11 @@ def read_whole_log(
         spark, url, after=mark, upto=upto, categories=categories, types=types, partitions=partitions
     )
     if archive is None:
-        return WholeLog(live, path, by_key=False)
+        return WholeLog(live, path, by_key=False, mark=mark)
     archived = Archive(archive).read(spark)
     archived = archived.where(archived.position <= mark)
     if categories is not None:
         archived = archived.where(F.substring_index("stream_id", "-", 1).isin(list(categories)))
     if types is not None:
         archived = archived.where(archived.type.isin(list(types)))
-    return WholeLog(archived.unionByName(live), f"archive+{path}", by_key=False)
+    return WholeLog(archived.unionByName(live), f"archive+{path}", by_key=False, mark=mark)

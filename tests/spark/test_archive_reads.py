@@ -95,8 +95,10 @@ def test_an_executors_range_planned_before_a_run_reads_what_it_removed_from_the_
 
 
 def test_a_replay_planned_before_a_run_removed_what_it_reads_folds_every_event(
-    spark: Any, sqlite_url: str, tmp_path: Path, monkeypatch: Any
+    spark: Any, shared_store_url: str, tmp_path: Path, monkeypatch: Any
 ) -> None:
+    """Python workers take what the run removed from the archive; the JDBC source cannot,
+    so the replay sees the mark moved after its job, swaps nothing in, and runs again."""
     import importlib
 
     from eventcraft.projections import ProjectionRunner
@@ -106,26 +108,31 @@ def test_a_replay_planned_before_a_run_removed_what_it_reads_folds_every_event(
 
     from .histories import append, balance_rows
 
+    url = shared_store_url
     replays = importlib.import_module("eventcraft.projections.spark.replay")
     history = [[(n % 7, kind, 100 + n)] for n, kind in enumerate(["open", "deposit"] * 15)]
-    with (
-        EventStore.open(sqlite_url) as store,
-        ProjectionRunner(store, [account_balances]) as runner,
-    ):
+    with EventStore.open(url) as store, ProjectionRunner(store, [account_balances]) as runner:
         append(store, history)
         runner.catch_up()
         before = balance_rows(runner)
         planned = replays.read_whole_log
+        paths = []
 
         def then_a_run(*args: Any, **kwargs: Any) -> Any:
             # The job is planned with the mark at 0; the run removes what it will read.
             whole = planned(*args, **kwargs)
-            policy = [RetentionPolicy("account", max_count=1)]
-            retention.apply(store, policy, [], str(tmp_path / "archive"))
+            paths.append(whole.path)
+            if len(paths) == 1:
+                policy = [RetentionPolicy("account", max_count=1)]
+                retention.apply(store, policy, [], str(tmp_path / "archive"))
             return whole
 
         monkeypatch.setattr(replays, "read_whole_log", then_a_run)
-        report = replay(account_balances, sqlite_url, spark=spark)
-        assert store.low_water_mark() == 30 and report.read_path == "python"
+        report = replay(account_balances, url, spark=spark)
+        assert store.low_water_mark() == 30
         assert report.events == 30
         assert balance_rows(runner) == before
+    if url.startswith("sqlite"):
+        assert paths == ["python"]
+    else:
+        assert paths == ["jdbc", "archive+jdbc"]  # the first job's read was outrun
