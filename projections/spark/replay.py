@@ -127,6 +127,11 @@ def replay(
     `keys` is the URL of the store's key store when it is not the store's
     own database: personal fields are opened with it as the events are read.
 
+    After retention, the store is read from its archive up to the low-water mark.
+    A retention run that moves the mark while the job reads is read from the archive
+    by Python workers; under the JDBC source the replay swaps nothing in and runs
+    again (`ReplayOutrun`, a `ProjectionError`, after 3 jobs outrun).
+
     Example::
 
         # needs: spark
