@@ -46,7 +46,7 @@ never removed, and no append draws a position below the head.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +54,7 @@ import psycopg
 from psycopg import sql
 
 from ..retention import rest
+from ..sql.deletion import DELETED_STREAMS
 from ..sql.schema import EVENTS, TAGS
 from . import partitions
 from .partitions import KEYS, PARTITION
@@ -104,21 +105,25 @@ def replace(
     conn: psycopg.Connection[Any],
     size: int,
     up_to: int,
-    rules: Sequence[Rule],
-    deleted: Rule,
+    rules_for: Callable[[str], tuple[Sequence[Rule], Rule]],
     pace: float = 1.0,
 ) -> Replaced | None:
     """In a run's transaction (`SET LOCAL eventcraft.retention`): replace each partition
-    wholly at or below `up_to` that `rules` or `deleted` (the deleted-streams rule) take
-    rows from, or that is `PENDING`, by a table of the rows they leave. None when the
-    events table's lock was not had within `SWAP_LOCK_TIMEOUT`: then nothing was changed
-    (the caller deletes the rows instead, and marks the partitions with `mark_pending`)."""
+    wholly at or below `up_to` that the run's rules take rows from, or that is `PENDING`,
+    by a table of the rows they leave. `rules_for(newest)` gives the rules and the
+    deleted-streams rule, a stream's newest version the SQL `newest` (here a column read
+    once a stream, not a probe a row). None when the events table's lock was not had
+    within `SWAP_LOCK_TIMEOUT`: then nothing was changed (the caller deletes the rows
+    instead, and marks the partitions with `mark_pending`)."""
     through = whole_through(size, up_to)
     found = _whole(conn, size, through)
+    rules, deleted = rules_for("newest.version")
     others = " OR ".join(f"({rule.condition})" for rule in rules) or "false"
     others_parameters = tuple(p for rule in rules for p in rule.parameters)
     removed = of_deleted = 0
     swapped: list[tuple[int, bool]] = []
+    row = conn.execute(f"SELECT EXISTS (SELECT FROM {DELETED_STREAMS})").fetchone()
+    deleting = bool(row and row[0])  # no deleted stream: no event of the rule to count
     waited = conn.execute("SELECT current_setting('lock_timeout')").fetchone()
     restore = sql.SQL("SELECT set_config('lock_timeout', {}, true)").format(
         sql.Literal(waited[0] if waited else "0")
@@ -130,18 +135,27 @@ def replace(
                 started = time.perf_counter()
                 n = _names(conn, number, size)
                 conn.execute(f"TRUNCATE {_KEPT}")
-                # One pass of the rules over the partition: the positions it keeps, and counts.
-                judged = conn.execute(
-                    f"WITH judged AS (SELECT e.position, coalesce(({others}), false) AS other, "
-                    f"coalesce(({deleted.condition}), false) AS deleted FROM {n['old']} AS e), "
-                    f"kept AS (INSERT INTO {_KEPT} SELECT position FROM judged "
-                    "WHERE NOT (other OR deleted) RETURNING 1) "
-                    "SELECT count(*), count(*) FILTER (WHERE deleted AND NOT other), "
-                    "(SELECT count(*) FROM kept) FROM judged",
+                # One pass of the rules over the partition: the positions it keeps. Each
+                # stream's newest version is read once, for all its rows here.
+                kept = conn.execute(
+                    f"{_newest(n['old'])} INSERT INTO {_KEPT} SELECT e.position "
+                    f"FROM {n['old']} AS e JOIN newest ON newest.stream_id = e.stream_id "
+                    f"WHERE NOT (coalesce(({others}), false) "
+                    f"OR coalesce(({deleted.condition}), false))",
                     (*others_parameters, *deleted.parameters),
-                ).fetchone()
-                assert judged is not None
-                total, by_deletion, kept = (int(value) for value in judged)
+                ).rowcount
+                row = conn.execute(f"SELECT count(*) FROM {n['old']}").fetchone()
+                total = int(row[0]) if row else 0
+                by_deletion = 0
+                if total > kept and deleting:
+                    row = conn.execute(
+                        f"{_newest(n['old'])} SELECT count(*) FROM {n['old']} AS e "
+                        "JOIN newest ON newest.stream_id = e.stream_id "
+                        f"WHERE coalesce(({deleted.condition}), false) "
+                        f"AND NOT coalesce(({others}), false)",
+                        (*deleted.parameters, *others_parameters),
+                    ).fetchone()
+                    by_deletion = int(row[0]) if row else 0
                 if total == kept and not is_pending:
                     continue  # nothing to take from it: left as it is
                 if kept:
@@ -209,6 +223,17 @@ def mark_pending(conn: psycopg.Connection[Any], size: int, numbers: Sequence[int
                 sql.Identifier(f"{PARTITION}{number}"), sql.Literal(PENDING)
             )
         )
+
+
+def _newest(table: str) -> str:
+    """A WITH clause of `newest` (stream_id, version): each stream of `table`'s rows and its
+    newest version in the key table, read once a stream. MATERIALIZED: inlined, the
+    planner probes the key table once a row again."""
+    return (
+        "WITH newest AS MATERIALIZED (SELECT d.stream_id, "
+        f"(SELECT max(s.version) FROM {KEYS} s WHERE s.stream_id = d.stream_id) AS version "
+        f"FROM (SELECT DISTINCT stream_id FROM {table}) d)"
+    )
 
 
 def _whole(conn: psycopg.Connection[Any], size: int, through: int) -> list[tuple[int, bool]]:

@@ -118,10 +118,23 @@ def _truncation_rule(cut: Truncation, newest: str) -> Rule:
 def _deletion_rule(newest: str) -> Rule:
     """A deleted stream's events up to its deletion, but its newest (deletion.py)."""
     return Rule(
-        f"e.version < {newest} AND EXISTS (SELECT FROM {DELETED_STREAMS} d "
-        "WHERE d.stream_id = e.stream_id AND e.version <= d.version)",
+        f"EXISTS (SELECT FROM {DELETED_STREAMS} d "
+        f"WHERE d.stream_id = e.stream_id AND e.version <= d.version) AND e.version < {newest}",
         (),
     )
+
+
+def _rules(
+    policies: Sequence[RetentionPolicy],
+    truncations: Sequence[Truncation],
+    now: datetime,
+    newest: str,
+) -> tuple[list[Rule], Rule]:
+    """A run's policies and truncations as SQL, then the deleted streams' rule; a stream's
+    newest version the SQL `newest`."""
+    rules = [_policy_rule(policy, now, newest) for policy in policies]
+    rules += [_truncation_rule(cut, newest) for cut in truncations]
+    return rules, _deletion_rule(newest)
 
 
 # The tag rows (postgres/tag_functions.py) of the events a run removed, whichever rule removed them,
@@ -195,10 +208,9 @@ class PostgresRetention(Retention):
     ) -> list[int]:
         def work(conn: psycopg.Connection[Any]) -> list[int]:
             newest = _newest(KEYS if partitions.size_of(conn) else EVENTS)
-            rules = [_policy_rule(policy, now, newest) for policy in policies]
-            rules += [_truncation_rule(cut, newest) for cut in truncations]
+            rules, deleted = _rules(policies, truncations, now, newest)
             counts = []
-            for rule in [*rules, _deletion_rule(newest)]:
+            for rule in [*rules, deleted]:
                 row = conn.execute(
                     f"SELECT count(*) FROM {EVENTS} AS e WHERE e.position <= %s "
                     f"AND {rule.condition}",
@@ -232,10 +244,7 @@ class PostgresRetention(Retention):
                         for statement in _INSTALL:
                             conn.execute(statement.encode())
             size = partitions.size_of(conn)
-            newest = _newest(KEYS if size else EVENTS)
-            rules = [_policy_rule(policy, now, newest) for policy in policies]
-            rules += [_truncation_rule(cut, newest) for cut in truncations]
-            deleted = _deletion_rule(newest)
+            rules, deleted = _rules(policies, truncations, now, _newest(KEYS if size else EVENTS))
             with conn.transaction():
                 conn.execute(f"SET LOCAL {SETTING} = 'apply'")
                 # A partitioned store: the partitions wholly at or below the mark are
@@ -247,7 +256,11 @@ class PostgresRetention(Retention):
                 )
                 conn.execute(_UNSNAPSHOT)
                 if size is not None and through > 0:
-                    replaced = partition_retention.replace(conn, size, up_to, rules, deleted, pace)
+
+                    def rules_for(newest: str) -> tuple[list[Rule], Rule]:
+                        return _rules(policies, truncations, now, newest)
+
+                    replaced = partition_retention.replace(conn, size, up_to, rules_for, pace)
                     if replaced is None:  # the events table not locked in time: rows deleted
                         more, more_deleted = _delete(conn, rules, deleted, 0, through, size, pace)
                     else:
