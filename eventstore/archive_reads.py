@@ -182,8 +182,11 @@ def _tables(
         files = [str(file) for file in sorted(segment.path.glob("*.parquet"))]
         dataset = ds.dataset(files, schema=schema, format="parquet")
         position = ds.field("position")
-        for start in range(lo, hi, WINDOW):
-            where = (position > start) & (position <= min(start + WINDOW, hi))
+        # A stream's few rows are found in one scan; the log is read a window at a time,
+        # which bounds what is held at once.
+        window = hi - lo if stream_id is not None else WINDOW
+        for start in range(lo, hi, window):
+            where = (position > start) & (position <= min(start + window, hi))
             if types is not None:
                 where &= ds.field("type").isin(list(types))
             if stream_id is not None:
