@@ -3,6 +3,7 @@ time or one after another, moving the low-water mark while the reader is mid-way
 
 from __future__ import annotations
 
+import time
 from multiprocessing.synchronize import Event
 
 from eventcraft.eventstore import EventStore
@@ -27,12 +28,17 @@ def run_in_steps(url: str, archive: str, marks: list[int], started: Event) -> No
     started.wait(60)
     with EventStore.open(url) as store:
         for mark in marks:
+            deadline = time.monotonic() + 30
             while True:
                 try:
                     retention.apply(store, ORDERS, [], archive, up_to=mark)
                     break
                 except Problems as busy:
-                    # PostgreSQL: the last run's lock session ends on the server a moment
-                    # after its client closed it; this run is refused until it has.
-                    if "has just ended" not in str(busy):
+                    # PostgreSQL: this process's last run's lock session ends on the server
+                    # a moment after its client closed it (no other process runs retention
+                    # here); until it has, a run is refused.
+                    if "another retention run holds" not in str(busy):
                         raise
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.01)

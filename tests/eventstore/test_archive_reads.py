@@ -62,6 +62,16 @@ def opener(request: pytest.FixtureRequest) -> Iterator[Opener]:
         store.close()
 
 
+@pytest.fixture(params=["sqlite", "postgres", "postgres-partitioned"])
+def racing_url(request: pytest.FixtureRequest) -> str:
+    """A store several processes open, the PostgreSQL one partitioned too: retention there
+    replaces partitions wholly below the mark (`postgres/partitions.py`)."""
+    if request.param == "sqlite":
+        return str(request.getfixturevalue("sqlite_url"))
+    url = str(request.getfixturevalue("pg_url"))
+    return f"{url}&partition_events=50" if request.param == "postgres-partitioned" else url
+
+
 def _fields(event: RecordedEvent) -> tuple[Any, ...]:
     return (
         event.position,
@@ -278,9 +288,9 @@ def test_archive_takes_true_or_a_folder(sqlite_url: str) -> None:
 
 
 def test_a_reader_mid_way_when_a_run_moves_the_mark_reads_what_it_removed_from_the_archive(
-    shared_store_url: str, tmp_path: Path, opener: Opener
+    racing_url: str, tmp_path: Path, opener: Opener
 ) -> None:
-    url = shared_store_url
+    url = racing_url
     with EventStore.open(url) as store:
         for n in range(40):
             store.append(f"order-{n}", [NewEvent("Paid", {"k": k}) for k in range(100)])
@@ -300,9 +310,9 @@ def test_a_reader_mid_way_when_a_run_moves_the_mark_reads_what_it_removed_from_t
 
 
 def test_readers_while_runs_move_the_mark_in_another_process_read_the_whole_log(
-    shared_store_url: str, tmp_path: Path, opener: Opener
+    racing_url: str, tmp_path: Path, opener: Opener
 ) -> None:
-    url = shared_store_url
+    url = racing_url
     with EventStore.open(url) as store:
         for round in range(20):
             for n in range(10):
@@ -357,9 +367,9 @@ def test_a_subscription_from_0_is_given_the_archived_events_then_the_tables_then
 
 
 def test_an_async_reader_mid_way_when_a_run_moves_the_mark_reads_what_it_removed(
-    shared_store_url: str, tmp_path: Path
+    racing_url: str, tmp_path: Path
 ) -> None:
-    url = shared_store_url
+    url = racing_url
     with EventStore.open(url) as store:
         for n in range(40):
             store.append(f"order-{n}", [NewEvent("Paid", {"k": k}) for k in range(100)])
