@@ -32,6 +32,11 @@ its cache (PostgreSQL takes in other sessions' catalog changes when it takes a l
 does not hold yet): the maker therefore locks each partition the append needs by name,
 ACCESS SHARE, which makes the backend take in every change made since (a lookup by
 name that fails does so before failing) and then see the partition.
+
+Append-only, each partition. The events table's statement triggers (no TRUNCATE; no
+DELETE but a retention run's, `delete_refusal.py`) fire only for statements that name it:
+each partition is given its own as it is made, and so is a replacement retention swaps
+in (`partition_retention.py`, which replaces the partitions below a run's mark).
 """
 
 from __future__ import annotations
