@@ -136,11 +136,11 @@ class EventStore:
         to the primary; a caller reads its own writes (docs: how-to, read replicas).
 
         With `archive`, reads of the global log (`read_all` and its encoded and JSON
-        forms, `subscribe`) and stream reads return, at or below the low-water mark, the
-        events retention archived and removed, from the Parquet archive, then the
-        table's: the whole log, each event once (`archive_reads.py`). `True` reads the
-        folder the last retention run recorded; a path names the folder (moved, or
-        mounted elsewhere). Reading below the mark needs pyarrow (the
+        forms; the async store's `subscribe`) and stream reads return, at or below the
+        low-water mark, the events retention archived and removed, from the Parquet
+        archive, then the table's: the whole log, each event once (`archive_reads.py`).
+        `True` reads the folder the last retention run recorded; a path names the folder
+        (moved, or mounted elsewhere). Reading below the mark needs pyarrow (the
         `eventcraft[retention]` extra): without it, or without the folder, such a read
         raises `ArchiveUnreadable`. By default (False) reads return the table's events
         alone, with the holes retention left below the mark.
