@@ -182,10 +182,9 @@ def _fill(conn: psycopg.Connection[object], table: str, per: int, tenants: list[
     data = f"jsonb_build_object('amount_cents', p, 'currency', 'EUR', 'note', '{NOTE}')"
     if tenants:
         conn.execute(
-            f"INSERT INTO {schema}.eventcraft_tenants (tenant, head) "
-            "SELECT t, %s FROM unnest(%s::text[]) AS t "
-            "ON CONFLICT (tenant) DO UPDATE SET head = excluded.head",
-            (per, tenants),
+            f"INSERT INTO {schema}.eventcraft_tenants (tenant) "
+            "SELECT t FROM unnest(%s::text[]) AS t ON CONFLICT (tenant) DO NOTHING",
+            (tenants,),
         )
         conn.execute(
             f"INSERT INTO {table} (tenant, position, recorded_at, id, version, stream_id, type, "

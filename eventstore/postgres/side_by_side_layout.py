@@ -3,7 +3,7 @@ PostgreSQL schema (`side_by_side.py` reads their URL).
 
 **Two schemas.** `shop__rows` holds the tables of a store (events, tags, streams,
 snapshots, deleted streams), each with a `tenant` column leading its keys, and
-`eventcraft_tenants`, a row per tenant with its log's head. `shop` holds a view of each,
+`eventcraft_tenants`, a row per tenant. `shop` holds a view of each,
 `WHERE tenant = current_setting('eventcraft.tenant')` (auto-updatable, `WITH CHECK
 OPTION`: a row written through it is the tenant's), and the store's functions. A tenant's
 store connects with `search_path` `shop` and `eventcraft.tenant` set to its id
@@ -20,32 +20,39 @@ table without the filter, under the store's role, still sees one tenant's rows, 
 none without the setting. `eventcraft_tenants` is not forced: its owner (the role that
 made the store) lists the tenants (`known`), and other roles see their own row.
 
-**Positions: a counter row per tenant, locked until commit.** Each tenant's log is 1, 2,
-3, ... with no gap. The append functions are the store's own, but for where positions come
-from: `eventcraft_take_positions(n)` adds n to the tenant's row of `eventcraft_tenants`
-and hands out the n positions below the new head. The UPDATE locks the row until the
-transaction ends, so the tenant's appends take positions one transaction after another,
-each after the one before it committed or rolled back (a member of a group refused is
-rolled back to its subtransaction, the head's update with it: no position is lost).
-PostgreSQL marks a transaction committed in its snapshots before it releases its row
-locks, so whoever reads a head h from the row sees every row at or below h committed:
-a statement's snapshot shows a prefix of the tenant's log, and the high-water mark is the
-head read from the tenant's row. No xid, no lock table, no walk: the global rule of
-`schema.py` is not needed within one tenant, and it would not be enough (a sequence leaves
-gaps where appends roll back, which a tenant's positions must not have).
+**Positions: a lock per tenant, held until commit.** Each tenant's log is 1, 2, 3, ...
+with no gap. The append functions are the store's own, but for where positions come from:
+the insert function takes the tenant's lock (a transaction-level advisory lock, keyed by
+the schema and the tenant) and gives its n events the positions after the last one the
+tenant's log holds, read once the lock is held (READ COMMITTED: a statement after the lock
+sees every append that held it before, committed, and the transaction's own rows). So a
+tenant's appends take positions one transaction after another, each after the one before
+it committed or rolled back; a member of a group refused is rolled back with its rows, and
+the next one takes the same positions: none is lost. PostgreSQL marks a transaction
+committed in its snapshots before it releases its locks, so a snapshot that shows a row p
+of the tenant shows every row below p: each statement sees a prefix of the tenant's log,
+and the high-water mark is simply the last position it shows. No xid, no lock table, no
+walk: the global rule of `schema.py` is not needed within one tenant, and would not be
+enough (a sequence leaves gaps where appends roll back, which a tenant's positions must
+not have).
 
 Why not a sequence per tenant (the store's rule, per tenant)? Ten thousand tenants would be
-ten thousand sequences, each made by DDL on a tenant's first use, and a tenant's log would
-keep the gaps of failed appends. The cost of the counter row is that one tenant's appends
-commit one at a time: the lock is held from the first position an append takes to its
-commit. Within a process, group commit already sends a tenant's concurrent appends in one
-transaction; processes that append to one tenant at once wait for each other's commits
-(`benchmarks/tenancy.py` measures it). Appends of different tenants never wait for each
-other: their rows differ.
+ten thousand sequences, made by DDL on each tenant's first use, and a tenant's log would
+keep the gaps of failed appends. Why not a counter row per tenant? Every append would
+write a new version of one row, which a held-back vacuum horizon (any long transaction on
+the server) leaves in a chain that every append and every read of the head walks: measured
+on the shared test server, a group of appends took twice to four times as long on the
+server as a store of its own, where the last position read from the primary key's end costs
+one probe. The cost of the lock is that one tenant's appends commit one at a time: it is
+held from the first position an append takes to its commit. Within a process, group commit
+sends a tenant's concurrent appends in one transaction; processes appending to one tenant
+at once wait for each other's commits (`benchmarks/tenancy.py` measures it). Appends of
+different tenants wait for each other only when their keys' 32-bit hashes meet.
 
 Conditions and deletions keep their arguments (`tag_functions.py`, `deletion.py`): where
-those take the store's append lock exclusively, these take the tenant's row (`FOR
-UPDATE`), which holds off every append of the tenant as the append lock did.
+those take the store's append lock exclusively, these take the tenant's lock, which holds
+off every append of the tenant as the append lock did (its two-key form is apart from the
+tag locks' one-key form, in `pg_locks` as in the lock manager: no tag lock is ever it).
 """
 
 from __future__ import annotations
@@ -75,7 +82,10 @@ from .target import PostgresTarget
 from .wire import notify_statement
 
 TENANTS = "eventcraft_tenants"
-"""A row per tenant: its id and its log's head (the last position handed out)."""
+"""A row per tenant: its id, and when its store was first opened."""
+TENANT_LOCK_TAG = 0x6574
+"""The first key of a tenant's lock ("et"); the second is a hash of the schema and the
+tenant (`pg_locks`: classid, objid, objsubid 2)."""
 DROPPING = "eventcraft.dropping_tenant"
 """Set (for its transaction) by a tenant's drop to the tenant's id: its events may go."""
 LAYOUT = "eventcraft tenants side by side, layout 1"
@@ -97,7 +107,6 @@ def _tables(rows: str) -> list[str]:
     return [
         f"""CREATE TABLE {r}.{TENANTS} (
     tenant text COLLATE "C" PRIMARY KEY,
-    head bigint NOT NULL DEFAULT 0,
     created_at timestamptz NOT NULL DEFAULT now()
 )""",
         # The columns of `sql/schema.py`'s events, in its order, after the tenant.
@@ -195,25 +204,33 @@ def _views(schema: str, rows: str) -> list[str]:
     ]
 
 
-TAKE_POSITIONS = f"""
-CREATE OR REPLACE FUNCTION eventcraft_take_positions(p_count integer) RETURNS bigint[]
-LANGUAGE plpgsql AS $$
--- The next p_count positions of the session's tenant: its row locked until the
--- transaction ends (why: eventstore/postgres/side_by_side_layout.py).
-DECLARE
-    last bigint;
-BEGIN
-    UPDATE {TENANTS} SET head = head + p_count RETURNING head INTO last;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'eventcraft: tenant % has no row in {TENANTS}',
-            current_setting('{TENANT_SETTING}', true);
-    END IF;
-    RETURN ARRAY(SELECT generate_series(last - p_count + 1, last));
-END
-$$"""
-
-_LOCK_TENANT = f"PERFORM FROM {TENANTS} FOR UPDATE"
-"""What stands for the append lock taken exclusively: every append of the tenant waits."""
+_LOCK_TENANT = (
+    f"PERFORM pg_advisory_xact_lock({TENANT_LOCK_TAG}, "
+    f"hashtext(current_schema() || '/' || current_setting('{TENANT_SETTING}')))"
+)
+"""The tenant's lock: what an append takes before its positions, and what stands for the
+append lock taken exclusively (every append of the tenant waits)."""
+_LAST = "eventcraft.last_position"
+"""Set, for its transaction, to the last position the transaction gave its tenant's log:
+the next append of the transaction (the next member of a group, the next part of a large
+batch) goes on from it without asking the log again. Set in each append's subtransaction,
+so a refused append's setting is rolled back with its rows."""
+_TAKE_POSITIONS = "\n".join(
+    [
+        "    -- The tenant's lock, held until the transaction ends, then its last position,",
+        "    -- in a statement of its own: its snapshot shows every append that held the lock",
+        "    -- before (why: eventstore/postgres/side_by_side_layout.py). Positions follow.",
+        f"    last := nullif(current_setting('{_LAST}', true), '')::bigint;",
+        "    IF last IS NULL THEN",
+        f"        {_LOCK_TENANT};",
+        f"        last := coalesce((SELECT position FROM {EVENTS} ORDER BY position DESC",
+        "            LIMIT 1), 0);",
+        "    END IF;",
+        f"    PERFORM set_config('{_LAST}', (last + n)::text, true);",
+        "    IF n = 1 THEN",
+        "        INSERT INTO",
+    ]
+)
 
 
 def _replaced(text: str, *changes: tuple[str, str]) -> str:
@@ -230,7 +247,23 @@ _NEXTVAL = f"nextval('{POSITION_SEQUENCE}')"
 _MANY_NEXTVAL = f"ARRAY(SELECT {_NEXTVAL} FROM generate_series(1, n))"
 _SHARED_LOCK = f"PERFORM pg_advisory_xact_lock_shared({LOG_LOCK_KEY});"
 _EXCLUSIVE_LOCK = f"PERFORM pg_advisory_xact_lock({LOG_LOCK_KEY});"
-_NO_SHARED_LOCK = "-- Positions come from the tenant's row: no append lock to take."
+_NO_SHARED_LOCK = "-- Positions come under the tenant's lock: no append lock to take."
+# A stream's last version and the log's last position, as one probe of the index's end:
+# with the tenant's equality before them, PostgreSQL's plan for max() on tables it has no
+# statistics of yet (a new store) walked every version of the stream, and kept that plan
+# in the session's functions (appends slowed as streams grew).
+_MAX_VERSION = f"(SELECT coalesce(max(version), 0) FROM {EVENTS} WHERE stream_id = p_stream)"
+_LAST_VERSION = (
+    f"coalesce((SELECT version FROM {EVENTS} WHERE stream_id = p_stream "
+    "ORDER BY version DESC LIMIT 1), 0)"
+)
+_MAX_POSITION = (
+    f"SELECT greatest(coalesce(max(e.position), 0), p_after) INTO v_head FROM {EVENTS} e;"
+)
+_LAST_POSITION = (
+    f"v_head := greatest(coalesce((SELECT position FROM {EVENTS} ORDER BY position DESC LIMIT 1), "
+    "0), p_after);"
+)
 
 
 @functools.cache
@@ -241,28 +274,30 @@ def functions() -> tuple[str, ...]:
     ON CONFLICT keys. Made when first asked (a tenant's open), so that a change upstream
     that `_replaced` no longer finds fails side by side alone, loudly."""
     return (
-        append_functions.STREAM_VERSION,
-        TAKE_POSITIONS,
+        _replaced(append_functions.STREAM_VERSION, (_MAX_VERSION, _LAST_VERSION)),
         _replaced(
             append_functions.INSERT_EVENTS,
-            (_MANY_NEXTVAL, "eventcraft_take_positions(n)"),
-            (_NEXTVAL, "(eventcraft_take_positions(1))[1]"),
+            ("    positions bigint[];\nBEGIN", "    positions bigint[];\n    last bigint;\nBEGIN"),
+            ("    IF n = 1 THEN\n        INSERT INTO", _TAKE_POSITIONS),
+            (_MANY_NEXTVAL, "ARRAY(SELECT generate_series(last + 1, last + n))"),
+            (_NEXTVAL, "last + 1"),
             ("ON CONFLICT (stream_id) DO NOTHING", "ON CONFLICT DO NOTHING"),
         ),
         _replaced(append_functions.APPEND, (_SHARED_LOCK, _NO_SHARED_LOCK)),
         tag_functions.QUERY_POSITIONS,
         tag_functions.FIRST_MATCH,
         _replaced(tag_functions.LOCK_FOR, (_EXCLUSIVE_LOCK, f"{_LOCK_TENANT};")),
-        tag_functions.READ_LOCKED,
+        _replaced(tag_functions.READ_LOCKED, (_MAX_POSITION, _LAST_POSITION)),
         _replaced(append_functions.APPEND_GROUP_FUNCTION, (_SHARED_LOCK, _NO_SHARED_LOCK)),
         *[
             _replaced(
                 text,
                 (_EXCLUSIVE_LOCK, f"{_LOCK_TENANT};"),
                 ("ON CONFLICT (stream_id) DO UPDATE", "ON CONFLICT (tenant, stream_id) DO UPDATE"),
+                (_MAX_VERSION, _LAST_VERSION),
             )
             if "eventcraft_delete_stream" in text
-            else text
+            else _replaced(text, (_MAX_VERSION, _LAST_VERSION))
             for text in deletion.ddl()[1:]  # the functions; the table is above
         ],
     )
@@ -284,8 +319,9 @@ def save_snapshot() -> str:
     )
 
 
-HEAD = f"SELECT greatest(head, %s) FROM {TENANTS}"
-"""The high-water mark above a position: the tenant's head (why: the module's docstring)."""
+HEAD = f"SELECT greatest((SELECT position FROM {EVENTS} ORDER BY position DESC LIMIT 1), %s)"
+"""The high-water mark above a position: the last position the tenant's log shows (why: the
+module's docstring); one probe of the primary key's end."""
 
 
 def ddl(schema: str, rows: str) -> list[str]:
@@ -410,9 +446,11 @@ def drop_tenant(shared: SideBySide, tenant: str) -> bool:
             return False
         r = f'"{shared.rows}"'
         conn.execute("SELECT set_config(%s, %s, true)", (DROPPING, tenant))
-        # The tenant's row first: an append of it in flight elsewhere ends before.
+        # The tenant's lock first: an append of it in flight elsewhere ends before.
+        conn.execute(f'SET LOCAL search_path TO "{shared.schema}"')
+        conn.execute(_LOCK_TENANT.replace("PERFORM", "SELECT", 1))
         existed = conn.execute(
-            f"SELECT FROM {r}.{TENANTS} WHERE tenant = %s FOR UPDATE", (tenant,)
+            f"SELECT 1 FROM {r}.{TENANTS} WHERE tenant = %s", (tenant,)
         ).fetchone()
         for table in (EVENTS, TAGS, STREAMS, SNAPSHOTS, DELETED_STREAMS, TENANTS):
             conn.execute(f"DELETE FROM {r}.{table} WHERE tenant = %s", (tenant,))

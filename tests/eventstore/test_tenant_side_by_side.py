@@ -11,6 +11,7 @@ The store's conformance suite runs through a side-by-side tenant's store in
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -400,18 +401,60 @@ def test_an_open_replaces_the_functions_another_release_made(shared: str, schema
     with EventStore.open(f"{shared}&tenant=acme") as acme:
         acme.append("order-1", [placed("acme")])
     with psycopg.connect(PG_URL, autocommit=True) as conn:
-        # As a release with other functions left them: one that hands out nothing.
+        # As a release with other functions left them: one whose streams are all at 1000.
         conn.execute(
-            f'CREATE OR REPLACE FUNCTION "{schema}".eventcraft_take_positions(p_count integer) '
-            "RETURNS bigint[] LANGUAGE sql AS $$ SELECT NULL::bigint[] $$"
+            f'CREATE OR REPLACE FUNCTION "{schema}".eventcraft_stream_version(p_stream text) '
+            "RETURNS bigint LANGUAGE sql AS $$ SELECT 1000::bigint $$"
         )
         conn.execute(
             f'COMMENT ON SCHEMA "{schema}" IS \'eventcraft tenants side by side, layout 1; '
             "functions 0123456789abcdef'"
         )
     with EventStore.open(f"{shared}&tenant=acme") as acme:
-        assert acme.append("order-1", [placed("acme")]).positions == (2,)
+        appended = acme.append("order-1", [placed("acme")])
+        assert (appended.version, appended.positions) == (2, (2,))
     with psycopg.connect(PG_URL, autocommit=True) as conn:
         conn.execute(f"COMMENT ON SCHEMA \"{schema}\" IS 'some other layout'")
     with pytest.raises(StoreUnavailable, match="its comment says 'some other layout'"):
         EventStore.open(f"{shared}&tenant=acme")
+
+
+def test_a_refused_member_of_a_group_leaves_no_gap_for_the_members_after_it(
+    shared: str,
+) -> None:
+    """One group, as group commit sends it: the members after a refused one take the
+    positions it would have had (its rows and its note of the last position rolled back
+    with its subtransaction)."""
+    with EventStore.open(f"{shared}&tenant=acme") as acme:
+        acme.append("taken", [placed("acme")])
+    target = side_by_side(f"{shared}&tenant=acme")
+    assert target is not None
+
+    def member(stream: str, expected: int, count: int) -> list[list[object]]:
+        events = [
+            {"id": str(uuid.uuid4()), "type": "Placed", "data": {"tenant": "acme"}, "metadata": {}}
+            for _ in range(count)
+        ]
+        return [[stream, "order", expected, events]]
+
+    members = [
+        member("order-1", 0, 1),
+        member("taken", 0, 2),  # refused: the stream is there
+        member("order-2", 0, 3),
+        [*member("order-3", 0, 1), *member("taken", 0, 1)],  # refused whole
+        member("order-4", -1, 2),
+    ]
+    with psycopg.connect(
+        target.target.conninfo, **target.target.connect_arguments(), autocommit=True
+    ) as conn:
+        row = conn.execute(
+            "SELECT eventcraft_append_group(%s, NULL)", (json.dumps(members),)
+        ).fetchone()
+    assert row is not None
+    answers = str(row[0]).split("\n")
+    assert [answer.startswith("!") for answer in answers] == [False, True, False, True, False]
+    with EventStore.open(f"{shared}&tenant=acme") as acme:
+        assert [e.position for e in acme.read_all()] == list(range(1, 8))
+        assert [e.stream_id for e in acme.read_all()] == (
+            ["taken", "order-1"] + ["order-2"] * 3 + ["order-4"] * 2
+        )
