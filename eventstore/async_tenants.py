@@ -480,7 +480,7 @@ def _memory_store(max_event_bytes: int) -> AsyncEventStore:
 
 def _keys_url(place: TenantPlace) -> str | None:
     """The key table's URL: the store's own, with a pool of `KEYS_POOL_SIZE`."""
-    if place.kind not in ("schema", "database"):
+    if place.kind not in ("schema", "database", "shared"):
         return None
     return pool_sized(place.url, KEYS_POOL_SIZE)
 
