@@ -31,6 +31,10 @@ by round:
   tenant (one store, as the untenanted: group commit shares its transactions alike), and
   to `--active` tenants (or all of them, if fewer) drawn anew each round, their stores
   open (a store each: the threads' appends spread over them share fewer transactions);
+- groups on the server: `GROUP` single-event appends a call of the group function, sent on a
+  connection of its own with `synchronous_commit` off (what the placement costs the
+  server, without the commits' flushes or the client), to the untenanted store and to one
+  tenant;
 - catch-up: a tenant's whole log read by `read_all` (`--total` / size events; at least
   the first 20,000 of it), against as many events of the untenanted log from a random
   place in it.
@@ -56,8 +60,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import orjson
 import psycopg
-from eventcraft.eventstore import EventStore, NewEvent, Tenants
+from eventcraft.eventstore import EventStore, NewEvent, PostgresTarget, Tenants
+from eventcraft.eventstore.postgres.side_by_side import side_by_side as side_by_side_of
 
 from .contenders import NOTE, PG, payload
 from .record import Record
@@ -170,6 +176,10 @@ def _cases(
     ]
 
 
+GROUP = 8
+"""Appends a call of the group function in the groups-on-the-server cases."""
+GROUPS = 100
+"""Calls a groups-on-the-server case makes."""
 CATCH_UP_MOST = 20_000
 """The most events a catch-up case reads (of one tenant's log, or of the untenanted)."""
 
@@ -213,6 +223,30 @@ def _fill(conn: psycopg.Connection[object], table: str, per: int, tenants: list[
     conn.execute(f"ANALYZE {table}")
 
 
+def groups(target: PostgresTarget, first: int) -> float:
+    """Events per second of `GROUPS` calls of the group function, `GROUP` single-event
+    appends each, on a connection of its own to `target` (`synchronous_commit` off)."""
+    with psycopg.connect(target.conninfo, **target.connect_arguments(), autocommit=True) as conn:
+        conn.execute("SET synchronous_commit = off")
+        calls = [
+            orjson.dumps(
+                [
+                    [[f"order-{(first + n) % 50}", "order", -1, [_event(first + g * GROUP + n)]]]
+                    for n in range(GROUP)
+                ]
+            ).decode()
+            for g in range(GROUPS)
+        ]
+        started = time.perf_counter()
+        for members in calls:
+            conn.execute("SELECT eventcraft_append_group(%s, NULL)", (members,))
+        return GROUPS * GROUP / (time.perf_counter() - started)
+
+
+def _event(n: int) -> dict[str, object]:
+    return {"id": str(uuid.uuid4()), "type": "Deposited", "data": payload(n), "metadata": {}}
+
+
 def _side_cases(
     options: argparse.Namespace,
     base: EventStore,
@@ -220,9 +254,11 @@ def _side_cases(
     reader: EventStore,
     start: int,
     read: int,
+    targets: tuple[PostgresTarget, PostgresTarget],
 ) -> list[tuple[str, Callable[[], float]]]:
     """One round's side-by-side cases: each a name and what it runs, giving events/s."""
     threads, count = options.threads, options.appends
+    first = random.randrange(1 << 30)
 
     def tenant(n: int) -> EventStore:
         return shown[n]
@@ -235,6 +271,8 @@ def _side_cases(
         ("appends, untenanted", lambda: timed(threads, appends(untenanted, [0], count), [])),
         ("appends, one tenant", lambda: timed(threads, appends(tenant, [0], count), shown[:1])),
         ("appends, active tenants", lambda: timed(threads, appends(tenant, every, count), shown)),
+        ("groups on the server, untenanted", lambda: groups(targets[0], first)),
+        ("groups on the server, a tenant", lambda: groups(targets[1], first)),
         ("catch-up, untenanted", lambda: reads(base, start, read)),
         ("catch-up, a tenant", lambda: reads(reader, 0, read)),
     ]
@@ -275,13 +313,16 @@ def side_by_side(options: argparse.Namespace) -> None:
                 filled = time.perf_counter() - started
                 head = base.high_water_mark()
                 read = min(per, CATCH_UP_MOST)
+                tenant_place = side_by_side_of(f"{shared}&tenant={names[0]}")
+                assert tenant_place is not None
+                targets = (PostgresTarget.from_url(base_url), tenant_place.target)
                 for round_ in range(options.rounds):
                     draw = random.Random(round_)
                     active = draw.sample(range(size), min(options.active, size))
                     shown = [tenants.for_tenant(names[n]) for n in active]
                     reader = tenants.for_tenant(names[draw.choice(active)])
                     start = draw.randrange(max(head - read, 1))
-                    cases = _side_cases(options, base, shown, reader, start, read)
+                    cases = _side_cases(options, base, shown, reader, start, read, targets)
                     for case, run in cases if round_ % 2 == 0 else cases[::-1]:
                         rates[case].append(run())
                     print(
@@ -305,6 +346,9 @@ def side_by_side(options: argparse.Namespace) -> None:
             "ratios": {
                 "appends, one tenant": ratio("appends, one tenant", "appends, untenanted"),
                 "appends, active tenants": ratio("appends, active tenants", "appends, untenanted"),
+                "groups on the server, a tenant": ratio(
+                    "groups on the server, a tenant", "groups on the server, untenanted"
+                ),
                 "catch-up": ratio("catch-up, a tenant", "catch-up, untenanted"),
             },
         }
@@ -318,9 +362,9 @@ def side_by_side(options: argparse.Namespace) -> None:
         assert isinstance(medians, dict) and isinstance(ratios, dict)
         print(f"  {tenants_side_by_side} tenants ({result['events a tenant']:,} events each):")
         for case, rate in medians.items():
-            print(f"    {case:<28} {rate:>10,.0f} events/s")
+            print(f"    {case:<34} {rate:>10,.0f} events/s")
         for name, value in ratios.items():
-            print(f"    {name + ' / untenanted':<44} {value:5.2f}")
+            print(f"    {name + ' / untenanted':<48} {value:5.2f}")
     if options.json is not None:
         record.write(options.json, results)
 
