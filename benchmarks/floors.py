@@ -248,7 +248,7 @@ class SingleAppends:
             seconds = max(end for _, end in spans) - min(start for start, _ in spans)
             return sizes.writers * sizes.concurrent / seconds
 
-        rates = _turned([(key, lambda key=key: run(key)) for key in self.sides], round_)
+        rates = _turned([(key, partial(run, key)) for key in self.sides], round_)
         return {MEASURES[1].name: Pair(rates["eventcraft"], rates["floor"])}
 
     def close(self) -> None:
@@ -283,16 +283,23 @@ def decisions(round_: int, prefix: str, sizes: Sizes) -> dict[str, Pair]:
     for name, callers, total, contending, floor in shapes:
         rates = _turned(
             [
-                ("eventcraft", lambda c=callers, t=total, s=contending: ours(c, t, s)),
-                (
-                    "floor",
-                    lambda c=callers, t=total, s=contending, f=floor: f(table, c, t, s)[0].rate,
-                ),
+                ("eventcraft", partial(ours, callers, total, contending)),
+                ("floor", partial(_rate, floor, table, callers, total, contending)),
             ],
             round_,
         )
         found[name] = Pair(rates["eventcraft"], rates["floor"])
     return found
+
+
+def _rate(
+    measure: Callable[[str, int, int, bool], tuple[Measured, int]],
+    table: str,
+    callers: int,
+    total: int,
+    contending: bool,
+) -> float:
+    return measure(table, callers, total, contending)[0].rate
 
 
 # Group commit: 16 callers, on the disk and without it.
@@ -359,12 +366,15 @@ def own_server() -> Iterator[str]:
 def on_server(url: str) -> Iterator[None]:
     """The reused modules pointed at the server `url` meanwhile: they read theirs from
     `EVENTCRAFT_BENCH_PG` once, when imported, into their `PG`."""
-    saved = contenders.PG, group_commit.PG
-    contenders.PG = group_commit.PG = url
+    modules = [vars(contenders), vars(group_commit)]  # group_commit imported PG, as its own
+    saved = [module["PG"] for module in modules]
+    for module in modules:
+        module["PG"] = url
     try:
         yield
     finally:
-        contenders.PG, group_commit.PG = saved
+        for module, before in zip(modules, saved, strict=True):
+            module["PG"] = before
 
 
 # SQLite: batches, WAL bytes, global pages.
@@ -434,7 +444,7 @@ class SQLiteLogs:
         def run(key: str) -> float:
             return statistics.median(self._wal_bytes(key, name) for name in names)
 
-        found = _turned([(key, lambda key=key: run(key)) for key in self.sides], round_)
+        found = _turned([(key, partial(run, key)) for key in self.sides], round_)
         return {MEASURES[10].name: Pair(found["eventcraft"], found["floor"])}
 
     def _wal_bytes(self, key: str, stream: str) -> int:
@@ -459,7 +469,7 @@ class SQLiteLogs:
                 times.append(time.perf_counter() - began)
             return 1000 * statistics.median(times)
 
-        found = _turned([(key, lambda key=key: run(key)) for key in self.sides], round_)
+        found = _turned([(key, partial(run, key)) for key in self.sides], round_)
         return {MEASURES[11].name: Pair(found["eventcraft"], found["floor"])}
 
     def close(self) -> None:
