@@ -1,5 +1,8 @@
 """eventstore: an append-only log of events in streams, with one global order."""
 
+from .archive_layout import chain_break as archive_chain_break
+from .archive_layout import segment_name
+from .archive_layout import span_of as segment_span
 from .arguments import redacted, without_password
 from .async_store import AsyncEventStore
 from .async_tenants import AsyncTenants
@@ -152,6 +155,7 @@ __all__ = [
     "UnreadablePersonalData",
     "UnsupportedStoreURL",
     "WrongExpectedVersion",
+    "archive_chain_break",
     "category_of",
     "check_events",
     "check_name",
@@ -175,6 +179,8 @@ __all__ = [
     "register_backend",
     "schema_version_of",
     "scheme_of",
+    "segment_name",
+    "segment_span",
     "sqlite_file_holds_store",
     "tenant_place",
     "verify_log",

@@ -32,7 +32,6 @@ ends below the mark.
 from __future__ import annotations
 
 import os
-import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from .archive_layout import chain_break, span_of
 from .columns import events_from_columns
 from .errors import InvalidEvent
 from .events import EncodedEvent, EncodedRecord, RecordedEvent, recorded_at_text
@@ -60,7 +60,6 @@ CHUNK = 1_000
 WINDOW = 10_000
 """Positions of the archive read at a time: Parquet skips row groups outside them."""
 
-_SEGMENT = re.compile(r"from-(\d+)-to-(\d+)")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _COLUMNS = ("position", "stream_id", "version", "type", "id", "data", "metadata", "recorded_at")
 
@@ -107,23 +106,18 @@ class StoreArchive:
             )
         found = []
         for entry in folder.iterdir():
-            match = _SEGMENT.fullmatch(entry.name)
-            if match and entry.is_dir() and (entry / "_SUCCESS").exists():
-                found.append(Segment(int(match.group(1)), int(match.group(2)), entry))
+            span = span_of(entry.name)
+            if span is not None and entry.is_dir() and (entry / "_SUCCESS").exists():
+                found.append(Segment(*span, entry))
         found.sort(key=lambda segment: segment.first)
-        expected = 1
-        for segment in found:
-            if segment.first != expected:
-                what = "overlaps the one before" if segment.first < expected else "leaves a gap"
-                raise ArchiveUnreadable(
-                    f"{folder}: the segment from {segment.first} to {segment.last} {what} "
-                    f"(the log continues at {expected})"
-                )
-            expected = segment.last + 1
-        if expected - 1 < mark:
+        broken = chain_break((segment.first, segment.last) for segment in found)
+        if broken is not None:
+            raise ArchiveUnreadable(f"{folder}: the {broken}")
+        end = found[-1].last if found else 0
+        if end < mark:
             raise ArchiveUnreadable(
-                f"the archive at {folder} ends at position {expected - 1}, below the "
-                f"low-water mark {mark}{by}: the events from {expected} to {mark} are in no "
+                f"the archive at {folder} ends at position {end}, below the "
+                f"low-water mark {mark}{by}: the events from {end + 1} to {mark} are in no "
                 "archive found here"
             )
         return found

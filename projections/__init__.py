@@ -8,8 +8,8 @@ without it.
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .archive_layout import chain_break as archive_chain_break
-from .archive_layout import span_of as segment_span
+from eventcraft.eventstore import archive_chain_break, segment_span
+
 from .archive_lock import ArchiveBusy
 from .archive_lock import run_lock as archive_run_lock
 from .async_runner import AsyncProjectionRunner

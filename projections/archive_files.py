@@ -1,6 +1,6 @@
 """The Parquet archive on a local filesystem, written and read with pyarrow: no Spark.
 
-The same layout as `spark/archive.py` writes and reads (`archive_layout.py`):
+The same layout as `spark/archive.py` writes and reads (the store's `archive_layout.py`):
 segments `from-<first>-to-<last>/`, Parquet files of `log_batches.EVENT_SCHEMA`
 (zstd), each committed by its `_SUCCESS` marker, chained from position 1.
 Retention extends the archive this way before it removes events from the
@@ -27,9 +27,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-from eventcraft.eventstore import EncodedRecord, RecordedEvent
+from eventcraft.eventstore import EncodedRecord, RecordedEvent, segment_name
+from eventcraft.eventstore import archive_chain_break as chain_break
+from eventcraft.eventstore import segment_span as span_of
 
-from .archive_layout import chain_break, segment_name, span_of
 from .errors import ProjectionError
 from .log_batches import EVENT_SCHEMA, encoded_batch, events_of, to_batch
 

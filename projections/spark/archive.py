@@ -28,13 +28,14 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from eventcraft.eventstore import EventStore
+from eventcraft.eventstore import EventStore, segment_name
+from eventcraft.eventstore import archive_chain_break as chain_break
+from eventcraft.eventstore import segment_span as span_of
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from .. import telemetry
 from ..archive_files import ArchiveBroken
-from ..archive_layout import chain_break, segment_name, span_of
 from .jdbc import read_path
 from .rows import EVENT_DDL
 from .source import check_readable, read_store

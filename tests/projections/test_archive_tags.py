@@ -13,10 +13,16 @@ import psycopg
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from eventcraft.eventstore import AppendCondition, EventStore, NewEvent, Query, QueryItem
+from eventcraft.eventstore import (
+    AppendCondition,
+    EventStore,
+    NewEvent,
+    Query,
+    QueryItem,
+    segment_name,
+)
 from eventcraft.eventstore.retention import RetentionPolicy
 from eventcraft.projections.archive_files import ArchiveFiles
-from eventcraft.projections.archive_layout import segment_name
 from eventcraft.projections.log_batches import EVENT_SCHEMA, to_batch
 
 from eventcraft.operations import retention

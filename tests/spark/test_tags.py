@@ -65,8 +65,8 @@ def test_read_events_has_the_tags_of_every_event(
 def test_an_archive_has_the_tags_and_one_written_before_tags_reads_them_empty(
     spark: Any, sqlite_url: str, tmp_path: Path
 ) -> None:
+    from eventcraft.eventstore import segment_name
     from eventcraft.projections.archive_files import ArchiveFiles
-    from eventcraft.projections.archive_layout import segment_name
     from eventcraft.projections.log_batches import EVENT_SCHEMA, to_batch
     from eventcraft.projections.spark import Archive, read_events
 

@@ -1,6 +1,9 @@
-"""The Parquet archive's layout, without Spark: what its segments are called and when they
-form one log. `spark/archive.py` reads and writes the archive by these rules; the command
-line checks an archive by them before a JVM starts."""
+"""The Parquet archive's layout: what its segments are called and when they form one log.
+
+Retention writes the archive (`projections/archive_files.py`) and Spark reads and writes
+it (`projections/spark/archive.py`) by these rules; a store opened with `archive=` reads
+it by them (`archive_reads.py`), and the command line checks an archive by them before a
+JVM starts. The store keeps them because it is the lowest part that reads the archive."""
 
 from __future__ import annotations
 
@@ -12,6 +15,15 @@ SEGMENT_NAME = re.compile(r"from-(\d+)-to-(\d+)")
 
 
 def segment_name(first: int, last: int) -> str:
+    """The folder name of the segment holding positions `first` to `last`.
+
+    Example::
+
+        from eventcraft.eventstore import segment_name, segment_span
+
+        assert segment_name(1, 300) == "from-000000000000001-to-000000000000300"
+        assert segment_span(segment_name(1, 300)) == (1, 300)
+    """
     return f"from-{first:015d}-to-{last:015d}"
 
 
@@ -20,7 +32,7 @@ def span_of(name: str) -> tuple[int, int] | None:
 
     Example::
 
-        from eventcraft.projections import segment_span
+        from eventcraft.eventstore import segment_span
 
         assert segment_span("from-000000000000001-to-000000000000300") == (1, 300)
         assert segment_span("_SUCCESS") is None  # not a segment's folder
@@ -37,7 +49,7 @@ def chain_break(spans: Iterable[tuple[int, int]]) -> str | None:
 
     Example::
 
-        from eventcraft.projections import archive_chain_break, segment_span
+        from eventcraft.eventstore import archive_chain_break, segment_span
 
         folders = ["from-1-to-300", "from-301-to-450", "from-460-to-500"]
         spans = sorted(span for span in map(segment_span, folders) if span is not None)
