@@ -12,8 +12,9 @@ All of it happens in the run's one transaction (PostgreSQL's DDL is transactiona
 this order, so that it promises what row deletion does:
 
 1. For each partition wholly at or below the mark, one pass of the run's rules over its
-   rows writes the positions it keeps to a temporary table. A partition the rules take
-   nothing from (and that holds no dead rows of an earlier run, `PENDING`) is left alone.
+   rows writes the positions it keeps to a table of the run's own (`_KEPT`). A partition
+   the rules take nothing from (and that holds no dead rows of an earlier run, `PENDING`)
+   is left alone.
 2. Its replacement is made beside it, `CREATE TABLE ... (LIKE eventcraft_events INCLUDING
    INDEXES)` with a CHECK of its range (so that attaching it scans nothing), and filled
    with the kept rows; the removed events' key and tag rows are deleted. No lock that
@@ -67,7 +68,9 @@ SWAP_LOCK_TIMEOUT = "2s"
 """The longest a run waits for the events table's ACCESS EXCLUSIVE lock the swaps take
 (behind a long reader, say): then it deletes rows instead, and the next run swaps."""
 _KEPT = "eventcraft_retention_kept"
-"""The temporary table of the positions a partition keeps (dropped at the run's commit)."""
+"""The table of the positions a partition keeps, made and dropped in the run's transaction
+(unlogged, in the store's schema: a TEMP table would ask the database's TEMPORARY
+privilege of the role that runs retention, which may have been revoked)."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,7 @@ def replace(
     )
     try:
         with conn.transaction():  # a savepoint: a lock not had leaves the run as it was
-            conn.execute(f"CREATE TEMP TABLE {_KEPT} (position bigint PRIMARY KEY) ON COMMIT DROP")
+            conn.execute(f"CREATE UNLOGGED TABLE {_KEPT} (position bigint PRIMARY KEY)")
             for number, is_pending in found:
                 started = time.perf_counter()
                 n = _names(conn, number, size)
@@ -187,6 +190,7 @@ def replace(
                 conn.execute(restore)
                 for number, kept_some in swapped:
                     _swap(conn, _names(conn, number, size), kept_some)
+            conn.execute(f"DROP TABLE {_KEPT}")
     except psycopg.errors.LockNotAvailable:
         conn.execute(restore)
         return None

@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 from eventcraft.eventstore import EventStore, NewEvent
+from eventcraft.eventstore.postgres import partition_retention
 from eventcraft.eventstore.retention import RetentionPolicy, Truncation
 
 from eventcraft.operations import retention
@@ -67,5 +68,6 @@ def stop_after_detaching(url: str, archive: str, reached: Any) -> None:
         return result
 
     psycopg.Connection.execute = stopping  # type: ignore[method-assign]
+    partition_retention.SWAP_LOCK_TIMEOUT = "60s"  # the swap, not its fallback, on a busy machine
     with EventStore.open(url) as store:
         retention.apply(store, *RULES, archive)
