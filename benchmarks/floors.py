@@ -426,6 +426,8 @@ class SQLiteLogs:
 
     def __init__(self, folder: Path, events: int) -> None:
         self.paths = {"eventcraft": folder / "floors_ours.db", "floor": folder / "floors_plain.db"}
+        for path in self.paths.values():
+            _remove_sqlite(path)  # a run before's, in a `--folder` given again
         self.sides: dict[str, Any] = {
             "eventcraft": OursSide(f"sqlite:///{self.paths['eventcraft']}"),
             "floor": TypedPlainSQLite(self.paths["floor"]),
@@ -475,22 +477,36 @@ class SQLiteLogs:
     def close(self) -> None:
         for side in self.sides.values():
             side.close()
+        for path in self.paths.values():
+            _remove_sqlite(path)
 
 
 def sqlite_batches(round_: int, folder: Path, batches: int) -> dict[str, Pair]:
-    rates = _turned(
-        [
-            (
-                "eventcraft",
-                lambda: (
-                    store_batches(f"sqlite:///{fresh_sqlite(folder)}", True, 4, batches, 50).rate
+    """4 threads' 50-event batches through the store and "raw, our rows", each on a new
+    file, removed after."""
+    paths = {"eventcraft": fresh_sqlite(folder), "floor": fresh_sqlite(folder)}
+    try:
+        rates = _turned(
+            [
+                (
+                    "eventcraft",
+                    lambda: (
+                        store_batches(f"sqlite:///{paths['eventcraft']}", True, 4, batches, 50).rate
+                    ),
                 ),
-            ),
-            ("floor", lambda: floor_batches(fresh_sqlite(folder), 4, batches, 50).rate),
-        ],
-        round_,
-    )
+                ("floor", lambda: floor_batches(paths["floor"], 4, batches, 50).rate),
+            ],
+            round_,
+        )
+    finally:
+        for path in paths.values():
+            _remove_sqlite(Path(path))
     return {MEASURES[9].name: Pair(rates["eventcraft"], rates["floor"])}
+
+
+def _remove_sqlite(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
 # The run.

@@ -80,12 +80,14 @@ def test_the_floors_benchmark_writes_every_measure_with_its_floor_and_ratio(
         assert measure.goal_text in done.stdout
     assert "load average (1, 5, 15 min)" in done.stdout
 
-    # Nothing left behind on the shared server: the schemas and the DCB tables.
+    # Nothing left behind on the shared server (the schemas and the DCB tables) or in the
+    # folder given.
     with psycopg.connect(PG_URL) as conn:
         left = conn.execute(
             "SELECT count(*) FROM pg_class WHERE relname LIKE %s", (f"{prefix}%",)
         ).fetchone()
     assert left == (0,)
+    assert sorted(p.name for p in tmp_path.glob("*.db*")) == []  # nor SQLite files
 
     charts = tmp_path / "charts"
     drawn = run_module("benchmarks.charts", str(path), f"--out={charts}")
