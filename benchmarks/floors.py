@@ -154,35 +154,33 @@ class Pair:
 
 @dataclass(frozen=True)
 class Sizes:
-    """What each round asks of each side."""
+    """What each round asks of each side (the help of each, `--help`)."""
 
-    single: int
-    """One-event appends (PostgreSQL)."""
-    writers: int
-    """Writer processes."""
-    concurrent: int
-    """One-event appends per writer process."""
-    decisions: int
-    """Decisions by 16 writers on disjoint tags."""
-    lone_decisions: int
-    """Decisions by one writer."""
-    contended: int
-    """Decisions by 16 writers on one tag (each retried until it goes in)."""
-    appends: int
-    """Single-event appends by the 16 callers of group commit, together."""
-    batches: int
-    """50-event batches by 4 threads (SQLite)."""
-    sqlite_events: int
-    """Events in each SQLite log before the WAL and page measures (100-event streams)."""
-    pages: int
-    """Global pages read from each SQLite log."""
-    wal_appends: int
-    """100-event appends whose WAL bytes are counted, on each side."""
+    single: int = field(metadata={"help": "one-event appends (PostgreSQL)"})
+    writers: int = field(metadata={"help": "writer processes"})
+    concurrent: int = field(metadata={"help": "one-event appends per writer process"})
+    decisions: int = field(metadata={"help": "decisions by 16 writers on disjoint tags"})
+    lone_decisions: int = field(metadata={"help": "decisions by one writer"})
+    contended: int = field(
+        metadata={"help": "decisions by 16 writers on one tag (each retried until it goes in)"}
+    )
+    appends: int = field(
+        metadata={"help": "single-event appends by the 16 callers of group commit, together"}
+    )
+    batches: int = field(metadata={"help": "50-event batches by 4 threads (SQLite)"})
+    sqlite_events: int = field(
+        metadata={
+            "help": "events in each SQLite log before the WAL and page measures (100-event streams)"
+        }
+    )
+    pages: int = field(metadata={"help": "global pages read from each SQLite log"})
+    wal_appends: int = field(
+        metadata={"help": "100-event appends whose WAL bytes are counted, on each side"}
+    )
 
 
 FULL = Sizes(5000, 4, 1000, 3000, 1000, 400, 16000, 2000, 200_000, 200, 50)
-"""About ten minutes on this 2-core machine while others load it (load average 6 to 8):
-a round takes 2.5 minutes there."""
+"""Six to ten minutes on this 2-core machine while others load it (load average 6 to 8)."""
 QUICK = Sizes(300, 4, 100, 300, 100, 48, 1500, 100, 10_000, 20, 10)
 """`--quick`: under a minute."""
 
@@ -621,11 +619,14 @@ def _figure(value: float, unit: str) -> str:
 
 def _arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved (default 3)")
     parser.add_argument("--quick", action="store_true", help="small sizes: under a minute")
     for size in fields(Sizes):
         name = size.name
-        help_text = f"default {getattr(FULL, name)}, {getattr(QUICK, name)} with --quick"
+        help_text = (
+            f"{size.metadata['help']} (default {getattr(FULL, name)}, "
+            f"{getattr(QUICK, name)} with --quick)"
+        )
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, help=help_text, dest=name)
     parser.add_argument("--prefix", default="bench_floors", help="of the PostgreSQL schemas")
     parser.add_argument("--folder", type=Path, help="for the SQLite files (default: a temp dir)")
