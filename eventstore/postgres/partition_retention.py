@@ -81,6 +81,17 @@ class Rule:
     """A boolean SQL expression on the row `e`, with `%s` placeholders."""
     parameters: tuple[Any, ...]
     """The values of its placeholders, in order."""
+    chosen: str = ""
+    """The SELECT of the positions it names between two positions (its first two
+    placeholders, then `parameters`), where another form than the condition plans better
+    for deleting rows (a join): empty, the condition's."""
+
+    def select(self) -> str:
+        """The SELECT of the positions of events in (%s, %s] the rule names."""
+        return self.chosen or (
+            f"SELECT e.position FROM {EVENTS} AS e WHERE e.position > %s "
+            f"AND e.position <= %s AND {self.condition}"
+        )
 
 
 @dataclass(frozen=True)
