@@ -21,6 +21,7 @@ from eventcraft.eventstore import (
     ANY,
     NO_STREAM,
     AppendResult,
+    DuplicateEventId,
     EventStore,
     ExpectedVersion,
     NewEvent,
@@ -390,3 +391,23 @@ def test_behind_a_reader_holding_the_table_a_run_deletes_rows_and_the_next_one_r
     assert 0 not in after and after[1] == before[1]
     assert all(after[k][0] != before[k][0] and after[k][1] is None for k in range(2, 8))
     _keys_are_the_events(catalog, url)
+
+
+def test_a_retry_of_an_append_a_replaced_partition_kept_returns_its_first_result(
+    url: str, catalog: Catalog, tmp_path: Path, patient: None
+) -> None:
+    """Idempotency by event id across a replacement: the kept event's key row stays, and
+    its row is in the new partition, so a retry is answered with the first result and the
+    same id elsewhere is refused."""
+    with EventStore.open(url) as store:
+        store.append("order-1", [NewEvent("Placed", {"i": i}, recorded_at=OLD) for i in range(5)])
+        shipped = [NewEvent("Shipped", {})]
+        first = store.append("order-1", shipped, expected_version=5)
+        store.append("filler-1", [NewEvent("Filled", {}) for _ in range(20)])
+        before = _partitions(catalog, url)
+        assert retention.apply(store, *RULES, str(tmp_path), up_to=25).run.removed == 5
+        assert _partitions(catalog, url)[0][0] != before[0][0]  # [0, 10) replaced
+        assert store.append("order-1", shipped, expected_version=5) == first
+        with pytest.raises(DuplicateEventId):
+            store.append("order-2", shipped)
+        assert store.stream_version("order-1") == 6
