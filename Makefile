@@ -72,6 +72,7 @@ test-fast: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed-bench services
 	$(BIN)/python -m benchmarks.eventstore
+	$(BIN)/python -m benchmarks.floors
 	$(BIN)/python -m benchmarks.aggregates
 	$(BIN)/python -m benchmarks.projections
 	$(BIN)/python -m benchmarks.spark
