@@ -44,7 +44,8 @@ def open_store(url: str, *, create: bool = False) -> EventStore:
                     f"there is no tenant {tenant!r} in {redacted(template)!r}: its "
                     f"{place.kind} {place.name} is not there: {_ONLY_IMPORT}"
                 )
-            _require_store(place.url)
+            if place.kind != "shared":  # side by side, the tenant's row is its store
+                _require_store(place.url)
         return EventStore.open(url, create_folders=create)
     if tenants.is_template(url):
         raise InputError(

@@ -338,6 +338,10 @@ def test_the_command_line_lists_and_drops_tenants_side_by_side(
     assert main(["--store", shared, "tenant", "list"]) == 0
     listed = capsys.readouterr().out.splitlines()[1:]
     assert [line.split("\t")[:2] for line in listed] == [["acme", "shared"], ["globex", "shared"]]
+    assert main(["--store", shared, "--tenant", "globex", "log"]) == 0
+    assert "order-1" in capsys.readouterr().out
+    assert main(["--store", shared, "--tenant", "ghost", "log"]) == 2  # a read makes none
+    assert "there is no tenant 'ghost'" in capsys.readouterr().err
     assert main(["--store", shared, "tenant", "drop", "globex"]) == 2  # without --yes
     assert main(["--store", shared, "tenant", "drop", "globex", "--yes"]) == 0
     with Tenants(shared) as tenants:
