@@ -99,8 +99,10 @@ class AsyncTenants:
     `places` says where each tenant's store is: a URL with `{tenant}` where the tenant's
     name goes (`postgresql://app@db/shop?schema=shop_{tenant}`,
     `postgresql://app@db/shop_{tenant}`, `sqlite:///tenants/{tenant}.db`, or `memory://`),
-    or a function from the tenant id to a URL. A tenant's place is made when its store is
-    first used: a schema or a file by the store's opening, a database here first.
+    or a function from the tenant id to a URL; or every tenant side by side in one
+    schema's tables, `postgresql://app@db/shop?schema=shop&tenancy=shared`. A tenant's
+    place is made when its store is first used: a schema, a file or a tenant's row by the
+    store's opening, a database here first.
 
     Each tenant's PostgreSQL store has a pool of `pool_size` connections, and the server
     sees at most `most_connections` of them all (see `async_tenants.py`). A call that finds
