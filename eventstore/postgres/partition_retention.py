@@ -67,6 +67,8 @@ whether or not its rules take more from it, and so drops its dead rows."""
 SWAP_LOCK_TIMEOUT = "2s"
 """The longest a run waits for the events table's ACCESS EXCLUSIVE lock the swaps take
 (behind a long reader, say): then it deletes rows instead, and the next run swaps."""
+_AT_ONCE = 16
+"""Partitions whose removed events' key rows one statement deletes."""
 _KEPT = "eventcraft_retention_kept"
 """The table of the positions a partition keeps, made and dropped in the run's transaction
 (unlogged, in the store's schema: a TEMP table would ask the database's TEMPORARY
@@ -137,7 +139,9 @@ def replace(
     removed = of_deleted = 0
     swapped: list[tuple[int, bool]] = []
     row = conn.execute(f"SELECT EXISTS (SELECT FROM {DELETED_STREAMS})").fetchone()
-    deleting = bool(row and row[0])  # no deleted stream: no event of the rule to count
+    deleting = bool(row and row[0])  # no deleted stream: the rule names no event
+    gone_deleted = deleted.condition if deleting else "false"
+    deleted_parameters = deleted.parameters if deleting else ()
     waited = conn.execute("SELECT current_setting('lock_timeout')").fetchone()
     restore = sql.SQL("SELECT set_config('lock_timeout', {}, true)").format(
         sql.Literal(waited[0] if waited else "0")
@@ -148,15 +152,14 @@ def replace(
             for number, is_pending in found:
                 started = time.perf_counter()
                 n = _names(conn, number, size)
-                conn.execute(f"TRUNCATE {_KEPT}")
                 # One pass of the rules over the partition: the positions it keeps. Each
                 # stream's newest version is read once, for all its rows here.
                 kept = conn.execute(
                     f"{_newest(n['old'])} INSERT INTO {_KEPT} SELECT e.position "
                     f"FROM {n['old']} AS e JOIN newest ON newest.stream_id = e.stream_id "
                     f"WHERE NOT (coalesce(({others}), false) "
-                    f"OR coalesce(({deleted.condition}), false))",
-                    (*others_parameters, *deleted.parameters),
+                    f"OR coalesce(({gone_deleted}), false))",
+                    (*others_parameters, *deleted_parameters),
                 ).rowcount
                 row = conn.execute(f"SELECT count(*) FROM {n['old']}").fetchone()
                 total = int(row[0]) if row else 0
@@ -180,21 +183,15 @@ def replace(
                     )
                     conn.execute(
                         f"INSERT INTO {n['new']} SELECT * FROM {n['old']} "
-                        f"WHERE position IN (SELECT position FROM {_KEPT})"
+                        f"WHERE position IN (SELECT position FROM {_KEPT} "
+                        f"WHERE position >= {n['low']} AND position < {n['high']})"
                     )
-                # The removed events' key rows (their ids and versions free again, as an
-                # unpartitioned store's index entries go with its rows) and tag rows.
-                conn.execute(
-                    f"WITH gone AS MATERIALIZED (SELECT e.id, e.position, e.tags FROM {n['old']} e "
-                    f"WHERE NOT EXISTS (SELECT FROM {_KEPT} k WHERE k.position = e.position)), "
-                    f"keys AS (DELETE FROM {KEYS} k USING gone g WHERE k.id = g.id) "
-                    f"DELETE FROM {TAGS} t USING gone g, unnest(g.tags) AS u(tag) "
-                    "WHERE t.tag = u.tag AND t.position = g.position"
-                )
                 removed += total - kept
                 of_deleted += by_deletion
                 swapped.append((number, kept > 0))
                 rest(started, pace)
+            for at in range(0, len(swapped), _AT_ONCE):
+                _unkey(conn, [_names(conn, k, size) for k, _ in swapped[at : at + _AT_ONCE]])
             if swapped:
                 conn.execute(f"SET LOCAL lock_timeout = '{SWAP_LOCK_TIMEOUT}'")
                 conn.execute(f"LOCK TABLE {EVENTS} IN ACCESS EXCLUSIVE MODE")
@@ -206,6 +203,21 @@ def replace(
         conn.execute(restore)
         return None
     return Replaced(removed, of_deleted, max(through, 0), tuple(n for n, _ in swapped))
+
+
+def _unkey(conn: psycopg.Connection[Any], partitions_: Sequence[dict[str, str]]) -> None:
+    """Delete the key rows (their ids and versions free again, as an unpartitioned store's
+    index entries go with its rows) and tag rows of the events the partitions lose: those
+    whose positions are not in `_KEPT`. Several partitions a statement: one join with the
+    key table for all their removed events, not one a partition."""
+    rows = " UNION ALL ".join(f"SELECT id, position, tags FROM {n['old']}" for n in partitions_)
+    conn.execute(
+        f"WITH gone AS MATERIALIZED (SELECT e.id, e.position, e.tags FROM ({rows}) AS e "
+        f"WHERE NOT EXISTS (SELECT FROM {_KEPT} k WHERE k.position = e.position)), "
+        f"keys AS (DELETE FROM {KEYS} k USING gone g WHERE k.id = g.id) "
+        f"DELETE FROM {TAGS} t USING gone g, unnest(g.tags) AS u(tag) "
+        "WHERE t.tag = u.tag AND t.position = g.position"
+    )
 
 
 def _swap(conn: psycopg.Connection[Any], n: dict[str, str], kept: bool) -> None:
