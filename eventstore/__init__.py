@@ -23,6 +23,7 @@ from .encoding import (
 from .errors import (
     AppendConditionFailed,
     AppendOutcomeUnknown,
+    ArchiveUnreadable,
     BadImportLine,
     DuplicateEventId,
     EventStoreError,
@@ -103,6 +104,7 @@ __all__ = [
     "AppendConditionFailed",
     "AppendOutcomeUnknown",
     "AppendResult",
+    "ArchiveUnreadable",
     "AsyncEventStore",
     "AsyncTenants",
     "Backend",

@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .archive_layout import chain_break, span_of
 from .columns import events_from_columns
-from .errors import InvalidEvent
+from .errors import ArchiveUnreadable, InvalidEvent
 from .events import EncodedEvent, EncodedRecord, RecordedEvent, recorded_at_text
 from .json_lines import JsonLines, chunks_of
-from .retention import RETENTION_EXTRA, ArchiveUnreadable, Retention
+from .retention import RETENTION_EXTRA, Retention
 from .type_counts import version_text
 
 if TYPE_CHECKING:

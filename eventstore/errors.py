@@ -14,6 +14,7 @@
     ├── StreamTombstoned            the stream was deleted for ever: no append is taken
     ├── StreamFull                  the append would take a stream past the most versions it holds
     ├── RetentionBusy               another retention run holds the store's lock
+    ├── ArchiveUnreadable           a read below the low-water mark cannot read the archive
     ├── ImportStopped               an import stopped by what only the store can find
     ├── StorePermissionDenied (PermissionError)  the store's role lacks a privilege the call needs
     └── StoreUnavailable (ConnectionError)  the database could not be reached
@@ -563,3 +564,34 @@ class TenantStoresBusy(PoolExhausted):
             f"{timeout:g} s; nothing was done (raise most_open, or make fewer tenants' "
             "calls at once)",
         )
+
+
+class ArchiveUnreadable(EventStoreError):
+    """A read of a store opened with `archive=` reached below the low-water mark, and the
+    archive that holds those events cannot be read here: pyarrow is not installed (the
+    `eventcraft[retention]` extra), its folder is missing, or it ends below the mark. Raised
+    before any event of the read below the mark is handed over: never a silent hole.
+
+    Example::
+
+        import shutil
+        import subprocess
+        import sys
+
+        from eventcraft.eventstore import EventStore, NewEvent
+        from eventcraft.eventstore import ArchiveUnreadable
+
+        with EventStore.open("sqlite:///shop.db") as store:
+            store.append("cart-7", [NewEvent("ItemAdded", {"n": n}) for n in range(3)])
+        eventcraft = [sys.executable, "-m", "eventcraft", "--store", "sqlite:///shop.db"]
+        run = ["retention", "apply", "--archive", "archive", "--keep", "cart:count=1", "--yes"]
+        subprocess.run([*eventcraft, *run], check=True, capture_output=True)
+        shutil.move("archive", "elsewhere")  # the folder the run recorded is gone
+        with EventStore.open("sqlite:///shop.db", archive=True) as store:
+            try:
+                list(store.read_all())
+            except ArchiveUnreadable as error:
+                assert "the archive folder" in str(error) and "is missing" in str(error)
+        with EventStore.open("sqlite:///shop.db", archive="elsewhere") as store:
+            assert [event.data["n"] for event in store.read_all()] == [0, 1, 2]
+    """

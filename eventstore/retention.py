@@ -38,41 +38,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from .encoding import check_name, check_position
-from .errors import EventStoreError, InvalidEvent
+from .errors import ArchiveUnreadable, InvalidEvent
 
 RETENTION_EXTRA = "eventcraft[retention]"
 """The extra that brings pyarrow, which writes the archive and reads it below the mark."""
-
-
-class ArchiveUnreadable(EventStoreError):
-    """A read of a store opened with `archive=` reached below the low-water mark, and the
-    archive that holds those events cannot be read here: pyarrow is not installed (the
-    `eventcraft[retention]` extra), its folder is missing, or it ends below the mark. Raised
-    before any event of the read below the mark is handed over: never a silent hole.
-
-    Example::
-
-        import shutil
-        import subprocess
-        import sys
-
-        from eventcraft.eventstore import EventStore, NewEvent
-        from eventcraft.eventstore.retention import ArchiveUnreadable
-
-        with EventStore.open("sqlite:///shop.db") as store:
-            store.append("cart-7", [NewEvent("ItemAdded", {"n": n}) for n in range(3)])
-        eventcraft = [sys.executable, "-m", "eventcraft", "--store", "sqlite:///shop.db"]
-        run = ["retention", "apply", "--archive", "archive", "--keep", "cart:count=1", "--yes"]
-        subprocess.run([*eventcraft, *run], check=True, capture_output=True)
-        shutil.move("archive", "elsewhere")  # the folder the run recorded is gone
-        with EventStore.open("sqlite:///shop.db", archive=True) as store:
-            try:
-                list(store.read_all())
-            except ArchiveUnreadable as error:
-                assert "the archive folder" in str(error) and "is missing" in str(error)
-        with EventStore.open("sqlite:///shop.db", archive="elsewhere") as store:
-            assert [event.data["n"] for event in store.read_all()] == [0, 1, 2]
-    """
 
 
 @dataclass(frozen=True)
