@@ -30,6 +30,7 @@ process killed included.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -311,10 +312,16 @@ class PostgresRetention(Retention):
                     "has finished"
                 )
             self._holding = conn
-            yield
+            try:
+                yield
+            finally:
+                # Given back now: closing alone frees it only once the server's backend
+                # has exited, later than the next run of this process may ask for it.
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute(f"SELECT pg_advisory_unlock({RUN_LOCK_KEY})")
         finally:
             self._holding = None
-            conn.close()  # ends the session, and with it the lock
+            conn.close()  # ends the session (and with it the lock, if it was not given back)
 
     def close(self) -> None:
         self._pool.close()

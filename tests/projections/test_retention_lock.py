@@ -5,6 +5,7 @@ archive that does not hold everything below the mark."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -92,3 +93,32 @@ def test_a_run_whose_lock_session_ended_removes_nothing(pg_url: str, tmp_path: P
         assert store.low_water_mark() == 0
         assert store.retention.runs() == []
         assert len(list(store.read_all())) == 15
+
+
+def test_a_runs_lock_is_given_back_before_its_session_ends(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run gives its lock back when it ends, not when the server has seen its session's
+    backend exit (which comes later, and later still on a busy server): the next run of
+    the same process, at once, must not be refused as busy."""
+    held_at_close: list[int] = []
+    close = psycopg.Connection.close
+
+    def closing(conn: psycopg.Connection[Any]) -> None:
+        row = probe.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = %s",
+            (conn.info.backend_pid,),
+        ).fetchone()
+        held_at_close.append(row[0] if row else -1)
+        close(conn)
+
+    with (
+        psycopg.connect(pg_url.split("?schema=")[0], autocommit=True) as probe,
+        EventStore.open(pg_url) as store,
+    ):
+        with store.retention.exclusive():
+            monkeypatch.setattr(psycopg.Connection, "close", closing)
+        monkeypatch.undo()
+        assert held_at_close == [0]  # the run's session no longer held it when it closed
+        with store.retention.exclusive():  # and the next run takes it at once
+            pass
