@@ -67,8 +67,10 @@ whether or not its rules take more from it, and so drops its dead rows."""
 SWAP_LOCK_TIMEOUT = "2s"
 """The longest a run waits for the events table's ACCESS EXCLUSIVE lock the swaps take
 (behind a long reader, say): then it deletes rows instead, and the next run swaps."""
-_AT_ONCE = 16
-"""Partitions whose removed events' key rows one statement deletes."""
+_AT_ONCE = 1_000_000
+"""Removed events whose key rows one statement deletes, at most (or one partition's, if
+more): a join with the key table for several partitions at once, its list of removed
+events bounded."""
 _KEPT = "eventcraft_retention_kept"
 """The table of the positions a partition keeps, made and dropped in the run's transaction
 (unlogged, in the store's schema: a TEMP table would ask the database's TEMPORARY
@@ -138,6 +140,8 @@ def replace(
     others_parameters = tuple(p for rule in rules for p in rule.parameters)
     removed = of_deleted = 0
     swapped: list[tuple[int, bool]] = []
+    batches: list[list[int]] = [[]]  # the partitions whose keys one statement deletes
+    batched = 0
     row = conn.execute(f"SELECT EXISTS (SELECT FROM {DELETED_STREAMS})").fetchone()
     deleting = bool(row and row[0])  # no deleted stream: the rule names no event
     gone_deleted = deleted.condition if deleting else "false"
@@ -189,9 +193,15 @@ def replace(
                 removed += total - kept
                 of_deleted += by_deletion
                 swapped.append((number, kept > 0))
+                if batched + total - kept > _AT_ONCE and batches[-1]:
+                    batches.append([])
+                    batched = 0
+                batches[-1].append(number)
+                batched += total - kept
                 rest(started, pace)
-            for at in range(0, len(swapped), _AT_ONCE):
-                _unkey(conn, [_names(conn, k, size) for k, _ in swapped[at : at + _AT_ONCE]])
+            for batch in batches:
+                if batch:
+                    _unkey(conn, [_names(conn, number, size) for number in batch])
             if swapped:
                 conn.execute(f"SET LOCAL lock_timeout = '{SWAP_LOCK_TIMEOUT}'")
                 conn.execute(f"LOCK TABLE {EVENTS} IN ACCESS EXCLUSIVE MODE")
