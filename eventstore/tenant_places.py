@@ -546,7 +546,7 @@ def _without_tenant_option(url: str) -> tuple[str, str | None]:
 
 def _shared(url: str) -> bool:
     """Whether `url` is a PostgreSQL URL of tenants side by side (`tenancy=`)."""
-    return scheme_of(url) == "postgresql" and is_side_by_side(url)
+    return is_side_by_side(url) and scheme_of(url) == "postgresql"
 
 
 def _side_by_side(url: str) -> SideBySide:
