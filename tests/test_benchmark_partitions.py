@@ -19,6 +19,9 @@ from benchmarks.record import FORMAT
 
 from .conftest import PG_URL, _need_postgres
 
+# slow: A benchmark run whole at a tiny size (tens of seconds).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES = [
     "remove_seconds",

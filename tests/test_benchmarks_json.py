@@ -25,6 +25,9 @@ from benchmarks.record import FORMAT
 
 from .conftest import PG_URL, _need_postgres
 
+# slow: benchmarks run whole at tiny sizes, and their charts drawn.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 PNG = b"\x89PNG\r\n\x1a\n"
 SCALE_METRICS = [

@@ -29,6 +29,7 @@ def _eventcraft(*arguments: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_failing_projection_is_one_error_line_and_its_log_record_only_with_debug(
     tmp_path: Path,
 ) -> None:

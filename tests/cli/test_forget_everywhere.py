@@ -15,6 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import orjson
+import pytest
 from eventcraft.eventstore import FORGOTTEN, EventStore
 from eventcraft.eventstore.retention import RetentionPolicy
 from eventcraft.messaging import DATA_SUBJECTS_HEADER, Inbox, IncomingMessage
@@ -76,6 +77,7 @@ def _seed(url: str, archive: Path) -> None:
         assert retention.apply(store, nothing, [], str(archive)).archived == 2 + 3 * 4
 
 
+@pytest.mark.slow
 def test_a_forget_and_a_rebuild_leave_the_subjects_plaintext_nowhere(
     shared_store_url: str, tmp_path: Path, run: Run
 ) -> None:

@@ -210,6 +210,7 @@ def test_the_command_exits_2_naming_the_line_and_the_store_is_untouched(
         assert store.high_water_mark() == 0
 
 
+@pytest.mark.slow
 def test_standard_input_is_checked_whole_by_the_real_entry_point(
     export: list[bytes], tmp_path: Path
 ) -> None:

@@ -27,6 +27,7 @@ def _eventcraft(*arguments: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_following_stops_after_the_limit(known_url: str) -> None:
     done = _eventcraft("--store", known_url, "log", "--follow", "--limit", "2", "--json")
     assert done.returncode == 0, done.stderr
@@ -34,6 +35,7 @@ def test_following_stops_after_the_limit(known_url: str) -> None:
     assert '"position":2' in done.stdout.splitlines()[1]
 
 
+@pytest.mark.slow
 def test_following_with_a_filter_counts_only_the_events_it_shows(known_url: str) -> None:
     done = _eventcraft(
         "--store", known_url, "log", "--follow", "--category", "order", "--limit", "3"

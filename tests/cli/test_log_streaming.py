@@ -27,6 +27,7 @@ def fill_log(url: str, events: int) -> None:
             )
 
 
+@pytest.mark.slow
 def test_a_pipe_gets_the_first_row_and_closing_it_ends_the_command_quietly(
     shared_store_url: str,
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from io import StringIO
 
+import pytest
 from eventcraft.eventstore import EventStore, NewEvent
 from rich.console import Console
 
@@ -53,6 +54,7 @@ def test_piped_tables_are_tab_separated_with_every_value_whole(run: Run, known_u
     assert [line.split("\t")[1] for line in one.out.splitlines()] == ["stream", LONG_ID, LONG_ID]
 
 
+@pytest.mark.slow
 def test_a_narrow_terminal_folds_a_value_and_never_cuts_it(known_url: str) -> None:
     _with_a_long_stream(known_url)
     shown = on_terminal(["--store", known_url, "log", "--after", "6"], columns=60)

@@ -274,6 +274,7 @@ def test_tenant_drop_refuses_a_hostile_tenant_id(two: str, run: Run) -> None:
     assert operations.list_tenants(two) == ["acme", "globex"]
 
 
+@pytest.mark.slow
 def test_tenants_are_listed_from_folders_and_databases(tmp_path: Path, prefix: str) -> None:
     (tmp_path / "tenants").mkdir()
     server = PG_URL.rsplit("/", 1)[0]

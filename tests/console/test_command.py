@@ -25,6 +25,7 @@ def _get(url: str, **headers: str) -> tuple[int, str]:
         return error.code, error.read().decode()
 
 
+@pytest.mark.slow
 def test_the_console_serves_the_store_read_only_on_loopback(shop_url: str) -> None:
     with serving("--store", shop_url, "--app", APP) as served:
         status, page = _get(served.url + "/projections/order-notes")
@@ -52,6 +53,7 @@ def test_the_console_warns_when_it_binds_beyond_loopback_and_needs_its_token(
     assert "without --token anyone who reaches it can read the log" in log
 
 
+@pytest.mark.slow
 def test_the_console_without_an_app_shows_the_log_and_no_projections(shop_url: str) -> None:
     with serving("--store", shop_url) as served:
         assert "The App names no projections" in _get(served.url + "/projections")[1]

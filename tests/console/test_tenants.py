@@ -216,6 +216,7 @@ def test_options_that_need_one_store_or_a_template_are_refused(
         assert len(refused.err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_eventcraft_console_on_a_template_serves_the_tenants_it_is_told(two: str) -> None:
     with serving("--store", two, "--app", APP, options=("--tenants", "acme")) as served:
         with urllib.request.urlopen(served.url + "/") as picker:

@@ -25,7 +25,8 @@ from ..conftest import missing
 from .reference import ROOT
 from .test_reference import FACES, STILL_UNDOCUMENTED, faces
 
-pytestmark = pytest.mark.docs_build
+# slow: The site built whole, strictly (mkdocs, tens of seconds): make test builds it.
+pytestmark = [pytest.mark.docs_build, pytest.mark.slow]
 
 EXTERNAL = re.compile(r"^(?:https?:)?//", re.I)
 

@@ -30,6 +30,7 @@ def _documents(text: bytes) -> list[dict[str, object]]:
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.slow
 def test_an_export_from_0_holds_the_archived_events_then_the_tables(
     shared_store_url: str, tmp_path: Path, jobs: int
 ) -> None:

@@ -287,6 +287,7 @@ def test_archive_takes_true_or_a_folder(sqlite_url: str) -> None:
             EventStore.open(sqlite_url, archive=wrong)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_a_reader_mid_way_when_a_run_moves_the_mark_reads_what_it_removed_from_the_archive(
     racing_url: str, tmp_path: Path, opener: Opener
 ) -> None:
@@ -309,6 +310,7 @@ def test_a_reader_mid_way_when_a_run_moves_the_mark_reads_what_it_removed_from_t
     assert first + [e.id for e in reading] == whole
 
 
+@pytest.mark.slow
 def test_readers_while_runs_move_the_mark_in_another_process_read_the_whole_log(
     racing_url: str, tmp_path: Path, opener: Opener
 ) -> None:
@@ -366,6 +368,7 @@ def test_a_subscription_from_0_is_given_the_archived_events_then_the_tables_then
     assert seen[:-1] == whole
 
 
+@pytest.mark.slow
 def test_an_async_reader_mid_way_when_a_run_moves_the_mark_reads_what_it_removed(
     racing_url: str, tmp_path: Path
 ) -> None:

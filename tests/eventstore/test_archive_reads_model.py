@@ -7,12 +7,16 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
 from eventcraft.eventstore import EventStore, NewEvent
 from eventcraft.eventstore.retention import RetentionPolicy, Truncation
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from eventcraft.operations import retention
+
+# slow: A hypothesis model over real retention runs.
+pytestmark = pytest.mark.slow
 
 step = st.one_of(
     st.tuples(st.just("append"), st.integers(0, 3), st.integers(1, 4), st.sampled_from(["A", "B"])),

@@ -216,6 +216,7 @@ def test_an_unusable_url_is_refused_and_an_unreachable_database_named() -> None:
     assert "secret" not in str(raised.value)
 
 
+@pytest.mark.slow
 def test_racing_processes_of_racing_tasks_have_one_winner_per_round(
     shared_store_url: str,
 ) -> None:

@@ -161,6 +161,9 @@ def _pg_dump(url: str) -> bytes:
 _FORGET_ELSEWHERE = """
 import sys
 from eventcraft.eventstore import EventStore
+
+# slow: A server of its own, read as a thief would.
+pytestmark = pytest.mark.slow
 with EventStore.open(sys.argv[1]) as store:
     print(store.forget(sys.argv[2]))
 """

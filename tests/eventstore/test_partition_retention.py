@@ -258,6 +258,7 @@ def test_a_delete_or_truncate_sent_to_a_partition_is_refused_as_one_sent_to_the_
     assert _rows(catalog, url, "SELECT count(*) FROM {schema}.eventcraft_events") != [(0,)]
 
 
+@pytest.mark.slow
 def test_readers_and_writers_in_processes_see_a_run_whole_or_not_at_all(
     url: str, catalog: Catalog, tmp_path: Path
 ) -> None:
@@ -364,6 +365,7 @@ def _apply_when_free(store: EventStore, archive: str) -> retention.RetentionRepo
     return done[0]
 
 
+@pytest.mark.slow
 def test_behind_a_reader_holding_the_table_a_run_deletes_rows_and_the_next_one_replaces(
     url: str, catalog: Catalog, tmp_path: Path
 ) -> None:

@@ -30,6 +30,7 @@ def schema_name() -> Iterator[str]:
         conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
 
 
+@pytest.mark.slow
 def test_the_type_and_category_indexes_fill_their_pages(schema_name: str) -> None:
     with EventStore.open(f"{PG_URL}?schema={schema_name}") as store:
         for n in range(EVENTS // 100):
@@ -48,6 +49,7 @@ def test_the_type_and_category_indexes_fill_their_pages(schema_name: str) -> Non
             assert size / EVENTS < 40, (column, size / EVENTS)
 
 
+@pytest.mark.slow
 def test_the_stream_index_takes_four_byte_versions(schema_name: str) -> None:
     """A stream's events are found by (stream_id, version): with 8-byte versions, aligned
     to 8 after the name, an entry took 32 bytes; with 4, 24. Streams arrive in no order

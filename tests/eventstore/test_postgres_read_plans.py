@@ -23,6 +23,9 @@ from eventcraft.eventstore.postgres import high_water, statements
 from ..conftest import PG_URL
 from ..postgres_server import postgres_server
 
+# slow: A server of its own, filled to be planned.
+pytestmark = pytest.mark.slow
+
 STREAMS = 100
 COMMON_PER_STREAM = 990
 RARE_PER_STREAM = 10

@@ -153,6 +153,7 @@ def _same_tenant(source: EventStore, copy: EventStore) -> None:
     ("origin", "target"),
     [("sqlite", "schema"), ("schema", "sqlite"), ("schema", "database"), ("sqlite", "sqlite")],
 )
+@pytest.mark.slow
 def test_a_moved_tenant_reads_as_it_did_with_positions_renumbered_and_mapped(
     origin: str, target: str, tmp_path: Path, prefix: str
 ) -> None:

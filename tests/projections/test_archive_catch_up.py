@@ -26,6 +26,7 @@ def _orders(store: EventStore, rounds: int) -> None:
 
 
 @pytest.mark.parametrize("archive", [True, False])
+@pytest.mark.slow
 def test_a_runner_from_0_applies_every_archived_and_stored_event_once(
     shared_store_url: str, tmp_path: Path, archive: bool
 ) -> None:
@@ -53,6 +54,7 @@ def test_a_runner_from_0_applies_every_archived_and_stored_event_once(
     assert [e.id for e in receipts] == paid + whole[-1:]
 
 
+@pytest.mark.slow
 def test_a_runner_catching_up_while_runs_move_the_mark_applies_every_event_once(
     shared_store_url: str, tmp_path: Path
 ) -> None:

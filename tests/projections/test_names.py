@@ -76,6 +76,7 @@ def test_the_longest_table_and_index_names_accepted_serve_every_generation(pg_ur
         assert reports[-1].generation == 12
 
 
+@pytest.mark.slow
 def test_a_table_of_the_users_own_in_the_way_of_a_declared_name_is_refused_and_left_alone(
     shared_store_url: str,
 ) -> None:

@@ -16,6 +16,9 @@ from ...replica_server import pause_replay, resume_replay
 from .. import workers
 from .conftest import Pair
 
+# slow: A primary and a hot standby of their own, started for the module.
+pytestmark = pytest.mark.slow
+
 metadata = sa.MetaData()
 applied_table = sa.Table(
     "applied",

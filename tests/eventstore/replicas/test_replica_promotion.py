@@ -11,6 +11,9 @@ from eventcraft.eventstore import EventStore, NewEvent, StoreUnavailable
 from ...replica_server import caught_up, promote, replica_pair
 from ..held_appends import append_uncommitted
 
+# slow: A primary and a hot standby of their own, started for the module.
+pytestmark = pytest.mark.slow
+
 
 def test_a_store_reads_on_through_its_replicas_promotion() -> None:
     with replica_pair() as (primary, standby):

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import psycopg
+import pytest
 
 from ...replica_server import caught_up, in_recovery, pause_replay, resume_replay
 from .conftest import Pair
+
+# slow: A primary and a hot standby of their own, started for the module.
+pytestmark = pytest.mark.slow
 
 
 def test_the_standby_replays_what_the_primary_commits_and_pauses_when_told(pair: Pair) -> None:

@@ -16,6 +16,9 @@ from eventcraft.console import create_app
 from ...replica_server import caught_up, pause_replay, resume_replay
 from .conftest import Pair
 
+# slow: A primary and a hot standby of their own, started for the module.
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.slow
 def test_stats_and_the_overview_show_the_replicas_lag(

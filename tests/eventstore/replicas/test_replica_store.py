@@ -28,6 +28,9 @@ from ...replica_server import caught_up, pause_replay, resume_replay
 from ..held_appends import append_uncommitted
 from .conftest import Pair
 
+# slow: A primary and a hot standby of their own, started for the module.
+pytestmark = pytest.mark.slow
+
 
 def _with_replica(pair: Pair) -> str:
     return replicas.with_replicas(pair.primary_url, [pair.standby_url])

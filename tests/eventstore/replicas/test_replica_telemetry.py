@@ -3,12 +3,16 @@ behind the primary's high-water mark) and `.bytes` (WAL not replayed), by replic
 
 from __future__ import annotations
 
+import pytest
 from eventcraft.eventstore import EventStore, NewEvent
 from eventcraft.eventstore.postgres import replicas
 
 from ...replica_server import caught_up, pause_replay, resume_replay
 from ...telemetry.conftest import Telemetry, telemetry  # noqa: F401 (the fixture)
 from .conftest import Pair
+
+# slow: A primary and a hot standby of their own, started for the module.
+pytestmark = pytest.mark.slow
 
 
 def test_the_replica_lag_is_a_metric(pair: Pair, telemetry: Telemetry) -> None:  # noqa: F811

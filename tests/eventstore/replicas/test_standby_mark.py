@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+import pytest
 from eventcraft.eventstore import EventStore, NewEvent
 from eventcraft.eventstore.postgres import high_water, replicas
 from eventcraft.eventstore.sql import schema
@@ -21,6 +22,9 @@ from ...waiting import until
 from .. import workers
 from ..held_appends import append_uncommitted
 from .conftest import Pair
+
+# slow: A primary and a hot standby of their own, started for the module.
+pytestmark = pytest.mark.slow
 
 Conn = psycopg.Connection[Any]
 
