@@ -28,6 +28,9 @@ from pydantic import BaseModel
 
 from tests.postgres_server import postgres_server
 
+# slow: A server of its own, read as a thief would.
+pytestmark = pytest.mark.slow
+
 PLAIN = {"c1": ("Ada Lovelace", "ada@analytical.example"), "c2": ("Charles Babbage", "cb@x.ex")}
 
 
@@ -161,9 +164,6 @@ def _pg_dump(url: str) -> bytes:
 _FORGET_ELSEWHERE = """
 import sys
 from eventcraft.eventstore import EventStore
-
-# slow: A server of its own, read as a thief would.
-pytestmark = pytest.mark.slow
 with EventStore.open(sys.argv[1]) as store:
     print(store.forget(sys.argv[2]))
 """
