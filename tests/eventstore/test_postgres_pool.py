@@ -232,7 +232,7 @@ def test_idle_connections_the_server_ended_are_never_lent_to_an_append(
                 warmer.start()
             for warmer in warmers:
                 warmer.join()
-            idle = store._backend._pool._idle  # type: ignore[attr-defined]
+            idle = list(store._backend._pool._idle)  # type: ignore[attr-defined]
             assert len(idle) >= 2, "each warmed connection's last use was an append"
             _ended_by_the_server(idle)
             results = [store.append(f"after-{n}", [NewEvent("E", {})]) for n in range(3)]
@@ -244,7 +244,14 @@ def test_idle_connections_the_server_ended_are_never_lent_to_an_append(
             await asyncio.gather(
                 *(store.append(f"warm-{n}", [NewEvent("E", {})]) for n in range(8))
             )
-            idle = store._backend._pool._idle  # type: ignore[attr-defined]
+            # The NOTIFY after the appends is sent by a task of the store's, on a pooled
+            # connection: once it is done, every connection is idle, and stays so.
+            announcer = store._backend._appends._announcer  # type: ignore[attr-defined]
+            deadline = time.monotonic() + 30
+            while announcer is not None and not announcer.done():
+                assert time.monotonic() < deadline, "the NOTIFY was never sent"
+                await asyncio.sleep(0.01)
+            idle = list(store._backend._pool._idle)  # type: ignore[attr-defined]
             assert idle, "the appends gave their connections back"
             _ended_by_the_server(idle)
             results = [await store.append(f"after-{n}", [NewEvent("E", {})]) for n in range(3)]
