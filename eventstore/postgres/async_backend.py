@@ -432,6 +432,10 @@ class AsyncPostgresBackend(AsyncBackend):
 
         return await self._with_reader(fetch)
 
+    def _save_snapshot_statement(self) -> str:
+        """The upsert of a stream's snapshot: its conflict is on the snapshots' key."""
+        return sql.SAVE_SNAPSHOT
+
     async def save_snapshot(self, snapshot: PreparedSnapshot) -> None:
         params = sql.snapshot_params(
             snapshot.stream_id,
@@ -442,7 +446,7 @@ class AsyncPostgresBackend(AsyncBackend):
         )
 
         async def save(conn: Conn) -> int:
-            cursor = await conn.execute(sql.SAVE_SNAPSHOT, params)
+            cursor = await conn.execute(self._save_snapshot_statement(), params)
             row = await cursor.fetchone()
             return int(row[0]) if row else 0
 

@@ -361,6 +361,10 @@ class PostgresBackend(Backend):
 
         return self._with_reader(fetch)
 
+    def _save_snapshot_statement(self) -> str:
+        """The upsert of a stream's snapshot: its conflict is on the snapshots' key."""
+        return sql.SAVE_SNAPSHOT
+
     def save_snapshot(self, snapshot: PreparedSnapshot) -> None:
         params = sql.snapshot_params(
             snapshot.stream_id,
@@ -371,7 +375,7 @@ class PostgresBackend(Backend):
         )
 
         def save(conn: Conn) -> int:
-            cursor = conn.execute(sql.SAVE_SNAPSHOT, params)
+            cursor = conn.execute(self._save_snapshot_statement(), params)
             row = cursor.fetchone()
             return int(row[0]) if row else 0
 
